@@ -1,0 +1,28 @@
+# Compiler flags shared by every Tessera target (applied through tessera_add_library and
+# tessera_target_defaults).
+
+set(TESSERA_WARNINGS -Wall -Wextra -Wpedantic -Wshadow=local -Wnon-virtual-dtor
+    -Wno-missing-field-initializers)
+if(TESSERA_WERROR)
+  list(APPEND TESSERA_WARNINGS -Werror)
+endif()
+
+if(TESSERA_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer
+                      -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+
+function(tessera_target_defaults target)
+  target_compile_options(${target} PRIVATE ${TESSERA_WARNINGS})
+  target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR})
+endfunction()
+
+# tessera_add_library(name DIR dir DEPS deps...): a static library of every .cc under `dir`
+# (not recursing into subfolders that are libraries of their own: pass EXCLUDE globs).
+function(tessera_add_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_library(${name} STATIC ${ARG_SOURCES})
+  tessera_target_defaults(${name})
+  target_link_libraries(${name} PUBLIC ${ARG_DEPS})
+endfunction()

@@ -1,0 +1,136 @@
+// Status and Result<T>: the one error system of Tessera.
+//
+// Every fallible function returns a [[nodiscard]] Status (cheap when OK: a null pointer) or a
+// Result<T> (a value or a Status). No exception crosses the public API. Messages name what is at
+// fault: the node, op, attribute, field or file offset, so a user can act on them.
+//
+//   Status load(...) {
+//     RETURN_IF_ERROR(check_header(bytes));
+//     ASSIGN_OR_RETURN(auto graph, parse(bytes));
+//     ...
+//   }
+#pragma once
+
+#include <cassert>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace tessera {
+
+enum class StatusCode {
+  kOk = 0,
+  kInvalidArgument,  // the caller passed something malformed (bad shape, bad attribute, bad file)
+  kNotFound,         // a named thing (file, device, tensor, op) does not exist
+  kUnimplemented,    // valid input that this build or device does not support
+  kOutOfRange,       // sizes, indices or dimensions beyond limits
+  kResourceExhausted,  // allocation failed, memory cap exceeded
+  kFailedPrecondition,  // an object used in the wrong state
+  kInternal,            // a bug in Tessera or a backend library
+  kIoError,             // reading or writing a file failed
+};
+
+const char* status_code_name(StatusCode code);
+
+class [[nodiscard]] Status {
+ public:
+  Status() = default;  // OK
+  Status(StatusCode code, std::string message);
+
+  static Status ok_status() { return Status(); }
+
+  bool ok() const { return state_ == nullptr; }
+  StatusCode code() const { return state_ ? state_->code : StatusCode::kOk; }
+  const std::string& message() const;
+  // "InvalidArgument: message" or "OK".
+  std::string to_string() const;
+
+  // Returns a copy with "context: " prepended to the message (for call-site breadcrumbs).
+  Status with_context(const std::string& context) const;
+
+  // Explicitly drop a Status whose failure is acceptable at this call site.
+  void ignore() const {}
+
+ private:
+  struct State {
+    StatusCode code;
+    std::string message;
+  };
+  std::shared_ptr<const State> state_;
+};
+
+inline Status invalid_argument(std::string msg) {
+  return Status(StatusCode::kInvalidArgument, std::move(msg));
+}
+inline Status not_found(std::string msg) { return Status(StatusCode::kNotFound, std::move(msg)); }
+inline Status unimplemented(std::string msg) {
+  return Status(StatusCode::kUnimplemented, std::move(msg));
+}
+inline Status out_of_range(std::string msg) {
+  return Status(StatusCode::kOutOfRange, std::move(msg));
+}
+inline Status resource_exhausted(std::string msg) {
+  return Status(StatusCode::kResourceExhausted, std::move(msg));
+}
+inline Status failed_precondition(std::string msg) {
+  return Status(StatusCode::kFailedPrecondition, std::move(msg));
+}
+inline Status internal_error(std::string msg) {
+  return Status(StatusCode::kInternal, std::move(msg));
+}
+inline Status io_error(std::string msg) { return Status(StatusCode::kIoError, std::move(msg)); }
+
+// A value of type T, or the Status explaining why there is none.
+template <typename T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(Status status) : v_(std::move(status)) {  // NOLINT: implicit by design
+    assert(!std::get<Status>(v_).ok() && "Result constructed from an OK Status");
+  }
+
+  bool ok() const { return v_.index() == 0; }
+  Status status() const { return ok() ? Status() : std::get<Status>(v_); }
+
+  T& value() & {
+    assert(ok());
+    return std::get<T>(v_);
+  }
+  const T& value() const& {
+    assert(ok());
+    return std::get<T>(v_);
+  }
+  T&& value() && {
+    assert(ok());
+    return std::get<T>(std::move(v_));
+  }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+
+ private:
+  std::variant<T, Status> v_;
+};
+
+}  // namespace tessera
+
+#define TESSERA_CONCAT_INNER(a, b) a##b
+#define TESSERA_CONCAT(a, b) TESSERA_CONCAT_INNER(a, b)
+
+// Returns the Status from the enclosing function if `expr` (a Status) is not OK.
+#define RETURN_IF_ERROR(expr)                              \
+  do {                                                     \
+    ::tessera::Status tessera_status_ = (expr);            \
+    if (!tessera_status_.ok()) return tessera_status_;     \
+  } while (0)
+
+// Evaluates `rexpr` (a Result<T>); on error returns its Status, else moves the value into `lhs`.
+#define ASSIGN_OR_RETURN(lhs, rexpr) \
+  ASSIGN_OR_RETURN_IMPL(TESSERA_CONCAT(tessera_result_, __LINE__), lhs, rexpr)
+#define ASSIGN_OR_RETURN_IMPL(tmp, lhs, rexpr) \
+  auto tmp = (rexpr);                          \
+  if (!tmp.ok()) return tmp.status();          \
+  lhs = std::move(tmp).value()

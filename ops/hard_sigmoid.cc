@@ -1,0 +1,20 @@
+// HardSigmoid: y = max(0, min(1, alpha * x + beta)) (defaults 0.2, 0.5).
+// Element-wise; the math is shared with fused activations (ops/activation.cc).
+#include "ops/registry.h"
+#include "ops/unary_activation.h"
+
+namespace tessera {
+
+const OpSchema kHardSigmoidSchema = {
+    .kind = OpKind::kHardSigmoid,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .accepts_fused_activation = false,
+    .infer = infer_unary_activation,
+    .cost = cost_unary_activation,
+    .reference = reference_unary_activation,
+};
+
+}  // namespace tessera

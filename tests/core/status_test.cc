@@ -1,0 +1,83 @@
+#include "core/status.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/dtype.h"
+#include "core/shape.h"
+#include "core/tensor.h"
+
+namespace tessera {
+namespace {
+
+Result<int> half_of(int x) {
+  if (x % 2) return invalid_argument("odd: " + std::to_string(x));
+  return x / 2;
+}
+
+Result<int> quarter_of(int x) {
+  ASSIGN_OR_RETURN(int h, half_of(x));
+  ASSIGN_OR_RETURN(int q, half_of(h));
+  return q;
+}
+
+TEST(Status, OkIsCheapAndDefault) {
+  Status s;
+  EXPECT_TRUE(s.ok());
+  EXPECT_EQ(s.to_string(), "OK");
+}
+
+TEST(Status, ErrorCarriesCodeAndMessage) {
+  Status s = out_of_range("too big");
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(s.to_string(), "OutOfRange: too big");
+  EXPECT_EQ(s.with_context("file.tsr").message(), "file.tsr: too big");
+}
+
+TEST(Result, PropagatesThroughMacros) {
+  EXPECT_EQ(quarter_of(12).value(), 3);
+  Result<int> r = quarter_of(6);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "odd: 3");
+}
+
+TEST(Shape, ValidatesLimits) {
+  EXPECT_TRUE(Shape({1, 3, 224, 224}).validate().ok());
+  EXPECT_EQ(Shape({1, -3}).validate().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(Shape({kMaxDim + 1}).validate().code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(Shape({1 << 20, 1 << 20, 1 << 20}).validate().code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(Shape(std::vector<int64_t>(kMaxRank + 1, 1)).validate().code(),
+            StatusCode::kOutOfRange);
+  EXPECT_EQ(Shape({}).numel(), 1);
+}
+
+TEST(Shape, NormalizesAxes) {
+  EXPECT_EQ(normalize_axis(-1, 4, "axis").value(), 3);
+  EXPECT_FALSE(normalize_axis(4, 4, "axis").ok());
+  EXPECT_FALSE(normalize_axis(-5, 4, "axis").ok());
+}
+
+TEST(Tensor, CreateIsAlignedAndZeroed) {
+  Tensor t = Tensor::create(DType::kF32, Shape{3, 5}).value();
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw()) % 64, 0u);
+  for (float v : t.span<float>()) EXPECT_EQ(v, 0.f);
+  EXPECT_EQ(t.byte_size(), 60u);
+  EXPECT_EQ(t.describe(), "f32[3, 5]");
+}
+
+TEST(Tensor, RefusesAbsurdShapes) {
+  EXPECT_FALSE(Tensor::create(DType::kF32, Shape{kMaxDim, kMaxDim}).ok());
+}
+
+TEST(DType, HalfRoundTrips) {
+  for (float f : {0.f, 1.f, -2.5f, 65504.f, 6.1035156e-05f, 5.9604645e-08f, 0.333251953125f}) {
+    EXPECT_EQ(half_to_float(float_to_half(f)), f) << f;
+  }
+  EXPECT_TRUE(std::isinf(half_to_float(float_to_half(1e6f))));
+  EXPECT_TRUE(std::isnan(half_to_float(float_to_half(NAN))));
+}
+
+}  // namespace
+}  // namespace tessera
