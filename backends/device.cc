@@ -1,0 +1,55 @@
+#include "backends/device.h"
+
+#include <algorithm>
+
+namespace tessera {
+
+void slice_boundary(const Graph& g, std::span<const NodeId> layers, std::vector<ValueId>* inputs,
+                    std::vector<ValueId>* outputs) {
+  std::vector<bool> in_slice(static_cast<size_t>(g.num_nodes()), false);
+  for (NodeId n : layers) in_slice[static_cast<size_t>(n)] = true;
+  std::vector<bool> produced_inside(static_cast<size_t>(g.num_values()), false);
+  for (NodeId n : layers) {
+    for (ValueId v : g.node(n).outputs) produced_inside[static_cast<size_t>(v)] = true;
+  }
+  inputs->clear();
+  outputs->clear();
+  for (NodeId n : layers) {
+    for (ValueId v : g.node(n).inputs) {
+      if (v == kNoValue || g.value(v).is_constant || produced_inside[static_cast<size_t>(v)]) continue;
+      if (std::find(inputs->begin(), inputs->end(), v) == inputs->end()) inputs->push_back(v);
+    }
+  }
+  std::vector<bool> read_outside(static_cast<size_t>(g.num_values()), false);
+  for (int n = 0; n < g.num_nodes(); ++n) {
+    if (in_slice[static_cast<size_t>(n)]) continue;
+    for (ValueId v : g.node(n).inputs) {
+      if (v != kNoValue) read_outside[static_cast<size_t>(v)] = true;
+    }
+  }
+  for (ValueId v : g.outputs()) read_outside[static_cast<size_t>(v)] = true;
+  for (NodeId n : layers) {
+    for (ValueId v : g.node(n).outputs) {
+      if (read_outside[static_cast<size_t>(v)]) outputs->push_back(v);
+    }
+  }
+}
+
+Status check_capabilities(const Device& device, const Graph& g, std::span<const NodeId> layers) {
+  std::string missing;
+  int count = 0;
+  for (NodeId n : layers) {
+    const Node& node = g.node(n);
+    Capability c = device.capabilities(g, node);
+    if (c.supported) continue;
+    if (count++ < 20) {
+      missing += (missing.empty() ? "" : "; ") + std::string("node '") + node.name + "' (" +
+                 op_name(node.kind) + "): " + c.reason;
+    }
+  }
+  if (count == 0) return Status();
+  return unimplemented("device '" + device.name() + "' cannot run " + std::to_string(count) +
+                       " layer(s): " + missing);
+}
+
+}  // namespace tessera

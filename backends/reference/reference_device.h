@@ -1,0 +1,29 @@
+// The reference device: runs every layer with the portable reference kernels of ops/.
+//
+// It is the oracle every other backend is tested against, always built and always available
+// under the name "reference". Its memory is host memory.
+#pragma once
+
+#include "backends/device.h"
+
+namespace tessera {
+
+class ReferenceDevice final : public Device {
+ public:
+  ReferenceDevice();
+  const std::string& name() const override { return name_; }
+  std::string description() const override;
+  Capability capabilities(const Graph& g, const Node& node) const override;
+  uint64_t memory_capacity() const override;
+  Result<std::unique_ptr<Program>> compile(const Graph& g, std::span<const NodeId> layers) override;
+  Result<std::unique_ptr<Buffer>> upload(const Tensor& host) override;
+  Status download(const Buffer& device, Tensor* host) override;
+
+ private:
+  std::string name_ = "reference";
+};
+
+// Host physical memory in bytes (sysconf), or 0 if unknown.
+uint64_t host_memory_bytes();
+
+}  // namespace tessera

@@ -1,0 +1,42 @@
+// Device names and the devices this build can open.
+//
+// One scheme for every backend:
+//   reference           the portable reference kernels
+//   cpu | cpu:A-B | cpu:A,B,...   a CPU device on all cores or on a core set
+//   opencl:N | vulkan:N | npu:N   the N-th device of that backend
+//   remote:HOST:PORT    a `tessera serve` process
+// A DVFS level is written DEVICE@MHz (e.g. cpu:4-7@1800).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/device.h"
+
+namespace tessera {
+
+struct DeviceName {
+  std::string kind;  // reference, cpu, opencl, vulkan, npu, remote
+  std::string spec;  // what follows the first ':' (core set, index, host:port), may be empty
+  int mhz = 0;       // DVFS level, 0 when not given
+
+  std::string to_string() const;
+};
+
+// Parses and checks the syntax of a device name; the message says what is wrong and the forms
+// accepted.
+Result<DeviceName> parse_device_name(const std::string& name);
+
+// Opens a device by name. NotFound when the backend is not in this build or the device does not
+// exist on this machine.
+Result<std::unique_ptr<Device>> open_device(const std::string& name);
+
+struct DeviceListing {
+  std::string name;
+  std::string description;
+};
+// Every device this machine offers, in the order `tessera devices` prints them.
+std::vector<DeviceListing> list_devices();
+
+}  // namespace tessera

@@ -1,0 +1,341 @@
+#include "graph/passes.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "ops/activation.h"
+
+namespace tessera {
+
+std::string PassStats::to_string() const {
+  return "folded " + std::to_string(folded_nodes) + " constant nodes, removed " +
+         std::to_string(removed_identities) + " identities, folded " +
+         std::to_string(folded_batchnorms) + " batch norms, fused " +
+         std::to_string(fused_activations) + " activations, removed " +
+         std::to_string(dead_nodes) + " dead nodes";
+}
+
+namespace {
+
+// Number of node inputs reading each value, plus one if it is a graph output.
+std::vector<int> use_counts(const Graph& g) {
+  std::vector<int> uses(static_cast<size_t>(g.num_values()), 0);
+  for (const Node& n : g.nodes()) {
+    for (ValueId v : n.inputs) {
+      if (v != kNoValue) ++uses[static_cast<size_t>(v)];
+    }
+  }
+  for (ValueId v : g.outputs()) ++uses[static_cast<size_t>(v)];
+  return uses;
+}
+
+bool is_graph_input(const Graph& g, ValueId v) {
+  for (ValueId i : g.inputs()) {
+    if (i == v) return true;
+  }
+  return false;
+}
+
+// Evaluates node `n` on its constant inputs with the reference kernels.
+Result<std::vector<Tensor>> evaluate_node(const Graph& g, const Node& n) {
+  std::vector<TensorInfo> infos;
+  NodeContext nc(g, n);
+  RETURN_IF_ERROR(infer_node(nc.ctx(), static_cast<int>(n.outputs.size()), &infos));
+  std::vector<Tensor> inputs;
+  for (ValueId v : n.inputs) {
+    if (v == kNoValue) {
+      inputs.emplace_back();
+    } else if (g.value(v).is_constant) {
+      inputs.push_back(g.value(v).data);
+    } else {
+      // Only Shape reaches here: it reads the shape, never the data.
+      inputs.push_back(Tensor::view(g.value(v).info.dtype, g.value(v).info.shape, nullptr, nullptr));
+    }
+  }
+  std::vector<Tensor> outputs;
+  for (const TensorInfo& info : infos) {
+    ASSIGN_OR_RETURN(Tensor t, Tensor::create(info.dtype, info.shape));
+    outputs.push_back(std::move(t));
+  }
+  NodeContext rc(n, inputs);
+  RETURN_IF_ERROR(run_reference(rc.ctx(), inputs, outputs));
+  return outputs;
+}
+
+}  // namespace
+
+Status fold_constants(Graph& g, PassStats* stats) {
+  std::vector<bool> remove(static_cast<size_t>(g.num_nodes()), false);
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    const Node& n = g.node(i);
+    bool foldable = true;
+    if (n.kind == OpKind::kShape) {
+      foldable = n.inputs.size() == 1 && g.value(n.inputs[0]).has_info;
+    } else {
+      for (ValueId v : n.inputs) {
+        if (v != kNoValue && !g.value(v).is_constant) foldable = false;
+      }
+    }
+    if (!foldable) continue;
+    ASSIGN_OR_RETURN(std::vector<Tensor> outs, evaluate_node(g, n));
+    for (size_t o = 0; o < n.outputs.size(); ++o) {
+      Value& out = g.value(n.outputs[o]);
+      out.is_constant = true;
+      out.data = std::move(outs[o]);
+      out.info = TensorInfo{out.data.dtype(), out.data.shape()};
+      out.has_info = true;
+      out.producer = kNoNode;
+    }
+    remove[static_cast<size_t>(i)] = true;
+    if (stats) ++stats->folded_nodes;
+  }
+  g.remove_nodes(remove);
+  return Status();
+}
+
+Status remove_identities(Graph& g, PassStats* stats) {
+  std::vector<bool> remove(static_cast<size_t>(g.num_nodes()), false);
+  const std::vector<int> uses = use_counts(g);
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    Node& n = g.node(i);
+    if (n.kind != OpKind::kIdentity && n.kind != OpKind::kDropout) continue;
+    // Dropout's optional mask output must be unused.
+    if (n.outputs.size() > 1 && uses[static_cast<size_t>(n.outputs[1])] > 0) continue;
+    const ValueId in = n.inputs[0];
+    const ValueId out = n.outputs[0];
+    if (g.is_graph_output(out)) {
+      // Keep the output's name: make the producer of `in` write `out` directly. Impossible
+      // when `in` has no producer or must itself stay visible.
+      const NodeId p = g.value(in).producer;
+      if (p == kNoNode || g.is_graph_output(in) || is_graph_input(g, in)) continue;
+      for (ValueId& o : g.node(p).outputs) {
+        if (o == in) o = out;
+      }
+      g.value(out).producer = p;
+      g.replace_uses(in, out);
+    } else {
+      g.replace_uses(out, in);
+    }
+    remove[static_cast<size_t>(i)] = true;
+    if (stats) ++stats->removed_identities;
+  }
+  g.remove_nodes(remove);
+  return g.sort_topologically();
+}
+
+namespace {
+
+// The per-channel affine transform y = x * scale + shift equivalent to a BatchNormalization.
+struct ChannelAffine {
+  std::vector<float> scale;
+  std::vector<float> shift;
+};
+
+Result<std::optional<ChannelAffine>> batchnorm_affine(const Graph& g, const Node& bn) {
+  if (bn.outputs.size() != 1 || bn.inputs.size() != 5) return std::optional<ChannelAffine>();
+  for (int i = 1; i < 5; ++i) {
+    const ValueId v = bn.inputs[static_cast<size_t>(i)];
+    if (v == kNoValue || !g.value(v).is_constant || g.value(v).info.dtype != DType::kF32) {
+      return std::optional<ChannelAffine>();
+    }
+  }
+  Activation act;
+  ASSIGN_OR_RETURN(act, parse_fused_activation(bn.attrs));
+  if (act.kind != ActivationKind::kNone) return std::optional<ChannelAffine>();
+  ASSIGN_OR_RETURN(float eps, bn.attrs.float_or("epsilon", 1e-5f));
+  const Tensor& gamma = g.value(bn.inputs[1]).data;
+  const Tensor& beta = g.value(bn.inputs[2]).data;
+  const Tensor& mean = g.value(bn.inputs[3]).data;
+  const Tensor& var = g.value(bn.inputs[4]).data;
+  const int64_t c = gamma.numel();
+  if (beta.numel() != c || mean.numel() != c || var.numel() != c) {
+    return std::optional<ChannelAffine>();
+  }
+  ChannelAffine a;
+  a.scale.resize(static_cast<size_t>(c));
+  a.shift.resize(static_cast<size_t>(c));
+  for (int64_t i = 0; i < c; ++i) {
+    const double s = gamma.data<float>()[i] / std::sqrt(static_cast<double>(var.data<float>()[i]) + eps);
+    a.scale[static_cast<size_t>(i)] = static_cast<float>(s);
+    a.shift[static_cast<size_t>(i)] =
+        static_cast<float>(beta.data<float>()[i] - mean.data<float>()[i] * s);
+  }
+  return std::optional<ChannelAffine>(std::move(a));
+}
+
+// Scales the weight of `layer` per output channel and returns the folded bias, or nullopt if the
+// layer's form is not one we fold (e.g. Gemm with alpha != 1 or an unbroadcastable C).
+Result<bool> fold_into_layer(Graph& g, NodeId layer_id, const ChannelAffine& a) {
+  Node& layer = g.node(layer_id);
+  const ValueId wid = layer.inputs.size() > 1 ? layer.inputs[1] : kNoValue;
+  if (wid == kNoValue || !g.value(wid).is_constant || g.value(wid).info.dtype != DType::kF32) {
+    return false;
+  }
+  Activation act;
+  ASSIGN_OR_RETURN(act, parse_fused_activation(layer.attrs));
+  if (act.kind != ActivationKind::kNone) return false;
+  const Tensor& w = g.value(wid).data;
+  const int64_t channels = static_cast<int64_t>(a.scale.size());
+
+  // Where output channel `oc` lives in the weight: w viewed as [outer, oc_dim, inner].
+  int64_t outer = 1, oc_dim = 0, inner = 1;
+  int64_t groups = 1;
+  ValueId bias_id = layer.inputs.size() > 2 ? layer.inputs[2] : kNoValue;
+  if (layer.kind == OpKind::kConv) {
+    oc_dim = w.dim(0);
+    for (int d = 1; d < w.rank(); ++d) inner *= w.dim(d);
+  } else if (layer.kind == OpKind::kConvTranspose) {
+    // Weight [Cin, Cout/groups, k...]; output channel = group * (Cout/groups) + j.
+    ASSIGN_OR_RETURN(groups, layer.attrs.int_or("group", 1));
+    if (w.rank() < 2 || groups != 1) return false;
+    outer = w.dim(0);
+    oc_dim = w.dim(1);
+    for (int d = 2; d < w.rank(); ++d) inner *= w.dim(d);
+  } else if (layer.kind == OpKind::kGemm) {
+    ASSIGN_OR_RETURN(float alpha, layer.attrs.float_or("alpha", 1.f));
+    ASSIGN_OR_RETURN(float beta, layer.attrs.float_or("beta", 1.f));
+    ASSIGN_OR_RETURN(int64_t trans_b, layer.attrs.int_or("transB", 0));
+    if (alpha != 1.f || beta != 1.f || w.rank() != 2) return false;
+    if (trans_b) {  // B is [N, K]
+      oc_dim = w.dim(0);
+      inner = w.dim(1);
+    } else {  // B is [K, N]
+      outer = w.dim(0);
+      oc_dim = w.dim(1);
+    }
+    if (bias_id != kNoValue) {
+      const TensorInfo& ci = g.value(bias_id).info;
+      if (!(ci.shape.numel() == channels && ci.shape.rank() >= 1 &&
+            ci.shape[ci.shape.rank() - 1] == channels) &&
+          ci.shape.numel() != 1) {
+        return false;
+      }
+    }
+  } else {
+    return false;
+  }
+  if (oc_dim != channels) return false;
+  if (bias_id != kNoValue &&
+      (!g.value(bias_id).is_constant || g.value(bias_id).info.dtype != DType::kF32)) {
+    return false;
+  }
+
+  ASSIGN_OR_RETURN(Tensor new_w, Tensor::create(DType::kF32, w.shape()));
+  const float* src = w.data<float>();
+  float* dst = new_w.data<float>();
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t c = 0; c < oc_dim; ++c) {
+      const float s = a.scale[static_cast<size_t>(c)];
+      const int64_t base = (o * oc_dim + c) * inner;
+      for (int64_t k = 0; k < inner; ++k) dst[base + k] = src[base + k] * s;
+    }
+  }
+  ASSIGN_OR_RETURN(Tensor new_b, Tensor::create(DType::kF32, Shape{channels}));
+  for (int64_t c = 0; c < channels; ++c) {
+    float b = 0.f;
+    if (bias_id != kNoValue) {
+      const Tensor& old_b = g.value(bias_id).data;
+      b = old_b.numel() == 1 ? old_b.data<float>()[0] : old_b.data<float>()[c];
+    }
+    new_b.data<float>()[c] = b * a.scale[static_cast<size_t>(c)] + a.shift[static_cast<size_t>(c)];
+  }
+  const std::string base_name = g.node(layer_id).name;
+  const ValueId nw = g.add_constant(base_name + ".weight_bn", std::move(new_w));
+  const ValueId nb = g.add_constant(base_name + ".bias_bn", std::move(new_b));
+  Node& l = g.node(layer_id);  // re-fetch: add_constant does not touch nodes, but stay explicit
+  l.inputs[1] = nw;
+  if (l.inputs.size() < 3) l.inputs.resize(3, kNoValue);
+  l.inputs[2] = nb;
+  return true;
+}
+
+}  // namespace
+
+Status fold_batchnorm(Graph& g, PassStats* stats) {
+  std::vector<bool> remove(static_cast<size_t>(g.num_nodes()), false);
+  std::vector<int> uses = use_counts(g);
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    if (g.node(i).kind != OpKind::kBatchNormalization) continue;
+    const ValueId x = g.node(i).inputs[0];
+    const NodeId p = g.value(x).producer;
+    if (p == kNoNode || uses[static_cast<size_t>(x)] != 1 || g.node(p).outputs.size() != 1) continue;
+    ASSIGN_OR_RETURN(std::optional<ChannelAffine> affine, batchnorm_affine(g, g.node(i)));
+    if (!affine) continue;
+    ASSIGN_OR_RETURN(bool folded, fold_into_layer(g, p, *affine));
+    if (!folded) continue;
+    // The layer now writes the BatchNorm's output directly.
+    const ValueId y = g.node(i).outputs[0];
+    g.node(p).outputs[0] = y;
+    g.value(y).producer = p;
+    remove[static_cast<size_t>(i)] = true;
+    if (stats) ++stats->folded_batchnorms;
+  }
+  g.remove_nodes(remove);
+  return Status();
+}
+
+Status fuse_activations(Graph& g, PassStats* stats) {
+  std::vector<bool> remove(static_cast<size_t>(g.num_nodes()), false);
+  const std::vector<int> uses = use_counts(g);
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    const Node& a = g.node(i);
+    if (a.inputs.empty() || a.outputs.size() != 1) continue;
+    NodeContext nc(g, a);
+    auto act = activation_of_node(nc.ctx());
+    if (!act.ok() || !act.value().has_value()) continue;  // not an activation, or Clip with
+                                                           // non-constant bounds
+    const ValueId x = a.inputs[0];
+    const NodeId p = g.value(x).producer;
+    if (p == kNoNode || remove[static_cast<size_t>(p)] || uses[static_cast<size_t>(x)] != 1) continue;
+    Node& layer = g.node(p);
+    if (layer.outputs.size() != 1 || !op_schema(layer.kind).accepts_fused_activation) continue;
+    if (g.value(x).info.dtype != DType::kF32) continue;
+    ASSIGN_OR_RETURN(Activation existing, parse_fused_activation(layer.attrs));
+    if (existing.kind != ActivationKind::kNone) continue;
+    set_fused_activation(&layer.attrs, *act.value());
+    const ValueId y = a.outputs[0];
+    layer.outputs[0] = y;
+    g.value(y).producer = p;
+    remove[static_cast<size_t>(i)] = true;
+    if (stats) ++stats->fused_activations;
+  }
+  g.remove_nodes(remove);
+  return Status();
+}
+
+Status eliminate_dead_nodes(Graph& g, PassStats* stats) {
+  std::vector<bool> needed(static_cast<size_t>(g.num_values()), false);
+  for (ValueId v : g.outputs()) needed[static_cast<size_t>(v)] = true;
+  std::vector<bool> remove(static_cast<size_t>(g.num_nodes()), true);
+  for (int i = g.num_nodes() - 1; i >= 0; --i) {
+    const Node& n = g.node(i);
+    bool live = false;
+    for (ValueId v : n.outputs) live = live || needed[static_cast<size_t>(v)];
+    if (!live) continue;
+    remove[static_cast<size_t>(i)] = false;
+    for (ValueId v : n.inputs) {
+      if (v != kNoValue) needed[static_cast<size_t>(v)] = true;
+    }
+  }
+  int dead = 0;
+  for (bool r : remove) dead += r ? 1 : 0;
+  if (stats) stats->dead_nodes += dead;
+  g.remove_nodes(remove);
+  return Status();
+}
+
+Status optimize_graph(Graph& g, PassStats* stats) {
+  PassStats local;
+  PassStats* s = stats ? stats : &local;
+  RETURN_IF_ERROR(g.validate());
+  RETURN_IF_ERROR(g.infer_shapes());
+  RETURN_IF_ERROR(fold_constants(g, s));
+  RETURN_IF_ERROR(remove_identities(g, s));
+  RETURN_IF_ERROR(fold_batchnorm(g, s));
+  RETURN_IF_ERROR(fuse_activations(g, s));
+  RETURN_IF_ERROR(eliminate_dead_nodes(g, s));
+  RETURN_IF_ERROR(g.validate());
+  return g.infer_shapes();
+}
+
+}  // namespace tessera

@@ -1,0 +1,42 @@
+// Graph passes: rewrite a shape-inferred Graph into the form backends and planners work on.
+//
+// Each pass keeps the graph valid and topologically ordered and returns how much it changed.
+// `optimize_graph` runs them in the order the converter uses:
+//   fold_constants     nodes whose inputs are all constant (and Shape of any static tensor) are
+//                      evaluated with the reference kernels and replaced by constants; this
+//                      collapses shape subgraphs such as Shape->Gather->Unsqueeze->Concat->Reshape
+//   remove_identities  Identity and inference-mode Dropout are bypassed
+//   fold_batchnorm     BatchNormalization after Conv/ConvTranspose/Gemm is folded into the
+//                      weights and bias of that layer
+//   fuse_activations   an activation after a layer that accepts one (ops/activation.h) becomes an
+//                      attribute of that layer
+//   eliminate_dead     nodes that do not contribute to a graph output are removed
+#pragma once
+
+#include <string>
+
+#include "graph/graph.h"
+
+namespace tessera {
+
+struct PassStats {
+  int folded_nodes = 0;
+  int removed_identities = 0;
+  int folded_batchnorms = 0;
+  int fused_activations = 0;
+  int dead_nodes = 0;
+
+  std::string to_string() const;
+};
+
+// All passes below require inferred shapes (Graph::infer_shapes) and keep them valid.
+Status fold_constants(Graph& g, PassStats* stats);
+Status remove_identities(Graph& g, PassStats* stats);
+Status fold_batchnorm(Graph& g, PassStats* stats);
+Status fuse_activations(Graph& g, PassStats* stats);
+Status eliminate_dead_nodes(Graph& g, PassStats* stats);
+
+// infer_shapes, then every pass above in order, then validate + infer_shapes again.
+Status optimize_graph(Graph& g, PassStats* stats = nullptr);
+
+}  // namespace tessera
