@@ -1,0 +1,80 @@
+#include "tools/cli.h"
+
+#include <cstdlib>
+
+namespace tessera::cli {
+
+std::string Args::get(const std::string& name, const std::string& def) const {
+  auto it = flags.find(name);
+  return it == flags.end() || it->second.empty() ? def : it->second.back();
+}
+
+const std::vector<std::string>& Args::all(const std::string& name) const {
+  static const std::vector<std::string> kEmpty;
+  auto it = flags.find(name);
+  return it == flags.end() ? kEmpty : it->second;
+}
+
+Result<int> Args::get_int(const std::string& name, int def, int min, int max) const {
+  if (!has(name)) return def;
+  const std::string v = get(name);
+  char* end = nullptr;
+  const long x = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || x < min || x > max) {
+    return invalid_argument(name + " expects an integer in [" + std::to_string(min) + ", " +
+                            std::to_string(max) + "], got '" + v + "'");
+  }
+  return static_cast<int>(x);
+}
+
+Result<Args> parse(int argc, char** argv, int first, const std::vector<FlagSpec>& specs) {
+  Args args;
+  for (int i = first; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a.size() < 2 || a[0] != '-') {
+      args.positional.push_back(a);
+      continue;
+    }
+    std::string key = a, value;
+    bool has_value = false;
+    const size_t eq = a.find('=');
+    if (a.rfind("--", 0) == 0 && eq != std::string::npos) {
+      key = a.substr(0, eq);
+      value = a.substr(eq + 1);
+      has_value = true;
+    }
+    const FlagSpec* spec = nullptr;
+    for (const FlagSpec& s : specs) {
+      if (s.name == key || (!s.alias.empty() && s.alias == key)) spec = &s;
+    }
+    if (spec == nullptr) return invalid_argument("unknown option '" + key + "' (see --help)");
+    if (spec->takes_value) {
+      if (!has_value) {
+        if (i + 1 >= argc) return invalid_argument("option " + spec->name + " needs a value");
+        value = argv[++i];
+      }
+    } else if (has_value) {
+      return invalid_argument("option " + spec->name + " takes no value");
+    }
+    auto& slot = args.flags[spec->name];
+    if (!slot.empty() && !spec->repeatable) {
+      return invalid_argument("option " + spec->name + " given more than once");
+    }
+    slot.push_back(value);
+  }
+  return args;
+}
+
+std::string usage(const std::vector<FlagSpec>& specs) {
+  std::string s;
+  for (const FlagSpec& f : specs) {
+    std::string left = "  " + f.name;
+    if (!f.alias.empty()) left += ", " + f.alias;
+    if (f.takes_value) left += " VALUE";
+    if (left.size() < 26) left.append(26 - left.size(), ' ');
+    s += left + " " + f.help + "\n";
+  }
+  return s;
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,36 @@
+// A small command-line parser shared by the `tessera` subcommands.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace tessera::cli {
+
+struct FlagSpec {
+  std::string name;       // "--output"
+  std::string alias;      // "-o" or ""
+  bool takes_value = true;
+  bool repeatable = false;
+  std::string help;
+};
+
+struct Args {
+  std::vector<std::string> positional;
+  std::map<std::string, std::vector<std::string>> flags;  // by canonical name
+
+  bool has(const std::string& name) const { return flags.count(name) != 0; }
+  std::string get(const std::string& name, const std::string& def = "") const;
+  const std::vector<std::string>& all(const std::string& name) const;
+  Result<int> get_int(const std::string& name, int def, int min, int max) const;
+};
+
+// Parses argv[first..] against `specs`; unknown flags and missing values are errors.
+Result<Args> parse(int argc, char** argv, int first, const std::vector<FlagSpec>& specs);
+
+// "  --output, -o VALUE   help" lines for --help.
+std::string usage(const std::vector<FlagSpec>& specs);
+
+}  // namespace tessera::cli

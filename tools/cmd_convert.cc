@@ -1,0 +1,75 @@
+// tessera convert model.onnx -o model.tsr
+#include <chrono>
+#include <cstdio>
+
+#include "graph/format/model_file.h"
+#include "graph/onnx/onnx_import.h"
+#include "graph/passes.h"
+#include "tools/cli.h"
+#include "tools/commands.h"
+
+namespace tessera::tools {
+
+namespace {
+
+const std::vector<cli::FlagSpec> kFlags = {
+    {"--output", "-o", true, false, "output .tsr path (default: input with .tsr extension)"},
+    {"--batch", "", true, false, "value for symbolic input dimensions (default 1)"},
+    {"--no-optimize", "", false, false, "skip the graph passes (debugging)"},
+    {"--help", "-h", false, false, "show this help"},
+};
+
+std::string default_output(const std::string& in) {
+  const size_t dot = in.rfind('.');
+  const size_t slash = in.rfind('/');
+  const bool has_ext = dot != std::string::npos && (slash == std::string::npos || dot > slash);
+  return (has_ext ? in.substr(0, dot) : in) + ".tsr";
+}
+
+}  // namespace
+
+int cmd_convert(int argc, char** argv) {
+  auto args = cli::parse(argc, argv, 2, kFlags);
+  if (!args.ok()) return report_error("convert", args.status());
+  if (args->has("--help") || args->positional.size() != 1) {
+    std::printf("usage: tessera convert MODEL.onnx [-o MODEL.tsr]\n\n%s",
+                cli::usage(kFlags).c_str());
+    return args->has("--help") ? 0 : 2;
+  }
+  const std::string in = args->positional[0];
+  const std::string out = args->get("--output", default_output(in));
+  auto batch = args->get_int("--batch", 1, 1, 1 << 16);
+  if (!batch.ok()) return report_error("convert", batch.status());
+
+  const auto t0 = std::chrono::steady_clock::now();
+  ImportOptions options;
+  options.default_dim_value = *batch;
+  auto imported = import_onnx(in, options);
+  if (!imported.ok()) return report_error("convert", imported.status());
+  for (const std::string& w : imported->warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  Status st = infer_onnx_shapes(*imported);
+  if (!st.ok()) return report_error("convert", st.with_context(in));
+  Graph& g = imported->graph;
+  const int nodes_before = g.num_nodes();
+  PassStats stats;
+  if (!args->has("--no-optimize")) {
+    st = optimize_graph(g, &stats);
+    if (!st.ok()) return report_error("convert", st.with_context(in));
+  }
+  ModelMetadata meta;
+  meta.producer = "tessera convert";
+  meta.properties["source"] = in;
+  meta.properties["onnx_opset"] = std::to_string(imported->opset);
+  meta.properties["onnx_producer"] = imported->producer_name + " " + imported->producer_version;
+  st = save_model(g, out, meta);
+  if (!st.ok()) return report_error("convert", st);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("%s -> %s: opset %lld, %d nodes -> %d layers, %.2f M parameters (%.1f ms)\n",
+              in.c_str(), out.c_str(), static_cast<long long>(imported->opset), nodes_before,
+              g.num_nodes(), static_cast<double>(g.parameter_count()) / 1e6, ms);
+  if (!args->has("--no-optimize")) std::printf("passes: %s\n", stats.to_string().c_str());
+  return 0;
+}
+
+}  // namespace tessera::tools

@@ -1,0 +1,124 @@
+// tessera run model.tsr --input x.npy --output y.npy [--device NAME] [--repeat N] [--top K]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <numeric>
+
+#include "core/npy.h"
+#include "core/tessera.h"
+#include "tools/cli.h"
+#include "tools/commands.h"
+
+namespace tessera::tools {
+
+namespace {
+
+const std::vector<cli::FlagSpec> kFlags = {
+    {"--input", "-i", true, true,
+     "input .npy (one per model input, in order; or NAME=PATH); default: zeros"},
+    {"--output", "-o", true, true, "write output .npy (one per model output, in order)"},
+    {"--device", "-d", true, false, "device to run on (default: reference; see `tessera devices`)"},
+    {"--repeat", "-r", true, false, "timed runs after one warm-up run (default 1)"},
+    {"--top", "", true, false, "print the K largest entries of the first output"},
+    {"--help", "-h", false, false, "show this help"},
+};
+
+Result<std::vector<Tensor>> gather_inputs(const Model& model, const cli::Args& args) {
+  const auto& descs = model.inputs();
+  const auto& specs = args.all("--input");
+  std::vector<Tensor> inputs(descs.size());
+  std::vector<bool> given(descs.size(), false);
+  size_t next_positional = 0;
+  for (const std::string& spec : specs) {
+    size_t index = next_positional;
+    std::string path = spec;
+    const size_t eq = spec.find('=');
+    if (eq != std::string::npos) {
+      const std::string name = spec.substr(0, eq);
+      path = spec.substr(eq + 1);
+      auto it = std::find_if(descs.begin(), descs.end(), [&](const TensorDesc& d) { return d.name == name; });
+      if (it == descs.end()) return not_found("the model has no input '" + name + "'");
+      index = static_cast<size_t>(it - descs.begin());
+    } else {
+      ++next_positional;
+    }
+    if (index >= descs.size()) {
+      return invalid_argument("more --input files than model inputs (" + std::to_string(descs.size()) + ")");
+    }
+    ASSIGN_OR_RETURN(inputs[index], read_npy(path));
+    const TensorDesc& d = descs[index];
+    if (inputs[index].dtype() != d.dtype || inputs[index].shape() != d.shape) {
+      return invalid_argument(path + ": input '" + d.name + "' expects " + dtype_name(d.dtype) +
+                              d.shape.to_string() + ", the file holds " + inputs[index].describe());
+    }
+    given[index] = true;
+  }
+  for (size_t i = 0; i < descs.size(); ++i) {
+    if (given[i]) continue;
+    std::fprintf(stderr, "note: input '%s' not given, using zeros\n", descs[i].name.c_str());
+    ASSIGN_OR_RETURN(inputs[i], Tensor::create(descs[i].dtype, descs[i].shape));
+  }
+  return inputs;
+}
+
+}  // namespace
+
+int cmd_run(int argc, char** argv) {
+  auto args = cli::parse(argc, argv, 2, kFlags);
+  if (!args.ok()) return report_error("run", args.status());
+  if (args->has("--help") || args->positional.size() != 1) {
+    std::printf("usage: tessera run MODEL.tsr [--input x.npy] [--output y.npy] [--device NAME]\n\n%s",
+                cli::usage(kFlags).c_str());
+    return args->has("--help") ? 0 : 2;
+  }
+  auto repeat = args->get_int("--repeat", 1, 1, 1000000);
+  if (!repeat.ok()) return report_error("run", repeat.status());
+  auto top = args->get_int("--top", 0, 0, 1000000);
+  if (!top.ok()) return report_error("run", top.status());
+
+  auto model = Model::load(args->positional[0]);
+  if (!model.ok()) return report_error("run", model.status());
+  if (args->all("--output").size() > (*model)->outputs().size()) {
+    return report_error("run", invalid_argument("more --output files than model outputs"));
+  }
+  auto inputs = gather_inputs(**model, *args);
+  if (!inputs.ok()) return report_error("run", inputs.status());
+  const std::string device = args->get("--device", "reference");
+  auto session = Session::create(*model, device);
+  if (!session.ok()) return report_error("run", session.status());
+
+  auto outputs = (*session)->run(*inputs);  // warm-up (and the result when --repeat 1)
+  if (!outputs.ok()) return report_error("run", outputs.status());
+  std::vector<double> ms;
+  for (int r = 0; r < *repeat; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    outputs = (*session)->run(*inputs);
+    if (!outputs.ok()) return report_error("run", outputs.status());
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  std::printf("device %s: latency median %.3f ms, min %.3f ms over %d run(s)\n", device.c_str(),
+              ms[ms.size() / 2], ms.front(), *repeat);
+
+  const auto& out_paths = args->all("--output");
+  for (size_t i = 0; i < out_paths.size(); ++i) {
+    Status st = write_npy(out_paths[i], (*outputs)[i]);
+    if (!st.ok()) return report_error("run", st);
+  }
+  if (*top > 0 && !outputs->empty() && (*outputs)[0].dtype() == DType::kF32) {
+    const Tensor& y = (*outputs)[0];
+    std::vector<int64_t> idx(static_cast<size_t>(y.numel()));
+    std::iota(idx.begin(), idx.end(), 0);
+    const size_t k = std::min(idx.size(), static_cast<size_t>(*top));
+    const float* p = y.data<float>();
+    std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(),
+                      [p](int64_t a, int64_t b) { return p[a] > p[b]; });
+    std::printf("top-%zu of '%s':\n", k, (*model)->outputs()[0].name.c_str());
+    for (size_t i = 0; i < k; ++i) {
+      std::printf("  %zu. class %lld  score %.5f\n", i + 1, static_cast<long long>(idx[i]), p[idx[i]]);
+    }
+  }
+  return 0;
+}
+
+}  // namespace tessera::tools

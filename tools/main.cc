@@ -1,0 +1,45 @@
+// tessera: convert, inspect and run models; list devices.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "tools/commands.h"
+
+namespace {
+
+const char kUsage[] =
+    "usage: tessera <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  convert   convert an ONNX model to a .tsr file (graph passes applied)\n"
+    "  info      print the layers, parameters, FLOPs and live bytes at each cut of a model\n"
+    "  run       run a model on .npy inputs and print its latency\n"
+    "  devices   list the devices this machine offers\n"
+    "\n"
+    "Run `tessera <command> --help` for the options of a command.\n";
+
+}  // namespace
+
+namespace tessera::tools {
+
+int report_error(const char* command, const Status& s) {
+  std::fprintf(stderr, "tessera %s: error: %s\n", command, s.to_string().c_str());
+  return 1;
+}
+
+}  // namespace tessera::tools
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
+      !std::strcmp(argv[1], "help")) {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string cmd = argv[1];
+  if (cmd == "convert") return tessera::tools::cmd_convert(argc, argv);
+  if (cmd == "info") return tessera::tools::cmd_info(argc, argv);
+  if (cmd == "run") return tessera::tools::cmd_run(argc, argv);
+  if (cmd == "devices") return tessera::tools::cmd_devices(argc, argv);
+  std::fprintf(stderr, "tessera: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
+  return 2;
+}
