@@ -1,0 +1,223 @@
+// Graph passes: each rewrite must leave the outputs unchanged (checked by running the graph on
+// the reference device before and after) and must actually simplify the graph.
+#include "graph/passes.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "core/tessera.h"
+#include "graph/layer_graph.h"
+#include "ops/activation.h"
+#include "tests/ops/op_test_util.h"
+
+namespace tessera {
+namespace {
+
+using testing::random_tensor;
+
+// Small builder over Graph for readable tests.
+struct Builder {
+  Graph g;
+  int counter = 0;
+
+  ValueId input(const std::string& name, Shape s) {
+    ValueId v = g.add_value(name, TensorInfo{DType::kF32, std::move(s)});
+    g.inputs().push_back(v);
+    return v;
+  }
+  ValueId constant(Tensor t) { return g.add_constant("c" + std::to_string(counter++), std::move(t)); }
+  ValueId ints(std::vector<int64_t> v) {
+    return constant(Tensor::from_int64s(Shape{static_cast<int64_t>(v.size())}, v));
+  }
+  std::vector<ValueId> node(OpKind kind, std::vector<ValueId> inputs, Attributes attrs = {},
+                            int outputs = 1) {
+    Node n;
+    n.name = std::string(op_name(kind)) + "_" + std::to_string(counter++);
+    n.kind = kind;
+    n.inputs = std::move(inputs);
+    n.attrs = std::move(attrs);
+    for (int i = 0; i < outputs; ++i) n.outputs.push_back(g.add_value(n.name + ".out" + std::to_string(i)));
+    std::vector<ValueId> outs = n.outputs;
+    g.add_node(std::move(n));
+    return outs;
+  }
+  ValueId one(OpKind kind, std::vector<ValueId> inputs, Attributes attrs = {}) {
+    return node(kind, std::move(inputs), std::move(attrs))[0];
+  }
+  ValueId conv(ValueId x, int64_t cin, int64_t cout, uint32_t seed, int64_t group = 1) {
+    Attributes a;
+    a.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+    a.set("group", group);
+    ValueId w = constant(random_tensor(Shape{cout, cin / group, 3, 3}, seed));
+    ValueId b = constant(random_tensor(Shape{cout}, seed + 1));
+    return one(OpKind::kConv, {x, w, b}, a);
+  }
+  ValueId batchnorm(ValueId x, int64_t c, uint32_t seed) {
+    ValueId scale = constant(random_tensor(Shape{c}, seed, 0.5f, 1.5f));
+    ValueId bias = constant(random_tensor(Shape{c}, seed + 1));
+    ValueId mean = constant(random_tensor(Shape{c}, seed + 2));
+    ValueId var = constant(random_tensor(Shape{c}, seed + 3, 0.2f, 2.f));
+    Attributes a;
+    a.set("epsilon", 1e-3f);
+    return one(OpKind::kBatchNormalization, {x, scale, bias, mean, var}, a);
+  }
+};
+
+std::vector<Tensor> run_graph(Graph g, const std::vector<Tensor>& inputs) {
+  auto model = Model::from_graph(std::move(g));
+  EXPECT_TRUE(model.ok()) << model.status().to_string();
+  auto session = Session::create(*model, "reference");
+  EXPECT_TRUE(session.ok()) << session.status().to_string();
+  auto out = (*session)->run(inputs);
+  EXPECT_TRUE(out.ok()) << out.status().to_string();
+  return *out;
+}
+
+int count_kind(const Graph& g, OpKind k) {
+  int n = 0;
+  for (const Node& node : g.nodes()) n += node.kind == k ? 1 : 0;
+  return n;
+}
+
+TEST(Passes, FoldsShapeSubgraphBatchNormAndActivation) {
+  Builder b;
+  ValueId x = b.input("x", Shape{1, 3, 5, 5});
+  ValueId c = b.conv(x, 3, 8, 1);
+  ValueId bn = b.batchnorm(c, 8, 10);
+  ValueId r = b.one(OpKind::kRelu, {bn});
+  // Flatten through a shape subgraph: Reshape(r, Concat(Unsqueeze(Gather(Shape(r), 0)), [-1])).
+  ValueId shape = b.one(OpKind::kShape, {r});
+  ValueId idx = b.constant(Tensor::from_int64s(Shape{}, std::vector<int64_t>{0}));
+  Attributes gather_axis;
+  gather_axis.set("axis", int64_t{0});
+  ValueId n = b.one(OpKind::kGather, {shape, idx}, gather_axis);
+  ValueId un = b.one(OpKind::kUnsqueeze, {n, b.ints({0})});
+  Attributes concat_axis;
+  concat_axis.set("axis", int64_t{0});
+  ValueId target = b.one(OpKind::kConcat, {un, b.ints({-1})}, concat_axis);
+  ValueId flat = b.one(OpKind::kReshape, {r, target});
+  ValueId id = b.one(OpKind::kIdentity, {flat});
+  std::vector<ValueId> drop = b.node(OpKind::kDropout, {id}, {}, 2);
+  b.g.outputs().push_back(drop[0]);
+  b.g.value(drop[0]).name = "y";
+
+  Graph original = b.g;
+  Tensor input = random_tensor(Shape{1, 3, 5, 5}, 99);
+  std::vector<Tensor> want = run_graph(original, {input});
+
+  PassStats stats;
+  ASSERT_TRUE(optimize_graph(b.g, &stats).ok());
+  EXPECT_EQ(b.g.num_nodes(), 2) << stats.to_string();  // Conv(+relu), Reshape
+  EXPECT_EQ(count_kind(b.g, OpKind::kConv), 1);
+  EXPECT_EQ(count_kind(b.g, OpKind::kReshape), 1);
+  EXPECT_EQ(stats.folded_batchnorms, 1);
+  EXPECT_EQ(stats.fused_activations, 1);
+  EXPECT_EQ(stats.removed_identities, 2);
+  EXPECT_GE(stats.folded_nodes, 4);
+  for (const Node& node : b.g.nodes()) {
+    if (node.kind == OpKind::kConv) {
+      EXPECT_EQ(parse_fused_activation(node.attrs).value().kind, ActivationKind::kRelu);
+    }
+  }
+  // The graph output keeps its name.
+  EXPECT_EQ(b.g.value(b.g.outputs()[0]).name, "y");
+  std::vector<Tensor> got = run_graph(b.g, {input});
+  testing::expect_near(got[0], want[0], 1e-5f, 1e-4f);
+}
+
+TEST(Passes, RandomLayerStacksKeepTheirOutputs) {
+  std::mt19937 rng(1234);
+  for (int trial = 0; trial < 25; ++trial) {
+    Builder b;
+    int64_t c = 4;
+    ValueId x = b.input("x", Shape{1, c, 7, 6});
+    ValueId cur = x;
+    ValueId skip = kNoValue;
+    const int depth = 2 + static_cast<int>(rng() % 5);
+    for (int d = 0; d < depth; ++d) {
+      const uint32_t seed = static_cast<uint32_t>(rng());
+      switch (rng() % 6) {
+        case 0: cur = b.conv(cur, c, c, seed); break;
+        case 1: cur = b.conv(cur, c, c, seed, c); break;  // depthwise
+        case 2: cur = b.batchnorm(cur, c, seed); break;   // BN not after a conv stays
+        case 3: cur = b.batchnorm(b.conv(cur, c, c, seed), c, seed + 5); break;
+        case 4: {
+          const OpKind acts[] = {OpKind::kRelu, OpKind::kSigmoid, OpKind::kHardSwish,
+                                 OpKind::kTanh, OpKind::kLeakyRelu};
+          cur = b.one(acts[rng() % 5], {cur});
+          break;
+        }
+        case 5: {
+          ValueId lo = b.constant(Tensor::scalar_f32(0.f));
+          ValueId hi = b.constant(Tensor::scalar_f32(6.f));
+          cur = b.one(OpKind::kClip, {cur, lo, hi});
+          break;
+        }
+      }
+      if (d == 0) skip = cur;
+    }
+    if (rng() % 2) cur = b.one(OpKind::kAdd, {cur, skip});
+    b.g.outputs().push_back(cur);
+    Graph original = b.g;
+    Tensor input = random_tensor(Shape{1, c, 7, 6}, static_cast<uint32_t>(trial));
+    std::vector<Tensor> want = run_graph(original, {input});
+    PassStats stats;
+    ASSERT_TRUE(optimize_graph(b.g, &stats).ok());
+    EXPECT_LE(b.g.num_nodes(), original.num_nodes());
+    std::vector<Tensor> got = run_graph(b.g, {input});
+    testing::expect_near(got[0], want[0], 1e-4f, 1e-4f);
+  }
+}
+
+TEST(Passes, DoesNotFuseIntoLayerWithSecondReader) {
+  Builder b;
+  ValueId x = b.input("x", Shape{1, 2, 4, 4});
+  ValueId c = b.conv(x, 2, 2, 3);
+  ValueId r = b.one(OpKind::kRelu, {c});
+  ValueId s = b.one(OpKind::kAdd, {r, c});  // c is read twice
+  b.g.outputs().push_back(s);
+  PassStats stats;
+  ASSERT_TRUE(optimize_graph(b.g, &stats).ok());
+  // The Relu cannot fold into the Conv: c has a second reader that needs it unactivated.
+  EXPECT_EQ(stats.fused_activations, 0);
+  EXPECT_EQ(count_kind(b.g, OpKind::kRelu), 1);
+}
+
+TEST(Passes, RemovesDeadNodes) {
+  Builder b;
+  ValueId x = b.input("x", Shape{1, 2, 4, 4});
+  ValueId used = b.one(OpKind::kRelu, {x});
+  b.one(OpKind::kSigmoid, {x});  // nobody reads it
+  b.g.outputs().push_back(used);
+  PassStats stats;
+  ASSERT_TRUE(optimize_graph(b.g, &stats).ok());
+  EXPECT_EQ(stats.dead_nodes, 1);
+  EXPECT_EQ(b.g.num_nodes(), 1);
+}
+
+TEST(LayerGraph, LiveTensorsAcrossSkipConnections) {
+  Builder b;
+  ValueId x = b.input("x", Shape{1, 4, 8, 8});
+  ValueId a = b.one(OpKind::kRelu, {b.conv(x, 4, 4, 1)});
+  ValueId c = b.conv(a, 4, 4, 2);
+  ValueId s = b.one(OpKind::kAdd, {a, c});
+  b.g.outputs().push_back(s);
+  ASSERT_TRUE(optimize_graph(b.g).ok());
+  auto lg = LayerGraph::build(b.g);
+  ASSERT_TRUE(lg.ok());
+  ASSERT_EQ(lg->num_layers(), 3);  // conv+relu, conv, add
+  const uint64_t t = 4 * 8 * 8 * 4;
+  EXPECT_EQ(lg->cut(0).live_bytes, t);      // x
+  EXPECT_EQ(lg->cut(1).live_bytes, t);      // a
+  EXPECT_EQ(lg->cut(2).live_bytes, 2 * t);  // a (skip) and c
+  EXPECT_EQ(lg->cut(3).live_bytes, t);      // the output
+  EXPECT_EQ(lg->cut(2).live.size(), 2u);
+  EXPECT_EQ(lg->slice_inputs(1, 3).size(), 1u);  // a only
+  EXPECT_EQ(lg->slice_outputs(0, 2).size(), 2u);
+  EXPECT_NEAR(lg->layer(0).cost.flops, 2.0 * 4 * 8 * 8 * 4 * 9, 4 * 8 * 8 * 4);
+  EXPECT_EQ(lg->total_parameters(), 2u * (4 * 4 * 9 + 4));
+}
+
+}  // namespace
+}  // namespace tessera

@@ -1,0 +1,125 @@
+// The `tessera` command on good and bad input: exit codes and messages. Runs the real binary.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "core/npy.h"
+#include "graph/format/model_file.h"
+#include "graph/graph.h"
+
+namespace tessera {
+namespace {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+CommandResult run_cli(const std::string& args) {
+  CommandResult r;
+  const std::string cmd = std::string(TESSERA_CLI_PATH) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int status = pclose(p);
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) r.exit_code = 128 + WTERMSIG(status);
+  return r;
+}
+
+std::string temp_path(const std::string& name) { return ::testing::TempDir() + "cli_" + name; }
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+// y = relu(x) on f32[1, 4].
+std::string write_small_model() {
+  Graph g;
+  ValueId x = g.add_value("x", TensorInfo{DType::kF32, Shape{1, 4}});
+  ValueId y = g.add_value("y");
+  g.inputs().push_back(x);
+  g.add_node(Node{"relu", OpKind::kRelu, {}, {x}, {y}});
+  g.outputs().push_back(y);
+  EXPECT_TRUE(g.infer_shapes().ok());
+  const std::string path = temp_path("small.tsr");
+  EXPECT_TRUE(save_model(g, path, ModelMetadata{"cli_test", {}}).ok());
+  return path;
+}
+
+TEST(Cli, UsageAndUnknownCommands) {
+  CommandResult r = run_cli("");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("usage"), std::string::npos);
+  EXPECT_EQ(run_cli("--help").exit_code, 0);
+  r = run_cli("frobnicate");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("unknown command"), std::string::npos);
+  for (const char* c : {"convert", "info", "run"}) {
+    EXPECT_EQ(run_cli(std::string(c) + " --help").exit_code, 0) << c;
+  }
+}
+
+TEST(Cli, DevicesListsReference) {
+  CommandResult r = run_cli("devices");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.output.find("reference"), std::string::npos);
+}
+
+TEST(Cli, RunsAModelAndWritesOutput) {
+  const std::string model = write_small_model();
+  const std::string in = temp_path("x.npy"), out = temp_path("y.npy");
+  const float xs[] = {-1, 2, -3, 4};
+  ASSERT_TRUE(write_npy(in, Tensor::from_floats(Shape{1, 4}, xs)).ok());
+  CommandResult r = run_cli("run " + model + " --input " + in + " --output " + out +
+                            " --repeat 3 --top 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("latency"), std::string::npos);
+  EXPECT_NE(r.output.find("class 3"), std::string::npos) << r.output;
+  Tensor y = read_npy(out).value();
+  EXPECT_EQ(y.data<float>()[1], 2.f);
+  EXPECT_EQ(y.data<float>()[2], 0.f);
+  r = run_cli("info " + model);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Relu"), std::string::npos);
+}
+
+TEST(Cli, RejectsBadModelFiles) {
+  const std::string empty = temp_path("empty.tsr"), junk = temp_path("junk.tsr");
+  write_bytes(empty, "");
+  write_bytes(junk, std::string(1000, '\x5a'));
+  for (const std::string& cmd : {"run /nonexistent/model.tsr", "run " + empty, "run " + junk,
+                                 "info " + junk, "convert " + junk + " -o " + temp_path("o.tsr"),
+                                 "convert /nonexistent/model.onnx"}) {
+    CommandResult r = run_cli(cmd);
+    EXPECT_EQ(r.exit_code, 1) << cmd << "\n" << r.output;
+    EXPECT_NE(r.output.find("error:"), std::string::npos) << cmd << "\n" << r.output;
+  }
+}
+
+TEST(Cli, RejectsBadInputsAndOptions) {
+  const std::string model = write_small_model();
+  const std::string wrong = temp_path("wrong.npy");
+  ASSERT_TRUE(write_npy(wrong, Tensor::create(DType::kF32, Shape{2, 4}).value()).ok());
+  CommandResult r = run_cli("run " + model + " --input " + wrong);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("expects f32[1, 4]"), std::string::npos) << r.output;
+  const std::string ints = temp_path("ints.npy");
+  ASSERT_TRUE(write_npy(ints, Tensor::create(DType::kI64, Shape{1, 4}).value()).ok());
+  EXPECT_EQ(run_cli("run " + model + " --input " + ints).exit_code, 1);
+  EXPECT_EQ(run_cli("run " + model + " --input nope=" + wrong).exit_code, 1);
+  EXPECT_EQ(run_cli("run " + model + " --device gpu").exit_code, 1);
+  EXPECT_EQ(run_cli("run " + model + " --device opencl:0").exit_code, 1);
+  EXPECT_EQ(run_cli("run " + model + " --repeat abc").exit_code, 1);
+  EXPECT_EQ(run_cli("run " + model + " --repeat 0").exit_code, 1);
+  EXPECT_EQ(run_cli("run " + model + " --bogus").exit_code, 1);
+  EXPECT_EQ(run_cli("run " + model + " --input").exit_code, 1);
+}
+
+}  // namespace
+}  // namespace tessera
