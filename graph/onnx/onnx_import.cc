@@ -1,0 +1,709 @@
+#include "graph/onnx/onnx_import.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include "onnx/onnx_pb.h"
+
+namespace tessera {
+namespace {
+
+// ONNX stores raw_data little-endian; copying it as-is is only right on a little-endian host.
+static_assert(std::endian::native == std::endian::little,
+              "the ONNX importer assumes little-endian");
+
+// ---------------------------------------------------------------------------------------------
+// Element types and tensors.
+// ---------------------------------------------------------------------------------------------
+
+// `what` names the tensor or graph input in messages, e.g. "initializer 'conv1.weight'".
+Result<DType> dtype_from_onnx(int32_t elem_type, const std::string& what) {
+  switch (elem_type) {
+    case onnx::TensorProto::FLOAT:
+      return DType::kF32;
+    case onnx::TensorProto::FLOAT16:
+      return DType::kF16;
+    case onnx::TensorProto::INT8:
+      return DType::kI8;
+    case onnx::TensorProto::UINT8:
+      return DType::kU8;
+    case onnx::TensorProto::INT32:
+      return DType::kI32;
+    case onnx::TensorProto::INT64:
+      return DType::kI64;
+    case onnx::TensorProto::BOOL:
+      return DType::kBool;
+    case onnx::TensorProto::UNDEFINED:
+      return invalid_argument(what + " has no element type");
+    default:
+      break;
+  }
+  if (onnx::TensorProto_DataType_IsValid(elem_type)) {
+    return unimplemented(what + " has element type " + onnx::TensorProto_DataType_Name(elem_type) +
+                         ", which Tessera does not support (supported: FLOAT, FLOAT16, INT8, "
+                         "UINT8, INT32, INT64, BOOL)");
+  }
+  return invalid_argument(what + " has an invalid element type " + std::to_string(elem_type));
+}
+
+// Copies int32_data into a narrower element type, checking each value fits. ONNX keeps INT8,
+// UINT8, BOOL and FLOAT16 (as bit patterns) in int32_data.
+template <typename T>
+Status copy_narrowed_int32_data(const onnx::TensorProto& tp, int32_t lo, int32_t hi,
+                                const std::string& what, Tensor* t) {
+  T* out = t->data<T>();
+  for (int i = 0; i < tp.int32_data_size(); ++i) {
+    const int32_t v = tp.int32_data(i);
+    if (v < lo || v > hi) {
+      return invalid_argument(what + ": int32_data[" + std::to_string(i) + "] = " +
+                              std::to_string(v) + " is out of range for " + dtype_name(t->dtype()));
+    }
+    out[i] = static_cast<T>(v);
+  }
+  return Status();
+}
+
+// The number of values a tensor holds in the typed field its dtype uses, and that field's name.
+std::pair<int64_t, const char*> typed_field_count(const onnx::TensorProto& tp, DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return {tp.float_data_size(), "float_data"};
+    case DType::kI64:
+      return {tp.int64_data_size(), "int64_data"};
+    default:
+      return {tp.int32_data_size(), "int32_data"};
+  }
+}
+
+bool has_typed_data(const onnx::TensorProto& tp) {
+  return tp.float_data_size() > 0 || tp.int32_data_size() > 0 || tp.int64_data_size() > 0 ||
+         tp.double_data_size() > 0 || tp.uint64_data_size() > 0 || tp.string_data_size() > 0;
+}
+
+// A TensorProto (initializer, Constant value or tensor attribute) to a Tensor. The payload size is
+// checked against shape x dtype before anything is allocated or copied.
+Result<Tensor> tensor_from_onnx(const onnx::TensorProto& tp, const std::string& what) {
+  if (tp.data_location() == onnx::TensorProto::EXTERNAL || tp.external_data_size() > 0) {
+    return unimplemented(what +
+                         " keeps its data in an external file; Tessera imports only "
+                         "self-contained models (save the model without external data)");
+  }
+  if (tp.has_segment()) {
+    return unimplemented(what + " is a segment of a larger tensor, which is not supported");
+  }
+  ASSIGN_OR_RETURN(DType dtype, dtype_from_onnx(tp.data_type(), what));
+  std::vector<int64_t> dims(tp.dims().begin(), tp.dims().end());
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] < 0) {
+      return invalid_argument(what + " has negative dimension " + std::to_string(dims[i]) +
+                              " at index " + std::to_string(i));
+    }
+  }
+  Shape shape(std::move(dims));
+  Result<uint64_t> bytes = checked_byte_size(shape, dtype);
+  if (!bytes.ok()) return bytes.status().with_context(what);
+  const std::string type = std::string(dtype_name(dtype)) + shape.to_string();
+
+  if (tp.has_raw_data()) {
+    if (has_typed_data(tp)) {
+      return invalid_argument(what + " (" + type + ") has both raw_data and typed data fields");
+    }
+    if (tp.raw_data().size() != *bytes) {
+      return invalid_argument(what + " (" + type + ") has " + std::to_string(tp.raw_data().size()) +
+                              " bytes of raw_data, expected " + std::to_string(*bytes));
+    }
+    ASSIGN_OR_RETURN(Tensor t, Tensor::create(dtype, shape));
+    if (*bytes > 0) std::memcpy(t.raw(), tp.raw_data().data(), static_cast<size_t>(*bytes));
+    return t;
+  }
+
+  const auto [count, field] = typed_field_count(tp, dtype);
+  if (count != shape.numel()) {
+    return invalid_argument(what + " (" + type + ") has " + std::to_string(count) + " values in " +
+                            field + ", expected " + std::to_string(shape.numel()));
+  }
+  ASSIGN_OR_RETURN(Tensor t, Tensor::create(dtype, shape));
+  if (count == 0) return t;
+  switch (dtype) {
+    case DType::kF32:
+      std::memcpy(t.raw(), tp.float_data().data(), static_cast<size_t>(*bytes));
+      break;
+    case DType::kI64:
+      std::memcpy(t.raw(), tp.int64_data().data(), static_cast<size_t>(*bytes));
+      break;
+    case DType::kI32:
+      std::memcpy(t.raw(), tp.int32_data().data(), static_cast<size_t>(*bytes));
+      break;
+    case DType::kI8:
+      RETURN_IF_ERROR(copy_narrowed_int32_data<int8_t>(tp, -128, 127, what, &t));
+      break;
+    case DType::kU8:
+      RETURN_IF_ERROR(copy_narrowed_int32_data<uint8_t>(tp, 0, 255, what, &t));
+      break;
+    case DType::kBool:
+      RETURN_IF_ERROR(copy_narrowed_int32_data<uint8_t>(tp, 0, 1, what, &t));
+      break;
+    case DType::kF16:
+      RETURN_IF_ERROR(copy_narrowed_int32_data<uint16_t>(tp, 0, 65535, what, &t));
+      break;
+  }
+  return t;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Attributes.
+// ---------------------------------------------------------------------------------------------
+
+// `where` names the node, e.g. "node 'conv1' (Conv)".
+Result<AttributeValue> attribute_from_onnx(const onnx::AttributeProto& a,
+                                           const std::string& where) {
+  const std::string what = where + ": attribute '" + a.name() + "'";
+  if (!a.ref_attr_name().empty()) {
+    return unimplemented(what + " refers to function attribute '" + a.ref_attr_name() +
+                         "'; ONNX functions are not supported");
+  }
+  switch (a.type()) {
+    case onnx::AttributeProto::FLOAT:
+      return AttributeValue(a.f());
+    case onnx::AttributeProto::INT:
+      return AttributeValue(static_cast<int64_t>(a.i()));
+    case onnx::AttributeProto::STRING:
+      return AttributeValue(a.s());
+    case onnx::AttributeProto::INTS:
+      return AttributeValue(std::vector<int64_t>(a.ints().begin(), a.ints().end()));
+    case onnx::AttributeProto::FLOATS:
+      return AttributeValue(std::vector<float>(a.floats().begin(), a.floats().end()));
+    case onnx::AttributeProto::TENSOR: {
+      ASSIGN_OR_RETURN(Tensor t, tensor_from_onnx(a.t(), what));
+      return AttributeValue(std::move(t));
+    }
+    case onnx::AttributeProto::GRAPH:
+    case onnx::AttributeProto::GRAPHS:
+      return unimplemented(what + " is a subgraph; subgraphs and control flow are not supported");
+    case onnx::AttributeProto::UNDEFINED:
+      return invalid_argument(what + " has no type");
+    default:
+      break;
+  }
+  if (onnx::AttributeProto_AttributeType_IsValid(a.type())) {
+    return unimplemented(what + " has type " + onnx::AttributeProto_AttributeType_Name(a.type()) +
+                         ", which is not supported");
+  }
+  return invalid_argument(what + " has an invalid type " + std::to_string(a.type()));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Names.
+// ---------------------------------------------------------------------------------------------
+
+// Hands out names not yet used: `base`, else base_1, base_2, ...
+class UniqueNames {
+ public:
+  void reserve(const std::string& name) { used_.insert(name); }
+  std::string make(const std::string& base) {
+    std::string name = base;
+    for (int k = 1; used_.count(name) != 0; ++k) name = base + "_" + std::to_string(k);
+    used_.insert(name);
+    return name;
+  }
+
+ private:
+  std::unordered_set<std::string> used_;
+};
+
+bool is_default_domain(const std::string& domain) {
+  return domain.empty() || domain == "ai.onnx";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Model -> Graph.
+// ---------------------------------------------------------------------------------------------
+
+class GraphBuilder {
+ public:
+  GraphBuilder(const onnx::ModelProto& model, const ImportOptions& options)
+      : model_(model), proto_(model.graph()), options_(options) {}
+
+  Result<ImportedModel> build() {
+    RETURN_IF_ERROR(check_options());
+    RETURN_IF_ERROR(read_header());
+    name_nodes();
+    RETURN_IF_ERROR(check_operators());
+    RETURN_IF_ERROR(add_initializers());
+    RETURN_IF_ERROR(add_inputs());
+    RETURN_IF_ERROR(add_node_outputs());
+    RETURN_IF_ERROR(add_nodes());
+    RETURN_IF_ERROR(add_outputs());
+    RETURN_IF_ERROR(out_.graph.sort_topologically());
+    RETURN_IF_ERROR(out_.graph.validate());
+    return std::move(out_);
+  }
+
+ private:
+  Status check_options() const {
+    if (options_.default_dim_value < 1 || options_.default_dim_value > kMaxDim) {
+      return invalid_argument(
+          "import option default_dim_value = " + std::to_string(options_.default_dim_value) +
+          " is not in 1.." + std::to_string(kMaxDim));
+    }
+    for (const auto& [name, v] : options_.dim_params) {
+      if (v < 1 || v > kMaxDim) {
+        return invalid_argument("import option dim_params['" + name + "'] = " + std::to_string(v) +
+                                " is not in 1.." + std::to_string(kMaxDim));
+      }
+    }
+    return Status();
+  }
+
+  // ir_version, the default-domain opset and the presence of a graph.
+  Status read_header() {
+    if (!model_.has_ir_version()) {
+      return invalid_argument("the model has no ir_version: not an ONNX model, or a truncated one");
+    }
+    out_.ir_version = model_.ir_version();
+    if (out_.ir_version < 3) {
+      return unimplemented("ONNX IR version " + std::to_string(out_.ir_version) +
+                           " is not supported (the oldest is 3, which introduced opset imports)");
+    }
+    bool found = false;
+    for (const onnx::OperatorSetIdProto& os : model_.opset_import()) {
+      if (!is_default_domain(os.domain())) continue;
+      if (found && os.version() != out_.opset) {
+        return invalid_argument("the model imports the default ONNX domain twice, at opsets " +
+                                std::to_string(out_.opset) + " and " +
+                                std::to_string(os.version()));
+      }
+      found = true;
+      out_.opset = os.version();
+    }
+    if (!found) {
+      return invalid_argument(
+          "the model imports no opset of the default ONNX domain (opset_import has no entry "
+          "for domain \"\" or \"ai.onnx\")");
+    }
+    if (out_.opset < kMinOnnxOpset || out_.opset > kMaxOnnxOpset) {
+      return unimplemented("the model uses opset " + std::to_string(out_.opset) +
+                           " of the default ONNX domain; Tessera supports opsets " +
+                           std::to_string(kMinOnnxOpset) + " to " + std::to_string(kMaxOnnxOpset) +
+                           " (convert the model with onnx.version_converter)");
+    }
+    if (!model_.has_graph()) return invalid_argument("the model has no graph");
+    if (proto_.sparse_initializer_size() > 0) {
+      return unimplemented("sparse initializer '" + proto_.sparse_initializer(0).values().name() +
+                           "' is not supported");
+    }
+    out_.producer_name = model_.producer_name();
+    out_.producer_version = model_.producer_version();
+    out_.graph_name = proto_.name();
+    return Status();
+  }
+
+  // Node names: the file's, or op_type + "_" + index for unnamed nodes (unique among all).
+  void name_nodes() {
+    for (const onnx::NodeProto& n : proto_.node()) {
+      if (!n.name().empty()) node_names_.reserve(n.name());
+      for (const std::string& o : n.output()) value_names_.reserve(o);
+    }
+    for (const onnx::TensorProto& t : proto_.initializer()) value_names_.reserve(t.name());
+    for (const onnx::ValueInfoProto& vi : proto_.input()) value_names_.reserve(vi.name());
+    names_.reserve(static_cast<size_t>(proto_.node_size()));
+    for (int i = 0; i < proto_.node_size(); ++i) {
+      const onnx::NodeProto& n = proto_.node(i);
+      if (!n.name().empty()) {
+        names_.push_back(n.name());
+      } else {
+        names_.push_back(node_names_.make((n.op_type().empty() ? "node" : n.op_type()) + "_" +
+                                          std::to_string(i)));
+      }
+    }
+  }
+
+  std::string describe(int i) const {
+    const onnx::NodeProto& n = proto_.node(i);
+    std::string op = n.op_type();
+    if (!is_default_domain(n.domain())) op = n.domain() + ":" + op;
+    return "node '" + names_[static_cast<size_t>(i)] + "' (" + op + ")";
+  }
+
+  // Every node of another domain or of an op type Tessera lacks, reported together.
+  Status check_operators() {
+    std::string list;
+    int count = 0;
+    for (int i = 0; i < proto_.node_size(); ++i) {
+      const onnx::NodeProto& n = proto_.node(i);
+      if (n.op_type().empty()) return invalid_argument(describe(i) + " has no op_type");
+      if (is_default_domain(n.domain()) && op_from_name(n.op_type())) continue;
+      list += (count++ ? ", " : "") + describe(i);
+    }
+    if (count > 0) return unimplemented("unsupported operators: " + list);
+    return Status();
+  }
+
+  // Adds a value under its ONNX name, failing if the name is taken.
+  Status define(const std::string& name, ValueId id, const std::string& what) {
+    auto [it, inserted] = by_name_.emplace(name, id);
+    if (!inserted) {
+      return invalid_argument(what + " redefines tensor '" + name + "', already defined by " +
+                              definer_[static_cast<size_t>(it->second)]);
+    }
+    if (definer_.size() <= static_cast<size_t>(id)) definer_.resize(static_cast<size_t>(id) + 1);
+    definer_[static_cast<size_t>(id)] = what;
+    return Status();
+  }
+
+  Status add_initializers() {
+    for (const onnx::TensorProto& tp : proto_.initializer()) {
+      if (tp.name().empty()) return invalid_argument("an initializer has no name");
+      const std::string what = "initializer '" + tp.name() + "'";
+      ASSIGN_OR_RETURN(Tensor t, tensor_from_onnx(tp, what));
+      RETURN_IF_ERROR(define(tp.name(), out_.graph.add_constant(tp.name(), std::move(t)), what));
+    }
+    return Status();
+  }
+
+  // The dimension `d` of graph input `input`, substituting symbolic and unknown ones.
+  int64_t input_dim(const std::string& input, int index,
+                    const onnx::TensorShapeProto::Dimension& d) {
+    if (d.has_dim_value() && d.dim_value() >= 0) return d.dim_value();
+    std::string why;
+    int64_t v = options_.default_dim_value;
+    if (d.has_dim_param() && !d.dim_param().empty()) {
+      why = "is symbolic ('" + d.dim_param() + "')";
+      auto it = options_.dim_params.find(d.dim_param());
+      if (it != options_.dim_params.end()) v = it->second;
+    } else if (d.has_dim_value()) {
+      why = "is " + std::to_string(d.dim_value());
+    } else {
+      why = "is unknown";
+    }
+    out_.warnings.push_back("graph input '" + input + "' dimension " + std::to_string(index) + " " +
+                            why + "; using " + std::to_string(v));
+    return v;
+  }
+
+  Status add_inputs() {
+    std::vector<std::string> overridable;  // inputs with initializers
+    for (const onnx::ValueInfoProto& vi : proto_.input()) {
+      if (vi.name().empty()) return invalid_argument("a graph input has no name");
+      const std::string what = "graph input '" + vi.name() + "'";
+      auto it = by_name_.find(vi.name());
+      if (it != by_name_.end() && out_.graph.value(it->second).is_constant) {
+        // Before IR 4 every initializer is also listed as an input; from IR 4 on such an input
+        // is an overridable default, which a static graph treats as a constant.
+        overridable.push_back(vi.name());
+        continue;
+      }
+      if (!vi.has_type()) return invalid_argument(what + " has no type");
+      if (!vi.type().has_tensor_type()) {
+        return unimplemented(what +
+                             " is not a tensor (sequence, map, optional and sparse inputs "
+                             "are not supported)");
+      }
+      const onnx::TypeProto::Tensor& tt = vi.type().tensor_type();
+      ASSIGN_OR_RETURN(DType dtype, dtype_from_onnx(tt.elem_type(), what));
+      if (!tt.has_shape()) {
+        return unimplemented(what + " has no shape (unknown rank); Tessera needs static shapes");
+      }
+      Shape shape;
+      for (int d = 0; d < tt.shape().dim_size(); ++d) {
+        shape.dims().push_back(input_dim(vi.name(), d, tt.shape().dim(d)));
+      }
+      RETURN_IF_ERROR(shape.validate().with_context(what));
+      const ValueId id = out_.graph.add_value(vi.name(), TensorInfo{dtype, std::move(shape)});
+      RETURN_IF_ERROR(define(vi.name(), id, what));
+      out_.graph.inputs().push_back(id);
+    }
+    if (out_.ir_version >= 4 && !overridable.empty()) {
+      // One line however many: exporters list every weight this way.
+      std::string names;
+      for (size_t i = 0; i < overridable.size() && i < 3; ++i) {
+        names += (i ? ", '" : "'") + overridable[i] + "'";
+      }
+      if (overridable.size() > 3) names += ", ...";
+      out_.warnings.push_back(std::to_string(overridable.size()) +
+                              " graph inputs have initializers and are imported as constants (" +
+                              names + ")");
+    }
+    return Status();
+  }
+
+  // Constant nodes become constants; every other node's outputs become values, so that inputs
+  // can refer to nodes later in the file (sort_topologically orders them afterwards).
+  Status add_node_outputs() {
+    node_outputs_.resize(static_cast<size_t>(proto_.node_size()));
+    for (int i = 0; i < proto_.node_size(); ++i) {
+      const onnx::NodeProto& n = proto_.node(i);
+      const std::string what = describe(i);
+      if (n.op_type() == "Constant") {
+        RETURN_IF_ERROR(add_constant_node(i));
+        continue;
+      }
+      // Trailing omitted outputs are dropped; an omitted output before a named one gets a
+      // placeholder value nothing reads.
+      int count = n.output_size();
+      while (count > 0 && n.output(count - 1).empty()) --count;
+      for (int o = 0; o < count; ++o) {
+        ValueId id;
+        if (n.output(o).empty()) {
+          id = out_.graph.add_value(
+              value_names_.make(names_[static_cast<size_t>(i)] + ":output" + std::to_string(o)));
+        } else {
+          id = out_.graph.add_value(n.output(o));
+          RETURN_IF_ERROR(define(n.output(o), id, what));
+        }
+        node_outputs_[static_cast<size_t>(i)].push_back(id);
+      }
+    }
+    return Status();
+  }
+
+  // Constant: exactly one of value / value_float(s) / value_int(s) gives the tensor.
+  Status add_constant_node(int i) {
+    const onnx::NodeProto& n = proto_.node(i);
+    const std::string where = describe(i);
+    if (n.output_size() != 1 || n.output(0).empty()) {
+      return invalid_argument(where + " must have exactly one named output");
+    }
+    if (n.attribute_size() != 1) {
+      return invalid_argument(where + " must have exactly one attribute, has " +
+                              std::to_string(n.attribute_size()));
+    }
+    const onnx::AttributeProto& a = n.attribute(0);
+    ASSIGN_OR_RETURN(AttributeValue v, attribute_from_onnx(a, where));
+    Tensor t;
+    if (a.name() == "value" && std::holds_alternative<Tensor>(v)) {
+      t = std::get<Tensor>(v);
+    } else if (a.name() == "value_float" && std::holds_alternative<float>(v)) {
+      t = Tensor::scalar_f32(std::get<float>(v));
+    } else if (a.name() == "value_floats" && std::holds_alternative<std::vector<float>>(v)) {
+      const auto& f = std::get<std::vector<float>>(v);
+      t = Tensor::from_floats(Shape{static_cast<int64_t>(f.size())}, f);
+    } else if (a.name() == "value_int" && std::holds_alternative<int64_t>(v)) {
+      const int64_t x = std::get<int64_t>(v);
+      t = Tensor::from_int64s(Shape{}, std::span<const int64_t>(&x, 1));
+    } else if (a.name() == "value_ints" && std::holds_alternative<std::vector<int64_t>>(v)) {
+      const auto& x = std::get<std::vector<int64_t>>(v);
+      t = Tensor::from_int64s(Shape{static_cast<int64_t>(x.size())}, x);
+    } else {
+      return unimplemented(where + ": attribute '" + a.name() + "' of type " +
+                           attribute_kind_name(v) + " is not a supported constant value");
+    }
+    return define(n.output(0), out_.graph.add_constant(n.output(0), std::move(t)), where);
+  }
+
+  Status add_nodes() {
+    for (int i = 0; i < proto_.node_size(); ++i) {
+      const onnx::NodeProto& n = proto_.node(i);
+      if (n.op_type() == "Constant") continue;
+      const std::string where = describe(i);
+      Node node;
+      node.name = names_[static_cast<size_t>(i)];
+      node.kind = *op_from_name(n.op_type());  // check_operators guarantees it maps
+      for (const onnx::AttributeProto& a : n.attribute()) {
+        if (a.name().empty()) return invalid_argument(where + " has an attribute without a name");
+        if (node.attrs.has(a.name())) {
+          return invalid_argument(where + " has attribute '" + a.name() + "' twice");
+        }
+        ASSIGN_OR_RETURN(AttributeValue v, attribute_from_onnx(a, where));
+        node.attrs.set(a.name(), std::move(v));
+      }
+      // Before opset 13 Softmax's axis defaulted to 1; ops/ uses the opset-13 default of -1.
+      if (node.kind == OpKind::kSoftmax && out_.opset < 13 && !node.attrs.has("axis")) {
+        node.attrs.set("axis", int64_t{1});
+      }
+      for (int k = 0; k < n.input_size(); ++k) {
+        if (n.input(k).empty()) {
+          node.inputs.push_back(kNoValue);
+          continue;
+        }
+        auto it = by_name_.find(n.input(k));
+        if (it == by_name_.end()) {
+          return invalid_argument(where + " input " + std::to_string(k) + " '" + n.input(k) +
+                                  "' is not produced by any node and is not a graph input or "
+                                  "initializer");
+        }
+        node.inputs.push_back(it->second);
+      }
+      node.outputs = node_outputs_[static_cast<size_t>(i)];
+      out_.graph.add_node(std::move(node));
+    }
+    return Status();
+  }
+
+  Status add_outputs() {
+    std::unordered_set<std::string> seen;
+    for (const onnx::ValueInfoProto& vi : proto_.output()) {
+      if (!seen.insert(vi.name()).second) {
+        return invalid_argument("graph output '" + vi.name() + "' is listed twice");
+      }
+      auto it = by_name_.find(vi.name());
+      if (it == by_name_.end()) {
+        return invalid_argument("graph output '" + vi.name() +
+                                "' is not produced by any node and is not a graph input or "
+                                "initializer");
+      }
+      out_.graph.outputs().push_back(it->second);
+    }
+    if (out_.graph.outputs().empty()) return invalid_argument("the graph has no outputs");
+    return Status();
+  }
+
+  const onnx::ModelProto& model_;
+  const onnx::GraphProto& proto_;
+  const ImportOptions& options_;
+  ImportedModel out_;
+  UniqueNames node_names_;
+  UniqueNames value_names_;         // every tensor name in the file, to generate placeholder names
+  std::vector<std::string> names_;  // node index -> node name
+  std::vector<std::vector<ValueId>> node_outputs_;
+  std::unordered_map<std::string, ValueId> by_name_;
+  std::vector<std::string> definer_;  // value id -> what defined it, for messages
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Entry points.
+// ---------------------------------------------------------------------------------------------
+
+Result<ImportedModel> import_onnx_from_memory(std::span<const uint8_t> bytes,
+                                              const ImportOptions& options) {
+  if (bytes.empty()) return invalid_argument("the ONNX model is empty (0 bytes)");
+  if (bytes.size() > static_cast<size_t>(INT_MAX)) {
+    return unimplemented("the ONNX model is " + std::to_string(bytes.size()) +
+                         " bytes; protobuf models are limited to 2 GiB");
+  }
+  onnx::ModelProto model;
+  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return invalid_argument("the " + std::to_string(bytes.size()) +
+                            " bytes are not a valid ONNX model: protobuf parsing of ModelProto "
+                            "failed (corrupt or truncated file, or not an ONNX file)");
+  }
+  return GraphBuilder(model, options).build();
+}
+
+Result<ImportedModel> import_onnx(const std::string& path, const ImportOptions& options) {
+  const std::string where = "ONNX file '" + path + "'";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    const std::string msg = where + ": cannot open: " + std::strerror(err);
+    return err == ENOENT ? not_found(msg) : io_error(msg);
+  }
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return io_error(where + ": cannot stat: " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return io_error(where + " is not a regular file");
+  if (static_cast<uint64_t>(st.st_size) > static_cast<uint64_t>(INT_MAX)) {
+    return unimplemented(where + " is " + std::to_string(st.st_size) +
+                         " bytes; protobuf models are limited to 2 GiB");
+  }
+  std::vector<uint8_t> bytes(static_cast<size_t>(st.st_size));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      return io_error(where + ": read failed at offset " + std::to_string(done) + ": " +
+                      std::strerror(errno));
+    }
+    if (n == 0) {
+      return io_error(where + ": file ended at offset " + std::to_string(done) + ", expected " +
+                      std::to_string(bytes.size()) + " bytes");
+    }
+    done += static_cast<size_t>(n);
+  }
+  Result<ImportedModel> r = import_onnx_from_memory(bytes, options);
+  if (!r.ok()) return r.status().with_context(where);
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Phase 2.
+// ---------------------------------------------------------------------------------------------
+
+Result<int> lower_legacy_softmax(ImportedModel& model) {
+  if (model.opset >= 13) return 0;
+  Graph& g = model.graph;
+  UniqueNames names;
+  for (const Value& v : g.values()) names.reserve(v.name);
+  for (const Node& n : g.nodes()) names.reserve(n.name);
+  int rewritten = 0;
+  const int num_nodes = g.num_nodes();  // the loop appends nodes: visit only the original ones
+  for (NodeId i = 0; i < num_nodes; ++i) {
+    if (g.node(i).kind != OpKind::kSoftmax) continue;
+    const std::string where = "node '" + g.node(i).name + "' (Softmax)";
+    if (g.node(i).inputs.empty() || g.node(i).inputs[0] == kNoValue ||
+        g.node(i).outputs.size() != 1) {
+      return invalid_argument(where + " needs one input and one output");
+    }
+    const ValueId x = g.node(i).inputs[0];
+    const ValueId y = g.node(i).outputs[0];
+    if (!g.value(x).has_info) {
+      return failed_precondition(where + ": the shape of input '" + g.value(x).name +
+                                 "' is not inferred yet");
+    }
+    const Shape shape = g.value(x).info.shape;
+    Result<int64_t> axis_attr = g.node(i).attrs.int_or("axis", 1);
+    if (!axis_attr.ok()) return axis_attr.status().with_context(where);
+    Result<int> axis = normalize_axis(*axis_attr, shape.rank(), "axis");
+    if (!axis.ok()) return axis.status().with_context(where);
+    if (*axis == shape.rank() - 1) continue;  // both semantics coincide
+
+    // x -> Flatten(axis) -> flat -> Softmax(-1) -> soft -> Reshape(shape of x) -> y
+    const std::string base = g.node(i).name;
+    const ValueId flat = g.add_value(names.make(base + "/flatten_out"));
+    const ValueId soft = g.add_value(names.make(base + "/softmax_out"));
+    const ValueId target = g.add_constant(names.make(base + "/shape"),
+                                          Tensor::from_int64s(Shape{shape.rank()}, shape.dims()));
+    Node flatten;
+    flatten.name = names.make(base + "/flatten");
+    flatten.kind = OpKind::kFlatten;
+    flatten.attrs.set("axis", int64_t{*axis});
+    flatten.inputs = {x};
+    flatten.outputs = {flat};
+    Node reshape;
+    reshape.name = names.make(base + "/reshape");
+    reshape.kind = OpKind::kReshape;
+    // With allowzero=0 a 0 in the target would copy a dimension of the 2-D input instead.
+    for (int64_t d : shape.dims()) {
+      if (d == 0) reshape.attrs.set("allowzero", int64_t{1});
+    }
+    reshape.inputs = {soft, target};
+    reshape.outputs = {y};
+    Node& softmax = g.node(i);
+    softmax.attrs.set("axis", int64_t{-1});
+    softmax.inputs[0] = flat;
+    softmax.outputs[0] = soft;
+    g.value(y).has_info = false;
+    g.add_node(std::move(flatten));
+    g.add_node(std::move(reshape));
+    ++rewritten;
+  }
+  if (rewritten > 0) {
+    RETURN_IF_ERROR(g.sort_topologically());
+    RETURN_IF_ERROR(g.validate());
+  }
+  return rewritten;
+}
+
+Status infer_onnx_shapes(ImportedModel& model) {
+  RETURN_IF_ERROR(model.graph.infer_shapes());
+  ASSIGN_OR_RETURN(const int rewritten, lower_legacy_softmax(model));
+  if (rewritten > 0) RETURN_IF_ERROR(model.graph.infer_shapes());
+  return Status();
+}
+
+}  // namespace tessera

@@ -1,0 +1,93 @@
+// ONNX import: an ONNX model file (a ModelProto protobuf) to a Tessera Graph.
+//
+// Import is two phases, because some ONNX semantics depend on tensor ranks the file does not
+// state:
+//
+//   ASSIGN_OR_RETURN(ImportedModel m, import_onnx("resnet50.onnx", {}));   // parse + build
+//   RETURN_IF_ERROR(infer_onnx_shapes(m));                                  // shapes + lowering
+//
+// Phase 1 (import_onnx / import_onnx_from_memory) parses the protobuf and builds the Graph:
+//   - The default domain ("" or "ai.onnx") must be imported at opset 11..17. Older opsets are
+//     rejected rather than guessed at: several ops Tessera maps changed meaning before 11
+//     (Clip, Pad and Slice took attributes, Resize and Upsample differ); convert such models with
+//     onnx.version_converter first. Nodes of any other domain are unsupported.
+//   - Initializers become constants (FLOAT, FLOAT16, INT8, UINT8, INT32, INT64, BOOL; raw_data or
+//     the typed fields; external data is not supported). A graph input that has an initializer
+//     is a constant, not an input.
+//   - Graph inputs get their dtype and shape from the file. A symbolic (dim_param) or unknown
+//     dimension is replaced by ImportOptions::dim_params[name] or default_dim_value, and every
+//     replacement is reported in ImportedModel::warnings. An input of unknown rank is an error.
+//   - Constant nodes are folded into constants, so ops see e.g. Reshape targets as constants.
+//   - Every other node maps op_type to an OpKind. All unsupported nodes are reported in one
+//     Unimplemented error ("unsupported operators: node 'a' (Loop), node 'b' (NonZero)").
+//     Empty input names become kNoValue; unnamed nodes get unique generated names
+//     (op_type + "_" + node index).
+//   - value_info is ignored: Tessera infers shapes itself.
+//   - The graph is sorted topologically and validated (each tensor produced once, every input
+//     defined, no cycles, every graph output defined). Shapes are not inferred yet.
+//
+// Phase 2 (infer_onnx_shapes) runs Graph::infer_shapes and then the opset-dependent rewrites
+// that need ranks. Use it instead of calling Graph::infer_shapes directly on an imported graph:
+//   - Softmax before opset 13 flattened its input to 2-D at `axis` (default 1) and normalised
+//     over everything from `axis` on. Where `axis` is not the last dimension such a node becomes
+//     Flatten(axis) -> Softmax(axis=-1) -> Reshape(original shape), which ops/ computes with
+//     opset-13 semantics. Where it is the last dimension the two semantics coincide and the node
+//     is kept.
+// Other opset differences within 11..17 (Split/Squeeze/Unsqueeze/ReduceMean axes moving from
+// attribute to input, Dropout's ratio input, Reshape's allowzero) are handled by the ops, which
+// accept both forms.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "graph/graph.h"
+
+namespace tessera {
+
+// The opsets of the default ONNX domain Tessera imports.
+inline constexpr int64_t kMinOnnxOpset = 11;
+inline constexpr int64_t kMaxOnnxOpset = 17;
+
+struct ImportOptions {
+  // Substituted for a symbolic (dim_param) or unknown graph-input dimension that is not named in
+  // `dim_params`. Must be at least 1.
+  int64_t default_dim_value = 1;
+  // Values for named symbolic dimensions, e.g. {"batch_size", 8}; each at least 1.
+  std::map<std::string, int64_t> dim_params;
+};
+
+// What import produced, with the facts about the file a caller may need.
+struct ImportedModel {
+  Graph graph;
+  int64_t ir_version = 0;
+  int64_t opset = 0;  // of the default domain ("" / "ai.onnx")
+  std::string producer_name;
+  std::string producer_version;
+  std::string graph_name;
+  // Things the importer decided for the caller: substituted input dimensions, graph inputs that
+  // were initializers and so became constants. One human-readable line each.
+  std::vector<std::string> warnings;
+};
+
+// Phase 1 from a file. File errors are IoError/NotFound; all messages name the file.
+Result<ImportedModel> import_onnx(const std::string& path, const ImportOptions& options = {});
+// Phase 1 from bytes holding a serialised ModelProto.
+Result<ImportedModel> import_onnx_from_memory(std::span<const uint8_t> bytes,
+                                              const ImportOptions& options = {});
+
+// Phase 2: shape inference of the whole graph, plus the rank-dependent lowering described above.
+// Errors name the node whose shapes are inconsistent.
+Status infer_onnx_shapes(ImportedModel& model);
+
+// The lowering part of phase 2 on its own (for tests and for callers that infer shapes
+// themselves): rewrites the pre-opset-13 Softmax nodes whose axis is not the last dimension.
+// Needs the TensorInfo of every Softmax input. Idempotent; returns how many nodes it rewrote.
+// The new values have no TensorInfo until shapes are inferred again.
+Result<int> lower_legacy_softmax(ImportedModel& model);
+
+}  // namespace tessera
