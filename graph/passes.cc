@@ -65,16 +65,34 @@ Result<std::vector<Tensor>> evaluate_node(const Graph& g, const Node& n) {
 }  // namespace
 
 Status fold_constants(Graph& g, PassStats* stats) {
+  // Shapes are inferred node by node, interleaved with folding, so that a Reshape whose target
+  // comes from a Shape->Gather->Concat chain sees a constant target when it is reached.
+  for (ValueId v : g.inputs()) {
+    if (!g.value(v).has_info) {
+      return invalid_argument("graph input '" + g.value(v).name + "' has no type and shape");
+    }
+  }
   std::vector<bool> remove(static_cast<size_t>(g.num_nodes()), false);
+  std::vector<TensorInfo> infos;
   for (int i = 0; i < g.num_nodes(); ++i) {
     const Node& n = g.node(i);
     bool foldable = true;
-    if (n.kind == OpKind::kShape) {
-      foldable = n.inputs.size() == 1 && g.value(n.inputs[0]).has_info;
-    } else {
-      for (ValueId v : n.inputs) {
-        if (v != kNoValue && !g.value(v).is_constant) foldable = false;
+    for (ValueId v : n.inputs) {
+      if (v == kNoValue) continue;
+      if (!g.value(v).has_info) {
+        return invalid_argument("node '" + n.name + "' reads '" + g.value(v).name +
+                                "' before it is defined");
       }
+      if (!g.value(v).is_constant) foldable = false;
+    }
+    if (n.kind == OpKind::kShape) foldable = true;  // needs only the static shape
+    {
+      NodeContext nc(g, n);
+      RETURN_IF_ERROR(infer_node(nc.ctx(), static_cast<int>(n.outputs.size()), &infos));
+    }
+    for (size_t o = 0; o < n.outputs.size(); ++o) {
+      g.value(n.outputs[o]).info = infos[o];
+      g.value(n.outputs[o]).has_info = true;
     }
     if (!foldable) continue;
     ASSIGN_OR_RETURN(std::vector<Tensor> outs, evaluate_node(g, n));
@@ -82,8 +100,6 @@ Status fold_constants(Graph& g, PassStats* stats) {
       Value& out = g.value(n.outputs[o]);
       out.is_constant = true;
       out.data = std::move(outs[o]);
-      out.info = TensorInfo{out.data.dtype(), out.data.shape()};
-      out.has_info = true;
       out.producer = kNoNode;
     }
     remove[static_cast<size_t>(i)] = true;
@@ -328,8 +344,7 @@ Status optimize_graph(Graph& g, PassStats* stats) {
   PassStats local;
   PassStats* s = stats ? stats : &local;
   RETURN_IF_ERROR(g.validate());
-  RETURN_IF_ERROR(g.infer_shapes());
-  RETURN_IF_ERROR(fold_constants(g, s));
+  RETURN_IF_ERROR(fold_constants(g, s));  // infers shapes as it goes
   RETURN_IF_ERROR(remove_identities(g, s));
   RETURN_IF_ERROR(fold_batchnorm(g, s));
   RETURN_IF_ERROR(fuse_activations(g, s));

@@ -29,14 +29,17 @@ struct PassStats {
   std::string to_string() const;
 };
 
-// All passes below require inferred shapes (Graph::infer_shapes) and keep them valid.
+// Infers every value's shape in node order and folds constant nodes on the way; needs only the
+// graph inputs' shapes. Use it (rather than Graph::infer_shapes) on freshly imported graphs,
+// whose shape arithmetic must be folded before the nodes that consume it can be inferred.
 Status fold_constants(Graph& g, PassStats* stats);
+// The passes below require inferred shapes and keep them valid.
 Status remove_identities(Graph& g, PassStats* stats);
 Status fold_batchnorm(Graph& g, PassStats* stats);
 Status fuse_activations(Graph& g, PassStats* stats);
 Status eliminate_dead_nodes(Graph& g, PassStats* stats);
 
-// infer_shapes, then every pass above in order, then validate + infer_shapes again.
+// validate, every pass above in order, then validate + infer_shapes again.
 Status optimize_graph(Graph& g, PassStats* stats = nullptr);
 
 }  // namespace tessera

@@ -1,5 +1,7 @@
 #include "graph/onnx/onnx_import.h"
 
+#include "graph/passes.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -700,9 +702,9 @@ Result<int> lower_legacy_softmax(ImportedModel& model) {
 }
 
 Status infer_onnx_shapes(ImportedModel& model) {
-  RETURN_IF_ERROR(model.graph.infer_shapes());
+  RETURN_IF_ERROR(fold_constants(model.graph, nullptr));
   ASSIGN_OR_RETURN(const int rewritten, lower_legacy_softmax(model));
-  if (rewritten > 0) RETURN_IF_ERROR(model.graph.infer_shapes());
+  if (rewritten > 0) RETURN_IF_ERROR(fold_constants(model.graph, nullptr));
   return Status();
 }
 

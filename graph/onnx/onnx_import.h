@@ -81,6 +81,8 @@ Result<ImportedModel> import_onnx_from_memory(std::span<const uint8_t> bytes,
                                               const ImportOptions& options = {});
 
 // Phase 2: shape inference of the whole graph, plus the rank-dependent lowering described above.
+// Inference runs through fold_constants (graph/passes.h), so shape arithmetic (Shape -> Gather ->
+// Concat -> Reshape) is evaluated on the way and constant nodes are replaced by constants.
 // Errors name the node whose shapes are inconsistent.
 Status infer_onnx_shapes(ImportedModel& model);
 
