@@ -10,10 +10,10 @@ device=${TESSERA_DEVICE:-reference}
 scripts/install-deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j "$jobs" --target tessera
-/usr/bin/python3 scripts/export_models.py --out "$models" --models mobilenet_v2
+/usr/bin/python3 scripts/export_models.py --out "$models" --models mobilenet_v2 --demo
 
 mkdir -p build/demo
 build/tools/tessera convert "$models/mobilenet_v2.onnx" -o build/demo/mobilenet_v2.tsr
 build/tools/tessera info build/demo/mobilenet_v2.tsr | tail -n 1
-build/tools/tessera run build/demo/mobilenet_v2.tsr --input "$models/mobilenet_v2.input.npy" \
+build/tools/tessera run build/demo/mobilenet_v2.tsr --input "$models/demo.input.npy" \
   --output build/demo/mobilenet_v2.output.npy --device "$device" --repeat 5 --top 5
