@@ -6,8 +6,8 @@
 // as Tensor views into the mapping, so a model's weights are neither copied nor read until used.
 //
 // Loading never trusts the file. In order, before anything large is allocated:
-//   1. size checks: the file is big enough, the size prefix lies within it, the identifier is
-//      "TSR1";
+//   1. envelope: the file is big enough, the identifier is "TSR1", the size prefix lies within
+//      the file;
 //   2. the format version: the major version must be kFormatMajor;
 //   3. the FlatBuffers verifier (bounds, alignment, depth and table limits);
 //   4. a semantic validator: indices in range, valid dtypes and layouts, shapes within the

@@ -112,23 +112,24 @@ Status check_envelope(const FileBytes& f, FileLayout* layout) {
                             " bytes, too small to be a Tessera model (at least " +
                             std::to_string(kMinSize) + ")");
   }
-  const uint64_t prefix = flatbuffers::ReadScalar<uoffset_t>(f.data);
-  if (prefix > f.size - fi::kSizePrefixBytes) {
-    return invalid_argument("the size prefix at offset 0 says the model header is " +
-                            std::to_string(prefix) + " bytes, but only " +
-                            std::to_string(f.size - fi::kSizePrefixBytes) +
-                            " bytes follow it: the file is truncated or not a Tessera model");
-  }
-  if (prefix < kMinHeaderBytes || prefix + fi::kSizePrefixBytes >= FLATBUFFERS_MAX_BUFFER_SIZE) {
-    return invalid_argument("the size prefix at offset 0 (" + std::to_string(prefix) +
-                            ") is not a valid model header size");
-  }
+  // The identifier first, so that a file of another kind is named as such.
   const uint8_t* id = f.data + fi::kSizePrefixBytes + sizeof(uoffset_t);
   if (std::memcmp(id, fb::ModelIdentifier(), flatbuffers::kFileIdentifierLength) != 0) {
     return invalid_argument("not a Tessera model file: the identifier at offset " +
                             std::to_string(id - f.data) + " is '" +
                             printable(id, flatbuffers::kFileIdentifierLength) + "', expected '" +
                             fb::ModelIdentifier() + "'");
+  }
+  const uint64_t prefix = flatbuffers::ReadScalar<uoffset_t>(f.data);
+  if (prefix > f.size - fi::kSizePrefixBytes) {
+    return invalid_argument("the size prefix at offset 0 says the model header is " +
+                            std::to_string(prefix) + " bytes, but only " +
+                            std::to_string(f.size - fi::kSizePrefixBytes) +
+                            " bytes follow it: the file is truncated");
+  }
+  if (prefix < kMinHeaderBytes || prefix + fi::kSizePrefixBytes >= FLATBUFFERS_MAX_BUFFER_SIZE) {
+    return invalid_argument("the size prefix at offset 0 (" + std::to_string(prefix) +
+                            ") is not a valid model header size");
   }
   layout->header_size = prefix + fi::kSizePrefixBytes;
   layout->weights_start = align_up(layout->header_size, kWeightsAlignment);
@@ -470,6 +471,9 @@ Result<Graph> build_graph(const FileBytes& f, const FileLayout& layout, const fb
   for (int64_t v : to_int64s(fg->inputs())) g.inputs().push_back(static_cast<ValueId>(v));
   for (int64_t v : to_int64s(fg->outputs())) g.outputs().push_back(static_cast<ValueId>(v));
   if (Status s = g.validate(); !s.ok()) return s.with_context("the graph in the file is invalid");
+  // Passes rely on topological node order. Tessera writes it; restore it for other writers
+  // (a stable sort: a file already in order is unchanged).
+  RETURN_IF_ERROR(g.sort_topologically());
   return g;
 }
 

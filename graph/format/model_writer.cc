@@ -47,6 +47,26 @@ Status check_tensor(const Tensor& t, const std::string& what) {
   return Status();
 }
 
+// An upper bound on the FlatBuffer's size: each table, vtable, vector and string with its
+// alignment padding. FlatBuffers cannot address 2 GiB; a graph whose structure alone (names,
+// shapes, attribute lists; not weights) comes near is refused before building starts.
+uint64_t header_size_bound(const Graph& g, const ModelMetadata& metadata) {
+  uint64_t n = 256 + metadata.producer.size();
+  for (const auto& [key, val] : metadata.properties) n += 64 + key.size() + val.size();
+  for (const Value& v : g.values()) n += 96 + v.name.size() + 8 * v.info.shape.dims().size();
+  for (const Node& node : g.nodes()) {
+    n += 128 + node.name.size() + 4 * (node.inputs.size() + node.outputs.size());
+    for (const auto& [name, a] : node.attrs.all()) {
+      n += 128 + name.size();
+      if (const auto* s = std::get_if<std::string>(&a)) n += s->size();
+      if (const auto* is = std::get_if<std::vector<int64_t>>(&a)) n += 8 * is->size();
+      if (const auto* fs = std::get_if<std::vector<float>>(&a)) n += 4 * fs->size();
+      if (const auto* t = std::get_if<Tensor>(&a)) n += 8 * t->shape().dims().size();
+    }
+  }
+  return n + 4 * (g.inputs().size() + g.outputs().size());
+}
+
 // Phase 1: the FlatBuffer, assigning each payload the next 64-byte-aligned offset.
 class HeaderBuilder {
  public:
@@ -54,6 +74,11 @@ class HeaderBuilder {
 
   Status build(const Graph& g, const ModelMetadata& metadata) {
     if (Status s = g.validate(); !s.ok()) return s.with_context("cannot save an invalid graph");
+    const uint64_t bound = header_size_bound(g, metadata);
+    if (bound >= FLATBUFFERS_MAX_BUFFER_SIZE - fi::kSizePrefixBytes) {
+      return out_of_range("the graph's structure needs up to " + std::to_string(bound) +
+                          " bytes, beyond the 2 GiB limit of the model header");
+    }
     std::vector<Offset<fb::Value>> values;
     values.reserve(g.values().size());
     for (size_t i = 0; i < g.values().size(); ++i) {

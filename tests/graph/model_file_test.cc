@@ -567,6 +567,17 @@ TEST(ModelFileCrafted, WrongIdentifier) {
   Craft c;
   c.identifier = "ONNX";
   expect_rejected(c, StatusCode::kInvalidArgument, {"not a Tessera model", "'ONNX'", "'TSR1'"});
+  // Another kind of file is named as such, not as a truncated model.
+  const std::string text =
+      "\x08\x07\x12\x07pytorch\x1a\x03"
+      "2.1:\xd2\x01 some protobuf bytes";
+  auto r = load_model_from_memory(
+      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("not a Tessera model file: the identifier at offset 8 is "
+                                      "'rch\\x1a', expected 'TSR1'"),
+            std::string::npos)
+      << r.status().to_string();
 }
 
 TEST(ModelFileCrafted, FutureMajorVersion) {
@@ -774,6 +785,16 @@ TEST(ModelFileCrafted, GraphStructureIsValidated) {
   c.values.push_back({"z"});
   c.nodes = {{"n1", "Relu", {3}, {2}, {}}, {"n2", "Relu", {2}, {3}, {}}};
   expect_rejected(c, StatusCode::kInvalidArgument, {"graph in the file is invalid", "cycle"});
+  // Nodes out of topological order are sorted.
+  c = Craft{};
+  c.values.push_back({"z"});
+  c.nodes = {{"second", "Relu", {2}, {3}, {}}, {"first", "Add", {0, 1}, {2}, {}}};
+  c.outputs = {3};
+  auto sorted = load_model_from_memory(craft(c));
+  ASSERT_TRUE(sorted.ok()) << sorted.status().to_string();
+  EXPECT_EQ(sorted->node(0).name, "first");
+  EXPECT_EQ(sorted->node(1).name, "second");
+  EXPECT_EQ(sorted->value(3).producer, 1);
   // A constant written by a node.
   c = Craft{};
   c.nodes[0].outputs = {1};
