@@ -9,7 +9,8 @@
 //   1. envelope: the file is big enough, the identifier is "TSR1", the size prefix lies within
 //      the file;
 //   2. the format version: the major version must be kFormatMajor;
-//   3. the FlatBuffers verifier (bounds, alignment, depth and table limits);
+//   3. the FlatBuffers verifier (bounds, alignment, depth and table limits), and a bound on how
+//      far tables shared between many offsets could inflate the graph;
 //   4. a semantic validator: indices in range, valid dtypes and layouts, shapes within the
 //      limits of core/shape.h, payload sizes equal to shape x dtype, payloads 64-byte aligned and
 //      inside the weights section, known op types, well-formed attributes;

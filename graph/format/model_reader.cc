@@ -1,7 +1,7 @@
 // Reading .tsr files. The phases follow model_file.h: envelope (sizes, identifier), version,
-// FlatBuffers verification, semantic validation, then building the Graph. Nothing large is
-// allocated before the last phase, and the last phase only allocates in proportion to the
-// (verified, validated) header; weight bytes are viewed in place.
+// FlatBuffers verification, the expansion bound, semantic validation, then building the Graph.
+// Nothing large is allocated before the last phase, which allocates at most a bounded multiple
+// of the header size; weight bytes are viewed in place.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -170,7 +170,81 @@ Result<const fb::Model*> verify_header(const FileBytes& f, const FileLayout& lay
   return fb::GetSizePrefixedModel(f.data);
 }
 
-// ---- Phase 4: semantic validation ----------------------------------------------------------
+// ---- Phase 4: expansion bound and semantic validation
+// ----------------------------------------------------------
+
+// FlatBuffers lets many offsets point at one table, string or vector, and the verifier (bounded
+// by its table count) accepts that. Building the Graph copies each use, so a small header could
+// expand into a huge graph: a thousand nodes sharing one node with a long `ints` attribute, say.
+// This bounds the expansion before anything is built: each value, node, attribute and metadata
+// entry costs about kObjectCost bytes in memory plus the bytes of its names, shape and lists.
+// A file without sharing stays under 7x its header size; more than kMaxExpansion x the
+// header (plus kExpansionSlack) is refused.
+constexpr uint64_t kObjectCost = 128;
+constexpr uint64_t kMaxExpansion = 16;
+constexpr uint64_t kExpansionSlack = uint64_t{1} << 20;
+
+template <typename T>
+uint64_t length(const T* v) {
+  return v ? v->size() : 0;
+}
+
+uint64_t attribute_cost(const fb::Attribute* a) {
+  uint64_t n = kObjectCost + length(a->name());
+  if (a->value() == nullptr) return n;
+  switch (a->value_type()) {
+    case fb::AttributeValue::StringAttr:
+      return n + length(a->value_as_StringAttr()->value());
+    case fb::AttributeValue::IntsAttr:
+      return n + 8 * length(a->value_as_IntsAttr()->values());
+    case fb::AttributeValue::FloatsAttr:
+      return n + 4 * length(a->value_as_FloatsAttr()->values());
+    case fb::AttributeValue::TensorAttr:
+      return n + 8 * length(a->value_as_TensorAttr()->shape());
+    default:
+      return n;
+  }
+}
+
+Status check_expansion(const fb::Model* m, const FileLayout& layout) {
+  const uint64_t limit = kMaxExpansion * layout.header_size + kExpansionSlack;
+  uint64_t cost = 0;
+  auto over = [&] {
+    return invalid_argument(
+        "the " + std::to_string(layout.header_size) + "-byte model header would expand to more " +
+        "than " + std::to_string(limit) + " bytes of graph structure: its tables, strings or " +
+        "lists are referenced over and over");
+  };
+  if (m->metadata()) {
+    for (const fb::MetadataEntry* e : *m->metadata()) {
+      cost += kObjectCost + length(e->key()) + length(e->value());
+      if (cost > limit) return over();
+    }
+  }
+  const fb::Graph* g = m->graph();
+  if (g == nullptr) return Status();
+  cost += 4 * (length(g->inputs()) + length(g->outputs()));
+  if (g->values()) {
+    for (const fb::Value* v : *g->values()) {
+      cost += kObjectCost + length(v->name()) + 8 * length(v->shape());
+      if (cost > limit) return over();
+    }
+  }
+  if (g->nodes()) {
+    for (const fb::Node* n : *g->nodes()) {
+      cost += kObjectCost + length(n->name()) + length(n->op_type()) +
+              4 * (length(n->inputs()) + length(n->outputs()));
+      if (n->attributes()) {
+        for (const fb::Attribute* a : *n->attributes()) {
+          cost += attribute_cost(a);
+          if (cost > limit) return over();
+        }
+      }
+      if (cost > limit) return over();
+    }
+  }
+  return Status();
+}
 
 // Checks a stored type and returns the shape.
 Status check_type(const std::string& what, fb::DataType dtype,
@@ -488,6 +562,7 @@ Result<LoadedModel> parse(const FileBytes& f) {
                             ") extends past the end of the file (" + std::to_string(f.size) +
                             " bytes): the file is truncated");
   }
+  RETURN_IF_ERROR(check_expansion(m, layout));
   RETURN_IF_ERROR(check_model(m, layout));
 
   LoadedModel out;

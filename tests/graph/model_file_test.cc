@@ -426,6 +426,7 @@ struct AttrSpec {
   int type = 0;  // fb::AttributeValue
   bool null_value = false;
   int64_t i = 0;
+  std::vector<int64_t> ints;
   std::optional<std::string> s;
   int t_dtype = 0;
   std::vector<int64_t> t_shape;
@@ -453,6 +454,7 @@ struct Craft {
       {"y"},
   };
   std::vector<NodeSpec> nodes = {{"add", "Add", {0, 1}, {2}, {}}};
+  int repeat_first_node = 1;  // how many times the nodes vector points at node 0's table
   std::vector<int32_t> inputs = {0};
   std::vector<int32_t> outputs = {2};
   std::vector<std::pair<std::optional<std::string>, std::optional<std::string>>> metadata;
@@ -489,6 +491,9 @@ std::vector<uint8_t> craft(const Craft& c) {
         case fb::AttributeValue::IntAttr:
           value = fb::CreateIntAttr(fbb, a.i).Union();
           break;
+        case fb::AttributeValue::IntsAttr:
+          value = fb::CreateIntsAttr(fbb, fbb.CreateVector(a.ints)).Union();
+          break;
         case fb::AttributeValue::StringAttr:
           value = fb::CreateStringAttr(fbb, opt_string(a.s)).Union();
           break;
@@ -512,6 +517,7 @@ std::vector<uint8_t> craft(const Craft& c) {
                                    fbb.CreateVector(n.inputs), fbb.CreateVector(n.outputs),
                                    fbb.CreateVector(attrs)));
   }
+  for (int r = 1; r < c.repeat_first_node; ++r) nodes.push_back(nodes[0]);
   flatbuffers::Offset<fb::Graph> graph;
   if (c.has_graph) {
     graph = fb::CreateGraph(fbb, fbb.CreateVector(values), fbb.CreateVector(nodes),
@@ -803,6 +809,22 @@ TEST(ModelFileCrafted, GraphStructureIsValidated) {
   c = Craft{};
   c.has_graph = false;
   expect_rejected(c, StatusCode::kInvalidArgument, {"no graph"});
+}
+
+TEST(ModelFileCrafted, SharedTablesCannotInflateTheGraph) {
+  // One node with a 4096-entry list, referenced 2000 times: a 50 KB header that would expand to
+  // 2000 copies of the list (65 MB) if built.
+  Craft c;
+  AttrSpec list{"pads", static_cast<int>(fb::AttributeValue::IntsAttr)};
+  list.ints.assign(4096, 1);
+  c.nodes[0].attrs = {list};
+  c.repeat_first_node = 2000;
+  const std::vector<uint8_t> bytes = craft(c);
+  EXPECT_LT(bytes.size(), 64u * 1024);
+  expect_rejected(c, StatusCode::kInvalidArgument, {"would expand", "referenced over and over"});
+  // Used once, the same list is fine.
+  c.repeat_first_node = 1;
+  EXPECT_TRUE(load_model_from_memory(craft(c)).ok());
 }
 
 TEST(ModelFileCrafted, Metadata) {
