@@ -99,7 +99,7 @@ INSTANTIATE_TEST_SUITE_P(Foundation, ModelTest,
                          ::testing::Values(ModelCase{"mobilenet_v2"}, ModelCase{"resnet18"},
                                            ModelCase{"resnet50"}, ModelCase{"squeezenet1_1"},
                                            ModelCase{"vgg16"}, ModelCase{"alexnet"}),
-                         [](const auto& info) { return std::string(info.param.name); });
+                         [](const auto& p) { return std::string(p.param.name); });
 // More torchvision architectures: squeeze-excite and hard-swish (mobilenet_v3_small), inception
 // branches and ceil-mode pooling (googlenet), channel shuffle through run-time shape arithmetic
 // (shufflenet_v2_x0_5), dense concatenation with Pad (densenet121), SiLU (efficientnet_b0).
@@ -107,7 +107,7 @@ INSTANTIATE_TEST_SUITE_P(Extra, ModelTest,
                          ::testing::Values(ModelCase{"mobilenet_v3_small"}, ModelCase{"googlenet"},
                                            ModelCase{"shufflenet_v2_x0_5"},
                                            ModelCase{"densenet121"}, ModelCase{"efficientnet_b0"}),
-                         [](const auto& info) { return std::string(info.param.name); });
+                         [](const auto& p) { return std::string(p.param.name); });
 
 }  // namespace
 }  // namespace tessera

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "core/npy.h"
 #include "graph/format/model_file.h"
@@ -93,7 +94,7 @@ TEST(Cli, RejectsBadModelFiles) {
   const std::string empty = temp_path("empty.tsr"), junk = temp_path("junk.tsr");
   write_bytes(empty, "");
   write_bytes(junk, std::string(1000, '\x5a'));
-  for (const std::string& cmd : {"run /nonexistent/model.tsr", "run " + empty, "run " + junk,
+  for (const std::string& cmd : std::vector<std::string>{"run /nonexistent/model.tsr", "run " + empty, "run " + junk,
                                  "info " + junk, "convert " + junk + " -o " + temp_path("o.tsr"),
                                  "convert /nonexistent/model.onnx"}) {
     CommandResult r = run_cli(cmd);
