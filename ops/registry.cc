@@ -9,6 +9,8 @@ namespace {
 
 // Every operator's schema. Keep in OpKind order; a test checks each kind appears once.
 const OpSchema* const kAllSchemas[] = {
+    &kConvSchema,
+    &kConvTransposeSchema,
     &kReluSchema,
     &kLeakyReluSchema,
     &kClipSchema,
