@@ -11,6 +11,8 @@ namespace {
 const OpSchema* const kAllSchemas[] = {
     &kConvSchema,
     &kConvTransposeSchema,
+    &kGemmSchema,
+    &kMatMulSchema,
     &kReluSchema,
     &kLeakyReluSchema,
     &kClipSchema,
