@@ -10,7 +10,7 @@
 //   count_include_pad = 1: the window taps inside the padded input [-pad_begin, in + pad_end).
 // In ceil_mode the last window may run past the end padding; its taps out there are not
 // counted even with count_include_pad = 1 (the window is clipped to input + pads), as in
-// PyTorch's avg_pool. Auto pads
+// PyTorch's avg_pool and ONNX Runtime. Auto pads
 // (SAME_*) count as padding. A window with a zero divisor (possible only with dilation) is 0/0
 // = NaN.
 // FLOPs: one add per window element, output elements * prod(kernel).

@@ -10,13 +10,6 @@ std::string dim_label(int i) {
   return "spatial dim " + std::to_string(i);
 }
 
-// Python-style floor division (the ONNX reference splits negative paddings with //).
-int64_t floor_div(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-
 // Reads `pads` (2 * rank values in [0, kMaxDim]) or zeros when absent.
 Result<std::vector<int64_t>> read_pads(const OpContext& ctx, int rank) {
   std::vector<int64_t> pads(static_cast<size_t>(2 * rank), 0);
@@ -117,10 +110,13 @@ Result<std::vector<int64_t>> read_spatial_ints(const OpContext& ctx, const char*
 }
 
 Status check_spatial_input(const OpContext& ctx, const Shape& x, const char* what) {
-  if (x.rank() < 3 || x.rank() > 2 + kMaxSpatialRank) {
-    return ctx.unsupported(std::string(what) + " has shape " + x.to_string() +
-                           "; expected [N, C, spatial...] with 1 to " +
-                           std::to_string(kMaxSpatialRank) + " spatial dims");
+  if (x.rank() < 3) {
+    return ctx.error(std::string(what) + " has shape " + x.to_string() +
+                     "; expected [N, C, spatial...] with at least one spatial dim");
+  }
+  if (x.rank() > 2 + kMaxSpatialRank) {
+    return ctx.unsupported(std::string(what) + " has shape " + x.to_string() + "; at most " +
+                           std::to_string(kMaxSpatialRank) + " spatial dims are supported");
   }
   return Status();
 }
@@ -241,11 +237,20 @@ Result<WindowGeometry> transpose_window(const OpContext& ctx, std::span<const in
     const bool derive_pads =
         has_output_shape || auto_pad == AutoPad::kSameUpper || auto_pad == AutoPad::kSameLower;
     if (derive_pads) {
-      const int64_t out = has_output_shape ? output_shape[u] : in * s;
+      // total = full - target; a negative total (target beyond the full result) becomes zero
+      // padding: with output_shape the extra output lies at the end (bias only), for SAME the
+      // output is just the full result.
+      int64_t out = has_output_shape ? output_shape[u] : in * s;
       const int64_t total = full - out;
-      const int64_t half = floor_div(total, 2);
-      g.pads_begin[u] = auto_pad == AutoPad::kSameUpper ? half : total - half;
-      g.pads_end[u] = total - g.pads_begin[u];
+      if (total < 0) {
+        if (!has_output_shape) out = full;
+        g.pads_begin[u] = 0;
+        g.pads_end[u] = has_output_shape ? total : 0;
+      } else {
+        const int64_t half = total / 2;
+        g.pads_begin[u] = auto_pad == AutoPad::kSameUpper ? half : total - half;
+        g.pads_end[u] = total - g.pads_begin[u];
+      }
       g.output[u] = out;
     } else if (auto_pad == AutoPad::kValid) {
       g.pads_begin[u] = g.pads_end[u] = 0;

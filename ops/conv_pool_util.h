@@ -19,16 +19,21 @@
 //   VALID:  pads are 0, then as NOTSET.
 //   SAME_UPPER / SAME_LOWER: out = ceil(in / s); total pad = max(0, (out - 1) * s + ek - in),
 //           split evenly with the odd unit at the end (UPPER) or at the beginning (LOWER).
-//           ceil_mode cannot change this size.
+//           ceil_mode cannot change this size. The effective (dilated) kernel is used, as the
+//           spec says; ONNX Runtime's MaxPool uses the undilated kernel here and disagrees.
 //   If `pads` is given together with an auto_pad other than NOTSET it must be all zeros
 //   (exporters write both); non-zero pads with auto_pad are rejected as contradictory.
 //
 // Transposed output size (ConvTranspose), with full = s * (in - 1) + output_padding + ek:
 //   explicit pads: out = full - pb - pe.
 //   output_shape given: total = full - out; SAME_UPPER puts total/2 first, anything else puts the
-//           odd unit first (pb = total - total/2), as the ONNX spec's equations say. Such
-//           computed pads may be negative (the output extends past the full result: zeros).
-//   SAME_UPPER / SAME_LOWER without output_shape: out = in * s, pads split as above.
+//           odd unit first (pb = total - total/2), as the ONNX spec's equations say (ONNX
+//           Runtime agrees). A negative total, an output larger than the full result, means no
+//           padding and the extra output at the end, holding just the bias (as ONNX Runtime
+//           computes).
+//   SAME_UPPER / SAME_LOWER without output_shape: out = in * s with pads split as above; when
+//           that exceeds the full result (kernel + output_padding < stride) the total padding
+//           clamps at 0 and out = full, as ONNX Runtime computes.
 //   VALID: pads 0, out = full.
 //
 // All attribute values are bounded by kMaxDim before any arithmetic, so no expression here can
@@ -98,7 +103,8 @@ Result<WindowGeometry> forward_window(const OpContext& ctx, std::span<const int6
 
 // The geometry of ConvTranspose; additionally reads output_padding and output_shape. `output`
 // is the result's spatial extent and `pads_begin` the offset of output coordinate 0 in the full
-// (unpadded) result: input i, tap t lands on output i * s + t * d - pads_begin.
+// (unpadded) result: input i, tap t lands on output i * s + t * d - pads_begin. pads_end may be
+// negative (see the header comment); kernels use only pads_begin and output.
 Result<WindowGeometry> transpose_window(const OpContext& ctx, std::span<const int64_t> input,
                                         std::span<const int64_t> kernel);
 

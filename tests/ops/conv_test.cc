@@ -333,6 +333,17 @@ TEST_F(ConvErrors, ShapesAndGroups) {
   EXPECT_TRUE(contains(error(group2(), Shape{1, 4}, Shape{6, 2}), "spatial"));
   EXPECT_TRUE(
       contains(error(group2(), Shape{1, 4, 2, 2, 2, 2}, Shape{6, 2, 1, 1, 1, 1}), "spatial"));
+  EXPECT_EQ(run_op(OpKind::kConv, {},
+                   {in(testing::zeros(Shape{1, 1, 1, 1, 1, 1})),
+                    in(testing::zeros(Shape{1, 1, 1, 1, 1, 1}))})
+                .status()
+                .code(),
+            StatusCode::kUnimplemented);
+  EXPECT_EQ(
+      run_op(OpKind::kConv, {}, {in(testing::zeros(Shape{1, 1})), in(testing::zeros(Shape{1, 1}))})
+          .status()
+          .code(),
+      StatusCode::kInvalidArgument);
   // The message names the node.
   EXPECT_TRUE(contains(error({}), "test_node"));
 }

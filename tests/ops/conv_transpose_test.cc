@@ -31,10 +31,6 @@ struct CtCase {
   bool bias = true;
 };
 
-int64_t floor_half(int64_t v) {
-  return static_cast<int64_t>(std::floor(v / 2.0));
-}
-
 // Output extent and begin pad per dim, from the ONNX spec's equations.
 void resolve(const CtCase& p, std::vector<int64_t>* out, std::vector<int64_t>* pb) {
   const size_t r = p.in.size();
@@ -47,7 +43,14 @@ void resolve(const CtCase& p, std::vector<int64_t>* out, std::vector<int64_t>* p
     if (!p.output_shape.empty() || same) {
       (*out)[i] = p.output_shape.empty() ? p.in[i] * p.strides[i] : p.output_shape[i];
       const int64_t total = full - (*out)[i];
-      (*pb)[i] = p.auto_pad == "SAME_UPPER" ? floor_half(total) : total - floor_half(total);
+      if (total < 0) {
+        // Beyond the full result: no padding; SAME keeps the full result, output_shape pads the
+        // end with bias-only outputs.
+        (*pb)[i] = 0;
+        if (p.output_shape.empty()) (*out)[i] = full;
+      } else {
+        (*pb)[i] = p.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      }
     } else if (p.auto_pad == "VALID") {
       (*out)[i] = full;
       (*pb)[i] = 0;
@@ -151,6 +154,21 @@ TEST(ConvTranspose, HandComputed1D) {
   ASSERT_EQ(out[0].shape(), (Shape{1, 1, 5}));
   const float want2[] = {1, 1, 3, 2, 2};
   for (int i = 0; i < 5; ++i) EXPECT_EQ(at(out[0], i), want2[i]);
+  // SAME_UPPER asks for in * stride = 6 outputs, more than the full result (kernel 1, stride 3:
+  // 4 outputs); the padding clamps at zero and the output is the full result.
+  Tensor w1 = tensor(Shape{1, 1, 1}, {2});
+  a.set("strides", std::vector<int64_t>{3});
+  a.set("auto_pad", std::string("SAME_UPPER"));
+  out = run_op(OpKind::kConvTranspose, a, {in(x), in(w1)}).value();
+  ASSERT_EQ(out[0].shape(), (Shape{1, 1, 4}));
+  const float want3[] = {2, 0, 0, 4};
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(at(out[0], i), want3[i]);
+  // output_shape 6: no padding, the extra outputs at the end hold the bias.
+  a.erase("auto_pad");
+  a.set("output_shape", std::vector<int64_t>{6});
+  out = run_op(OpKind::kConvTranspose, a, {in(x), in(w1), in(tensor(Shape{1}, {0.5f}))}).value();
+  const float want4[] = {2.5f, 0.5f, 0.5f, 4.5f, 0.5f, 0.5f};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(at(out[0], i), want4[i]);
 }
 
 TEST(ConvTranspose, OnnxPadsExample) {
@@ -183,7 +201,7 @@ TEST(ConvTranspose, NamedCasesMatchOracle) {
     cases.push_back(p);
     p.auto_pad = "SAME_UPPER";
     cases.push_back(p);
-    // output_shape larger than the full result: negative derived pads.
+    // output_shape larger than the full result: extra outputs at the end.
     p.output_shape = {13, 12};
     cases.push_back(p);
   }
