@@ -9,6 +9,17 @@ namespace {
 
 // Every operator's schema. Keep in OpKind order; a test checks each kind appears once.
 const OpSchema* const kAllSchemas[] = {
+    &kConvSchema,
+    &kConvTransposeSchema,
+    &kGemmSchema,
+    &kMatMulSchema,
+    &kBatchNormalizationSchema,
+    &kMaxPoolSchema,
+    &kAveragePoolSchema,
+    &kGlobalAveragePoolSchema,
+    &kGlobalMaxPoolSchema,
+    &kLRNSchema,
+    &kSoftmaxSchema,
     &kReluSchema,
     &kLeakyReluSchema,
     &kClipSchema,

@@ -1,0 +1,66 @@
+// GlobalAveragePool: the mean over all spatial dims (ONNX GlobalAveragePool-1).
+//
+//   X [N, C, D1..Dk] (k >= 1) -> Y [N, C, 1, ..., 1]
+// The spatial extent must not be empty. Sums accumulate in double.
+// FLOPs: one add per input element.
+#include <algorithm>
+#include <string>
+
+#include "ops/registry.h"
+
+namespace tessera {
+
+namespace {
+
+Status infer_global_average_pool(const OpContext& ctx, int /*num_outputs*/,
+                                 std::vector<TensorInfo>* outputs) {
+  RETURN_IF_ERROR(require_f32(ctx, 0));
+  const Shape& x = ctx.input(0).shape;
+  if (x.rank() < 3) {
+    return ctx.error("input X has shape " + x.to_string() + ", expected [N, C, spatial...]");
+  }
+  std::vector<int64_t> dims = {x[0], x[1]};
+  for (int i = 2; i < x.rank(); ++i) {
+    if (x[i] == 0) return ctx.error("input X " + x.to_string() + " has an empty spatial extent");
+    dims.push_back(1);
+  }
+  outputs->push_back(TensorInfo{DType::kF32, Shape(std::move(dims))});
+  return Status();
+}
+
+OpCost cost_global_average_pool(const OpContext& ctx, std::span<const TensorInfo> outputs) {
+  OpCost c = default_cost(ctx, outputs);
+  c.flops = static_cast<double>(ctx.input(0).shape.numel());
+  return c;
+}
+
+Status reference_global_average_pool(const OpContext& /*ctx*/, std::span<const Tensor> inputs,
+                                     std::span<Tensor> outputs) {
+  const int64_t planes = outputs[0].numel();
+  const int64_t plane = planes == 0 ? 0 : inputs[0].numel() / planes;
+  const float* x = inputs[0].data<float>();
+  float* y = outputs[0].data<float>();
+  for (int64_t p = 0; p < planes; ++p) {
+    const float* xp = x + p * plane;
+    double sum = 0;
+    for (int64_t i = 0; i < plane; ++i) sum += xp[i];
+    y[p] = static_cast<float>(sum / static_cast<double>(plane));
+  }
+  return Status();
+}
+
+}  // namespace
+
+const OpSchema kGlobalAveragePoolSchema = {
+    .kind = OpKind::kGlobalAveragePool,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .accepts_fused_activation = false,
+    .infer = infer_global_average_pool,
+    .cost = cost_global_average_pool,
+    .reference = reference_global_average_pool,
+};
+
+}  // namespace tessera

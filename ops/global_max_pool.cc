@@ -1,0 +1,66 @@
+// GlobalMaxPool: the max over all spatial dims (ONNX GlobalMaxPool-1).
+//
+//   X [N, C, D1..Dk] (k >= 1) -> Y [N, C, 1, ..., 1]
+// The spatial extent must not be empty. NaN propagates, as in MaxPool.
+// FLOPs: one comparison per input element.
+#include <algorithm>
+#include <string>
+
+#include "ops/registry.h"
+
+namespace tessera {
+
+namespace {
+
+Status infer_global_max_pool(const OpContext& ctx, int /*num_outputs*/,
+                             std::vector<TensorInfo>* outputs) {
+  RETURN_IF_ERROR(require_f32(ctx, 0));
+  const Shape& x = ctx.input(0).shape;
+  if (x.rank() < 3) {
+    return ctx.error("input X has shape " + x.to_string() + ", expected [N, C, spatial...]");
+  }
+  std::vector<int64_t> dims = {x[0], x[1]};
+  for (int i = 2; i < x.rank(); ++i) {
+    if (x[i] == 0) return ctx.error("input X " + x.to_string() + " has an empty spatial extent");
+    dims.push_back(1);
+  }
+  outputs->push_back(TensorInfo{DType::kF32, Shape(std::move(dims))});
+  return Status();
+}
+
+OpCost cost_global_max_pool(const OpContext& ctx, std::span<const TensorInfo> outputs) {
+  OpCost c = default_cost(ctx, outputs);
+  c.flops = static_cast<double>(ctx.input(0).shape.numel());
+  return c;
+}
+
+Status reference_global_max_pool(const OpContext& /*ctx*/, std::span<const Tensor> inputs,
+                                 std::span<Tensor> outputs) {
+  const int64_t planes = outputs[0].numel();
+  const int64_t plane = planes == 0 ? 0 : inputs[0].numel() / planes;
+  const float* x = inputs[0].data<float>();
+  float* y = outputs[0].data<float>();
+  for (int64_t p = 0; p < planes; ++p) {
+    const float* xp = x + p * plane;
+    float m = xp[0];
+    for (int64_t i = 1; i < plane; ++i) m = (xp[i] > m || xp[i] != xp[i]) ? xp[i] : m;
+    y[p] = m;
+  }
+  return Status();
+}
+
+}  // namespace
+
+const OpSchema kGlobalMaxPoolSchema = {
+    .kind = OpKind::kGlobalMaxPool,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .accepts_fused_activation = false,
+    .infer = infer_global_max_pool,
+    .cost = cost_global_max_pool,
+    .reference = reference_global_max_pool,
+};
+
+}  // namespace tessera
