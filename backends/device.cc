@@ -16,7 +16,8 @@ void slice_boundary(const Graph& g, std::span<const NodeId> layers, std::vector<
   outputs->clear();
   for (NodeId n : layers) {
     for (ValueId v : g.node(n).inputs) {
-      if (v == kNoValue || g.value(v).is_constant || produced_inside[static_cast<size_t>(v)]) continue;
+      if (v == kNoValue || g.value(v).is_constant || produced_inside[static_cast<size_t>(v)])
+        continue;
       if (std::find(inputs->begin(), inputs->end(), v) == inputs->end()) inputs->push_back(v);
     }
   }

@@ -70,12 +70,20 @@ Result<DeviceName> parse_device_name(const std::string& name) {
   return d;
 }
 
+namespace {
+
+// The backends built into this Tessera, in the order `tessera devices` lists them.
+const Backend* const kBackends[] = {
+    &kReferenceBackend,
+};
+
+}  // namespace
+
 Result<std::unique_ptr<Device>> open_device(const std::string& name) {
   ASSIGN_OR_RETURN(DeviceName d, parse_device_name(name));
-  if (d.mhz != 0) {
-    return unimplemented("device '" + name + "': DVFS levels are not supported on this machine");
+  for (const Backend* b : kBackends) {
+    if (d.kind == b->kind) return b->open(d);
   }
-  if (d.kind == "reference") return std::unique_ptr<Device>(new ReferenceDevice());
   return not_found("device '" + name + "': the " + d.kind +
                    " backend is not available in this build (run `tessera devices` to list the "
                    "devices this machine offers)");
@@ -83,8 +91,7 @@ Result<std::unique_ptr<Device>> open_device(const std::string& name) {
 
 std::vector<DeviceListing> list_devices() {
   std::vector<DeviceListing> out;
-  ReferenceDevice ref;
-  out.push_back({ref.name(), ref.description()});
+  for (const Backend* b : kBackends) b->list(&out);
   return out;
 }
 

@@ -39,4 +39,14 @@ struct DeviceListing {
 // Every device this machine offers, in the order `tessera devices` prints them.
 std::vector<DeviceListing> list_devices();
 
+// One backend as the registry sees it. Each backend folder defines one (e.g.
+// backends/reference/reference_device.cc: kReferenceBackend) and registry.cc lists them.
+struct Backend {
+  const char* kind;  // the device-name kind it serves: "reference", "cpu", "opencl"...
+  // Appends the devices this machine offers (probing may fail quietly: no device, no entry).
+  void (*list)(std::vector<DeviceListing>* out);
+  // Opens the device named `name` (its kind already matched).
+  Result<std::unique_ptr<Device>> (*open)(const DeviceName& name);
+};
+
 }  // namespace tessera

@@ -119,17 +119,21 @@ std::string ReferenceDevice::description() const {
 
 Capability ReferenceDevice::capabilities(const Graph& /*g*/, const Node& node) const {
   if (!op_is_registered(node.kind)) {
-    return Capability::no(std::string("operator ") + op_name(node.kind) + " has no reference kernel");
+    return Capability::no(std::string("operator ") + op_name(node.kind) +
+                          " has no reference kernel");
   }
   return Capability::yes();
 }
 
-uint64_t ReferenceDevice::memory_capacity() const { return host_memory_bytes(); }
+uint64_t ReferenceDevice::memory_capacity() const {
+  return host_memory_bytes();
+}
 
 Result<std::unique_ptr<Program>> ReferenceDevice::compile(const Graph& g,
                                                           std::span<const NodeId> layers) {
   for (NodeId n : layers) {
-    if (n < 0 || n >= g.num_nodes()) return invalid_argument("layer id " + std::to_string(n) + " out of range");
+    if (n < 0 || n >= g.num_nodes())
+      return invalid_argument("layer id " + std::to_string(n) + " out of range");
   }
   RETURN_IF_ERROR(check_capabilities(*this, g, layers));
   return std::unique_ptr<Program>(
@@ -147,5 +151,24 @@ Status ReferenceDevice::download(const Buffer& device, Tensor* host) {
   ASSIGN_OR_RETURN(*host, hb->tensor().clone());
   return Status();
 }
+
+namespace {
+
+void list_reference(std::vector<DeviceListing>* out) {
+  ReferenceDevice ref;
+  out->push_back({ref.name(), ref.description()});
+}
+
+Result<std::unique_ptr<Device>> open_reference(const DeviceName& name) {
+  if (name.mhz != 0) {
+    return unimplemented("device '" + name.to_string() +
+                         "': the reference device has no DVFS levels");
+  }
+  return std::unique_ptr<Device>(new ReferenceDevice());
+}
+
+}  // namespace
+
+const Backend kReferenceBackend = {"reference", list_reference, open_reference};
 
 }  // namespace tessera

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "backends/device.h"
+#include "backends/registry.h"
 
 namespace tessera {
 
@@ -22,6 +23,8 @@ class ReferenceDevice final : public Device {
  private:
   std::string name_ = "reference";
 };
+
+extern const Backend kReferenceBackend;
 
 // Host physical memory in bytes (sysconf), or 0 if unknown.
 uint64_t host_memory_bytes();
