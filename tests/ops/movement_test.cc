@@ -92,6 +92,36 @@ TEST(Transpose, LargeMatrixAndChannelShuffle) {
   });
 }
 
+TEST(Transpose, TiledPlanesAcrossTileEdges) {
+  // Shapes whose transposed plane spans several 32x32 tiles, with a dimension walked outside it.
+  struct Case {
+    Shape shape;
+    std::vector<int64_t> perm;
+  };
+  const Case cases[] = {{Shape{5, 37, 41}, {0, 2, 1}},
+                        {Shape{37, 3, 41}, {2, 1, 0}},
+                        {Shape{2, 33, 3, 65}, {0, 3, 2, 1}},
+                        {Shape{65, 1, 33}, {2, 1, 0}}};
+  int seed = 0;
+  for (const Case& c : cases) {
+    for (DType dt : {DType::kU8, DType::kF16, DType::kF32, DType::kI64}) {
+      const Tensor x =
+          testing::random_int_tensor(dt, c.shape, static_cast<uint32_t>(++seed), 0, 100);
+      Attributes a;
+      a.set("perm", c.perm);
+      auto r = run_op(OpKind::kTranspose, a, {in(x)});
+      ASSERT_TRUE(r.ok());
+      const Tensor& y = (*r)[0];
+      expect_gathered(y, x, [&](int64_t i) {
+        const std::vector<int64_t> o = testing::unravel(i, y.shape());
+        std::vector<int64_t> src(o.size());
+        for (size_t d = 0; d < o.size(); ++d) src[static_cast<size_t>(c.perm[d])] = o[d];
+        return testing::ravel(src, c.shape);
+      });
+    }
+  }
+}
+
 TEST(Transpose, BadPerm) {
   const Tensor x = f32s(Shape{2, 3}, std::vector<float>(6));
   for (const std::vector<int64_t>& perm :

@@ -72,6 +72,20 @@ TEST(Pad, ReflectLongerThanTheData) {
   EXPECT_TRUE(same_bytes(one[0], f32s(Shape{4}, {5, 5, 5, 5})));
 }
 
+TEST(Pad, EmptyInput) {
+  const Tensor x = f32s(Shape{2, 0}, {});
+  auto y =
+      run_op(OpKind::kPad, {}, {in(x), constant(i64s({0, 2, 0, 1})), in(Tensor::scalar_f32(3))})
+          .value();
+  EXPECT_TRUE(same_bytes(y[0], f32s(Shape{2, 3}, {3, 3, 3, 3, 3, 3})));
+  EXPECT_FALSE(run_op(OpKind::kPad, mode("edge"), {in(x), constant(i64s({0, 2, 0, 1}))}).ok());
+  EXPECT_FALSE(run_op(OpKind::kPad, mode("reflect"), {in(x), constant(i64s({0, 0, 0, 1}))}).ok());
+  // Nothing to add: an empty result is fine in every mode.
+  EXPECT_EQ(
+      run_op(OpKind::kPad, mode("edge"), {in(x), constant(i64s({1, 0, 0, 0}))}).value()[0].shape(),
+      (Shape{3, 0}));
+}
+
 TEST(Pad, NegativePadsCropThenPad) {
   const Tensor x = f32s(Shape{6}, {0, 1, 2, 3, 4, 5});
   // Crop 2 at the start, pad 1 at the end: [2,3,4,5,c].
