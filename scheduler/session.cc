@@ -8,6 +8,7 @@
 #include "core/tessera.h"
 #include "graph/format/model_file.h"
 #include "graph/graph.h"
+#include "graph/passes.h"
 
 namespace tessera {
 
@@ -16,7 +17,9 @@ Model::~Model() = default;
 
 Result<std::shared_ptr<const Model>> Model::from_graph(Graph graph) {
   RETURN_IF_ERROR(graph.validate());
-  RETURN_IF_ERROR(graph.infer_shapes());
+  // Infers shapes; shape arithmetic left in the graph (not converted by `tessera convert`) is
+  // evaluated here once, since shapes are static.
+  RETURN_IF_ERROR(fold_constants(graph, nullptr));
   std::shared_ptr<Model> m(new Model());
   m->graph_ = std::make_unique<Graph>(std::move(graph));
   const Graph& g = *m->graph_;
