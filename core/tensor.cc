@@ -32,14 +32,14 @@ Tensor Tensor::view(DType dtype, Shape shape, void* data, std::shared_ptr<void> 
 Tensor Tensor::from_floats(const Shape& shape, std::span<const float> values) {
   Tensor t = create(DType::kF32, shape).value();
   assert(static_cast<int64_t>(values.size()) == t.numel());
-  std::memcpy(t.raw(), values.data(), values.size() * sizeof(float));
+  if (!values.empty()) std::memcpy(t.raw(), values.data(), values.size() * sizeof(float));
   return t;
 }
 
 Tensor Tensor::from_int64s(const Shape& shape, std::span<const int64_t> values) {
   Tensor t = create(DType::kI64, shape).value();
   assert(static_cast<int64_t>(values.size()) == t.numel());
-  std::memcpy(t.raw(), values.data(), values.size() * sizeof(int64_t));
+  if (!values.empty()) std::memcpy(t.raw(), values.data(), values.size() * sizeof(int64_t));
   return t;
 }
 
