@@ -49,7 +49,10 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& g,
   // NHWC, plan again with that input converted on the way in (one conversion, no copy).
   std::vector<Layout> in_layouts(p->inputs_.size(), Layout::kNCHW), wanted;
   p->plan(layers, kernels, in_layouts, &wanted);
-  if (wanted != in_layouts) p->plan(layers, kernels, wanted, &wanted);
+  if (wanted != in_layouts) {
+    in_layouts = wanted;
+    p->plan(layers, kernels, in_layouts, &wanted);
+  }
   size_t next = 0;
   for (Step& s : p->steps_) {
     if (s.node != kNoNode) s.kernel = std::move(kernels[next++]);
