@@ -48,7 +48,13 @@ struct Session::Impl {
 Session::Session(std::shared_ptr<const Model> model) : model_(std::move(model)) {}
 Session::~Session() = default;
 
-const std::string& Session::device_name() const { return impl_->device->name(); }
+const std::string& Session::device_name() const {
+  return impl_->device->name();
+}
+
+uint64_t Session::peak_memory_bytes() const {
+  return impl_->program->peak_memory_bytes();
+}
 
 Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> model,
                                                  const std::string& device) {
@@ -107,7 +113,8 @@ Status Session::run() {
       continue;
     }
     auto it = by_value.find(v);
-    if (it == by_value.end()) return internal_error("output '" + g.value(v).name + "' was not computed");
+    if (it == by_value.end())
+      return internal_error("output '" + g.value(v).name + "' was not computed");
     impl_->outputs.push_back(it->second);
   }
   return Status();
