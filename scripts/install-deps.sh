@@ -10,6 +10,8 @@ PACKAGES=(
   libflatbuffers-dev flatbuffers-compiler
   libonnx-dev libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
+  # cpu backend (OpenBLAS is loaded at run time, see backends/cpu/openblas.h)
+  libxnnpack-dev libpthreadpool-dev libcpuinfo-dev libopenblas-dev
   # model export (Debian's python: /usr/bin/python3)
   python3 python3-numpy python3-onnx python3-torch python3-torchvision
 )
