@@ -91,6 +91,7 @@ Capability VulkanDevice::capabilities(const Graph& g, const Node& node) const {
     if (v == kNoValue) continue;
     // Integer constants (shapes, axes, indices) are read on the host; everything else is data.
     const bool data = !(g.value(v).is_constant && g.value(v).info.dtype != DType::kF32);
+    if (static_cast<int>(i) == k->split_input && g.value(v).is_constant) continue;
     Capability c = check_value(v, data);
     if (!c.supported) return c;
   }

@@ -4,8 +4,9 @@
 //
 // Capabilities: a node is supported when a kernel serves its op (pipelines/kernels.cc), its
 // tensors are f32 (any dtype for pure reshapes), each tensor fits one storage buffer
-// (min(maxStorageBufferRange, heap): 128 MiB on lavapipe, so VGG16's and AlexNet's first
-// fully-connected weights are reported unsupported), and the kernel accepts its attributes.
+// (min(maxStorageBufferRange, heap): 128 MiB on lavapipe) unless its kernel binds it in pieces
+// (Gemm splits a large constant FC weight into row chunks: VGG16's 392 MiB first FC layer), and
+// the kernel accepts its attributes.
 #pragma once
 
 #include <memory>

@@ -97,6 +97,6 @@ Status plan_conv(KernelBuilder& b) {
 
 }  // namespace
 
-extern const VulkanKernel kVulkanConvKernel = {OpKind::kConv, false, supports_conv, plan_conv};
+extern const VulkanKernel kVulkanConvKernel = {OpKind::kConv, false, -1, supports_conv, plan_conv};
 
 }  // namespace tessera

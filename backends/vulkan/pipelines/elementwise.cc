@@ -94,20 +94,27 @@ Status plan_binary(KernelBuilder& b) {
 
 }  // namespace
 
-extern const VulkanKernel kVulkanReluKernel = {OpKind::kRelu, false, supports_unary, plan_unary};
-extern const VulkanKernel kVulkanLeakyReluKernel = {OpKind::kLeakyRelu, false, supports_unary,
+extern const VulkanKernel kVulkanReluKernel = {OpKind::kRelu, false, -1, supports_unary,
+                                               plan_unary};
+extern const VulkanKernel kVulkanLeakyReluKernel = {OpKind::kLeakyRelu, false, -1, supports_unary,
                                                     plan_unary};
-extern const VulkanKernel kVulkanClipKernel = {OpKind::kClip, false, supports_unary, plan_unary};
-extern const VulkanKernel kVulkanSigmoidKernel = {OpKind::kSigmoid, false, supports_unary,
+extern const VulkanKernel kVulkanClipKernel = {OpKind::kClip, false, -1, supports_unary,
+                                               plan_unary};
+extern const VulkanKernel kVulkanSigmoidKernel = {OpKind::kSigmoid, false, -1, supports_unary,
                                                   plan_unary};
-extern const VulkanKernel kVulkanHardSigmoidKernel = {OpKind::kHardSigmoid, false, supports_unary,
-                                                      plan_unary};
-extern const VulkanKernel kVulkanHardSwishKernel = {OpKind::kHardSwish, false, supports_unary,
+extern const VulkanKernel kVulkanHardSigmoidKernel = {OpKind::kHardSigmoid, false, -1,
+                                                      supports_unary, plan_unary};
+extern const VulkanKernel kVulkanHardSwishKernel = {OpKind::kHardSwish, false, -1, supports_unary,
                                                     plan_unary};
-extern const VulkanKernel kVulkanTanhKernel = {OpKind::kTanh, false, supports_unary, plan_unary};
-extern const VulkanKernel kVulkanAddKernel = {OpKind::kAdd, false, supports_binary, plan_binary};
-extern const VulkanKernel kVulkanSubKernel = {OpKind::kSub, false, supports_binary, plan_binary};
-extern const VulkanKernel kVulkanMulKernel = {OpKind::kMul, false, supports_binary, plan_binary};
-extern const VulkanKernel kVulkanDivKernel = {OpKind::kDiv, false, supports_binary, plan_binary};
+extern const VulkanKernel kVulkanTanhKernel = {OpKind::kTanh, false, -1, supports_unary,
+                                               plan_unary};
+extern const VulkanKernel kVulkanAddKernel = {OpKind::kAdd, false, -1, supports_binary,
+                                              plan_binary};
+extern const VulkanKernel kVulkanSubKernel = {OpKind::kSub, false, -1, supports_binary,
+                                              plan_binary};
+extern const VulkanKernel kVulkanMulKernel = {OpKind::kMul, false, -1, supports_binary,
+                                              plan_binary};
+extern const VulkanKernel kVulkanDivKernel = {OpKind::kDiv, false, -1, supports_binary,
+                                              plan_binary};
 
 }  // namespace tessera

@@ -2,6 +2,8 @@
 //   Gemm with B stored N x K (transB = 1, the usual FC layout) and M <= 8: f32_gemv_rows, one
 //   workgroup per output column reading the weight row once.
 //   everything else: f32_gemm_tiled (64x64 shared-memory tiles, batched for MatMul).
+// A constant N x K weight larger than one storage buffer (VGG16's first FC layer is 392 MiB,
+// lavapipe binds 128 MiB) is uploaded in chunks of whole rows, one gemv dispatch per chunk.
 #include "backends/vulkan/pipelines/kernel.h"
 
 namespace tessera {
@@ -64,16 +66,76 @@ Result<GemmPlan> parse_gemm(const Graph& g, const Node& node) {
   return p;
 }
 
-Capability supports_gemm(const Graph& g, const Node& node, const VulkanGpu&) {
+bool uses_gemv(const Node& node, const GemmPlan& p) {
+  return node.kind == OpKind::kGemm && p.trans_b && p.m <= 8;
+}
+
+Capability supports_gemm(const Graph& g, const Node& node, const VulkanGpu& gpu) {
   Result<GemmPlan> p = parse_gemm(g, node);
   if (!p.ok()) return Capability::no(p.status().message());
   if (p->batch > 65535) return Capability::no("more than 65535 batches");
+  if (node.kind == OpKind::kGemm) {
+    const Value& w = g.value(node.inputs[1]);
+    const uint64_t limit = gpu.max_buffer_bytes();
+    if (w.info.byte_size() > limit) {
+      const std::string why = "tensor '" + w.name + "' (" + std::to_string(w.info.byte_size()) +
+                              " bytes) exceeds the largest buffer this device can bind (" +
+                              std::to_string(limit) + " bytes: maxStorageBufferRange)";
+      if (!uses_gemv(node, *p) || !w.is_constant) {
+        return Capability::no(why +
+                              "; only a constant weight with transB = 1 at batch <= 8 is "
+                              "split into row chunks");
+      }
+      if (uint64_t{p->k} * 4 > limit) return Capability::no(why + "; one row does not fit");
+    }
+  }
   return Capability::yes();
 }
 
 Status plan_gemm(KernelBuilder& b) {
   ASSIGN_OR_RETURN(GemmPlan p, parse_gemm(b.graph(), b.node()));
   ASSIGN_OR_RETURN(BufferRef a, b.input(0));
+  const uint64_t limit = b.gpu().max_buffer_bytes();
+  const uint64_t row_bytes = uint64_t{p.k} * 4;
+  const Tensor* wc = b.constant(1);
+  if (uses_gemv(b.node(), p)) {
+    // Rows per chunk: everything when the weight fits one buffer.
+    const uint64_t rows = row_bytes * p.n <= limit || wc == nullptr
+                              ? p.n
+                              : std::max<uint64_t>(1, limit / std::max<uint64_t>(row_bytes, 1));
+    BufferRef bias{};
+    for (uint64_t n0 = 0; n0 < p.n; n0 += rows) {
+      const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(rows, p.n - n0));
+      BufferRef w;
+      if (rows == p.n) {
+        ASSIGN_OR_RETURN(w, b.input(1));
+      } else {
+        ASSIGN_OR_RETURN(w, b.upload(wc->data<float>() + n0 * p.k, n * row_bytes));
+      }
+      if (n0 == 0) bias = w;
+      if (p.has_bias && n0 == 0) {
+        ASSIGN_OR_RETURN(bias, b.input(2));
+      }
+      Dispatch d;
+      d.bindings = {a, w, bias, b.output(0)};
+      d.writes = {3};
+      d.shader = "f32_gemv_rows";
+      d.spec = {p.trans_a ? 1u : 0u, p.has_bias ? 1u : 0u};
+      append_activation_spec(p.act, &d.spec);
+      d.push = {p.m,
+                n,
+                p.k,
+                float_bits(p.alpha),
+                float_bits(p.beta),
+                p.bias_sm,
+                p.bias_sn,
+                static_cast<uint32_t>(n0),
+                p.n};
+      set_linear_groups(n, 1, &d);
+      b.dispatch(std::move(d));
+    }
+    return Status();
+  }
   ASSIGN_OR_RETURN(BufferRef w, b.input(1));
   BufferRef bias = w;
   if (p.has_bias) {
@@ -82,13 +144,7 @@ Status plan_gemm(KernelBuilder& b) {
   Dispatch d;
   d.bindings = {a, w, bias, b.output(0)};
   d.writes = {3};
-  if (b.node().kind == OpKind::kGemm && p.trans_b && p.m <= 8) {
-    d.shader = "f32_gemv_rows";
-    d.spec = {p.trans_a ? 1u : 0u, p.has_bias ? 1u : 0u};
-    append_activation_spec(p.act, &d.spec);
-    d.push = {p.m, p.n, p.k, float_bits(p.alpha), float_bits(p.beta), p.bias_sm, p.bias_sn};
-    set_linear_groups(p.n, 1, &d);
-  } else {
+  {
     d.shader = "f32_gemm_tiled";
     d.spec = {p.trans_a ? 1u : 0u, p.trans_b ? 1u : 0u, p.has_bias ? 1u : 0u};
     append_activation_spec(p.act, &d.spec);
@@ -113,7 +169,8 @@ Status plan_gemm(KernelBuilder& b) {
 
 }  // namespace
 
-extern const VulkanKernel kVulkanGemmKernel = {OpKind::kGemm, false, supports_gemm, plan_gemm};
-extern const VulkanKernel kVulkanMatMulKernel = {OpKind::kMatMul, false, supports_gemm, plan_gemm};
+extern const VulkanKernel kVulkanGemmKernel = {OpKind::kGemm, false, 1, supports_gemm, plan_gemm};
+extern const VulkanKernel kVulkanMatMulKernel = {OpKind::kMatMul, false, -1, supports_gemm,
+                                                 plan_gemm};
 
 }  // namespace tessera

@@ -65,6 +65,9 @@ struct VulkanKernel {
   // The output is input 0's bytes under another shape (Reshape, Flatten...): no dispatch, the
   // output shares the input's buffer.
   bool alias;
+  // A constant input the kernel binds in pieces when it exceeds one storage buffer (-1: none);
+  // the generic buffer-size check skips it and `supports` decides.
+  int split_input;
   // Node-specific support beyond the generic checks; null means supported.
   Capability (*supports)(const Graph& g, const Node& n, const VulkanGpu& gpu);
   Status (*plan)(KernelBuilder& b);

@@ -102,9 +102,10 @@ Status plan_lrn(KernelBuilder& b) {
 
 }  // namespace
 
-extern const VulkanKernel kVulkanBatchNormalizationKernel = {OpKind::kBatchNormalization, false,
+extern const VulkanKernel kVulkanBatchNormalizationKernel = {OpKind::kBatchNormalization, false, -1,
                                                              supports_bn, plan_bn};
-extern const VulkanKernel kVulkanSoftmaxKernel = {OpKind::kSoftmax, false, nullptr, plan_softmax};
-extern const VulkanKernel kVulkanLRNKernel = {OpKind::kLRN, false, nullptr, plan_lrn};
+extern const VulkanKernel kVulkanSoftmaxKernel = {OpKind::kSoftmax, false, -1, nullptr,
+                                                  plan_softmax};
+extern const VulkanKernel kVulkanLRNKernel = {OpKind::kLRN, false, -1, nullptr, plan_lrn};
 
 }  // namespace tessera

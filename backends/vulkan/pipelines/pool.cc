@@ -134,15 +134,15 @@ Status plan_reduce(KernelBuilder& b) {
 
 }  // namespace
 
-extern const VulkanKernel kVulkanMaxPoolKernel = {OpKind::kMaxPool, false, supports_pool,
+extern const VulkanKernel kVulkanMaxPoolKernel = {OpKind::kMaxPool, false, -1, supports_pool,
                                                   plan_pool};
-extern const VulkanKernel kVulkanAveragePoolKernel = {OpKind::kAveragePool, false, supports_pool,
-                                                      plan_pool};
-extern const VulkanKernel kVulkanGlobalAveragePoolKernel = {OpKind::kGlobalAveragePool, false,
+extern const VulkanKernel kVulkanAveragePoolKernel = {OpKind::kAveragePool, false, -1,
+                                                      supports_pool, plan_pool};
+extern const VulkanKernel kVulkanGlobalAveragePoolKernel = {OpKind::kGlobalAveragePool, false, -1,
                                                             supports_reduce, plan_reduce};
-extern const VulkanKernel kVulkanGlobalMaxPoolKernel = {OpKind::kGlobalMaxPool, false,
+extern const VulkanKernel kVulkanGlobalMaxPoolKernel = {OpKind::kGlobalMaxPool, false, -1,
                                                         supports_reduce, plan_reduce};
-extern const VulkanKernel kVulkanReduceMeanKernel = {OpKind::kReduceMean, false, supports_reduce,
-                                                     plan_reduce};
+extern const VulkanKernel kVulkanReduceMeanKernel = {OpKind::kReduceMean, false, -1,
+                                                     supports_reduce, plan_reduce};
 
 }  // namespace tessera

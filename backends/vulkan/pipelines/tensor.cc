@@ -267,30 +267,32 @@ Status plan_resize_linear(KernelBuilder& b) {
 
 }  // namespace
 
-extern const VulkanKernel kVulkanReshapeKernel = {OpKind::kReshape, true, supports_alias,
+extern const VulkanKernel kVulkanReshapeKernel = {OpKind::kReshape, true, -1, supports_alias,
                                                   plan_alias};
-extern const VulkanKernel kVulkanFlattenKernel = {OpKind::kFlatten, true, supports_alias,
+extern const VulkanKernel kVulkanFlattenKernel = {OpKind::kFlatten, true, -1, supports_alias,
                                                   plan_alias};
-extern const VulkanKernel kVulkanSqueezeKernel = {OpKind::kSqueeze, true, supports_alias,
+extern const VulkanKernel kVulkanSqueezeKernel = {OpKind::kSqueeze, true, -1, supports_alias,
                                                   plan_alias};
-extern const VulkanKernel kVulkanUnsqueezeKernel = {OpKind::kUnsqueeze, true, supports_alias,
+extern const VulkanKernel kVulkanUnsqueezeKernel = {OpKind::kUnsqueeze, true, -1, supports_alias,
                                                     plan_alias};
-extern const VulkanKernel kVulkanIdentityKernel = {OpKind::kIdentity, true, supports_alias,
+extern const VulkanKernel kVulkanIdentityKernel = {OpKind::kIdentity, true, -1, supports_alias,
                                                    plan_alias};
-extern const VulkanKernel kVulkanDropoutKernel = {OpKind::kDropout, true, supports_alias,
+extern const VulkanKernel kVulkanDropoutKernel = {OpKind::kDropout, true, -1, supports_alias,
                                                   plan_alias};
-extern const VulkanKernel kVulkanCastKernel = {OpKind::kCast, true, supports_alias, plan_alias};
-extern const VulkanKernel kVulkanConcatKernel = {OpKind::kConcat, false, supports_copy32,
+extern const VulkanKernel kVulkanCastKernel = {OpKind::kCast, true, -1, supports_alias, plan_alias};
+extern const VulkanKernel kVulkanConcatKernel = {OpKind::kConcat, false, -1, supports_copy32,
                                                  plan_concat};
-extern const VulkanKernel kVulkanSplitKernel = {OpKind::kSplit, false, supports_copy32, plan_split};
-extern const VulkanKernel kVulkanTransposeKernel = {OpKind::kTranspose, false, supports_gather,
+extern const VulkanKernel kVulkanSplitKernel = {OpKind::kSplit, false, -1, supports_copy32,
+                                                plan_split};
+extern const VulkanKernel kVulkanTransposeKernel = {OpKind::kTranspose, false, -1, supports_gather,
                                                     plan_gather};
-extern const VulkanKernel kVulkanSliceKernel = {OpKind::kSlice, false, supports_gather,
+extern const VulkanKernel kVulkanSliceKernel = {OpKind::kSlice, false, -1, supports_gather,
                                                 plan_gather};
-extern const VulkanKernel kVulkanPadKernel = {OpKind::kPad, false, supports_gather, plan_gather};
-extern const VulkanKernel kVulkanResizeKernel = {OpKind::kResize, false, supports_gather,
+extern const VulkanKernel kVulkanPadKernel = {OpKind::kPad, false, -1, supports_gather,
+                                              plan_gather};
+extern const VulkanKernel kVulkanResizeKernel = {OpKind::kResize, false, -1, supports_gather,
                                                  plan_gather};
-extern const VulkanKernel kVulkanGatherKernel = {OpKind::kGather, false, supports_gather,
+extern const VulkanKernel kVulkanGatherKernel = {OpKind::kGather, false, -1, supports_gather,
                                                  plan_gather};
 
 }  // namespace tessera

@@ -1,6 +1,8 @@
 // Small-M GEMM with B stored N x K (fully-connected layers at small batch): one 64-thread
 // workgroup per output column n reads row n of B once, contiguously, for every row of A, and
 // reduces in shared memory. C[m, n] = act(alpha * sum_k A[m, k] B[n, k] + beta * bias).
+// A weight larger than one storage buffer is bound in chunks of rows: a dispatch covers columns
+// [n_offset, n_offset + n) of C, whose rows are n_total long.
 // Spec: 0 trans A, 1 has bias, 2-4 activation.
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -17,6 +19,7 @@ layout(push_constant) uniform P {
   uint m, n, k;
   float alpha, beta;
   uint bias_sm, bias_sn;
+  uint n_offset, n_total;
 } p;
 
 const uint MAX_M = 8;
@@ -42,7 +45,8 @@ void main() {
   }
   if (t < p.m) {
     float v = p.alpha * partial[t][0];
-    if (HAS_BIAS == 1) v += p.beta * bias[t * p.bias_sm + col * p.bias_sn];
-    c[t * p.n + col] = activate(v);
+    const uint out_col = p.n_offset + col;
+    if (HAS_BIAS == 1) v += p.beta * bias[t * p.bias_sm + out_col * p.bias_sn];
+    c[t * p.n_total + out_col] = activate(v);
   }
 }
