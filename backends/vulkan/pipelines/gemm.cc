@@ -94,6 +94,7 @@ Capability supports_gemm(const Graph& g, const Node& node, const VulkanGpu& gpu)
 
 Status plan_gemm(KernelBuilder& b) {
   ASSIGN_OR_RETURN(GemmPlan p, parse_gemm(b.graph(), b.node()));
+  if (uint64_t{p.m} * p.n * p.batch == 0) return Status();  // empty output
   ASSIGN_OR_RETURN(BufferRef a, b.input(0));
   const uint64_t limit = b.gpu().max_buffer_bytes();
   const uint64_t row_bytes = uint64_t{p.k} * 4;
@@ -122,6 +123,7 @@ Status plan_gemm(KernelBuilder& b) {
       d.shader = "f32_gemv_rows";
       d.spec = {p.trans_a ? 1u : 0u, p.has_bias ? 1u : 0u};
       append_activation_spec(p.act, &d.spec);
+      d.spec.push_back(p.m);
       d.push = {p.m,
                 n,
                 p.k,

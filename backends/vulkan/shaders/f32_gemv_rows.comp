@@ -3,7 +3,7 @@
 // reduces in shared memory. C[m, n] = act(alpha * sum_k A[m, k] B[n, k] + beta * bias).
 // A weight larger than one storage buffer is bound in chunks of rows: a dispatch covers columns
 // [n_offset, n_offset + n) of C, whose rows are n_total long.
-// Spec: 0 trans A, 1 has bias, 2-4 activation.
+// Spec: 0 trans A, 1 has bias, 2-4 activation, 5 M (rows of A, <= 8: unrolled, in registers).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #define ACT_ID 2
@@ -11,6 +11,7 @@
 layout(local_size_x = 64) in;
 layout(constant_id = 0) const uint TRANS_A = 0;
 layout(constant_id = 1) const uint HAS_BIAS = 0;
+layout(constant_id = 5) const uint ROWS = 1;
 layout(std430, binding = 0) readonly buffer A { float a[]; };
 layout(std430, binding = 1) readonly buffer B { float b[]; };
 layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
@@ -22,28 +23,28 @@ layout(push_constant) uniform P {
   uint n_offset, n_total;
 } p;
 
-const uint MAX_M = 8;
-shared float partial[MAX_M][64];
+shared float partial[ROWS][64];
 
 void main() {
   const uint col = linear_group();
   if (col >= p.n) return;  // uniform across the workgroup
   const uint t = gl_LocalInvocationID.x;
-  float acc[MAX_M];
-  for (uint r = 0; r < MAX_M; ++r) acc[r] = 0.0;
+  float acc[ROWS];
+  for (uint r = 0; r < ROWS; ++r) acc[r] = 0.0;
+  const uint wrow = col * p.k;
   for (uint kk = t; kk < p.k; kk += 64) {
-    const float bv = b[col * p.k + kk];
-    for (uint r = 0; r < p.m; ++r) acc[r] += bv * (TRANS_A == 1 ? a[kk * p.m + r] : a[r * p.k + kk]);
+    const float bv = b[wrow + kk];
+    for (uint r = 0; r < ROWS; ++r) acc[r] += bv * (TRANS_A == 1 ? a[kk * ROWS + r] : a[r * p.k + kk]);
   }
-  for (uint r = 0; r < MAX_M; ++r) partial[r][t] = acc[r];
+  for (uint r = 0; r < ROWS; ++r) partial[r][t] = acc[r];
   barrier();
   for (uint s = 32; s > 0; s >>= 1) {
     if (t < s) {
-      for (uint r = 0; r < MAX_M; ++r) partial[r][t] += partial[r][t + s];
+      for (uint r = 0; r < ROWS; ++r) partial[r][t] += partial[r][t + s];
     }
     barrier();
   }
-  if (t < p.m) {
+  if (t < ROWS) {
     float v = p.alpha * partial[t][0];
     const uint out_col = p.n_offset + col;
     if (HAS_BIAS == 1) v += p.beta * bias[t * p.bias_sm + out_col * p.bias_sn];
