@@ -4,6 +4,9 @@
 
 #include "backends/cpu/cpu_device.h"
 #include "backends/reference/reference_device.h"
+#ifdef TESSERA_HAVE_VULKAN
+#include "backends/vulkan/vulkan_device.h"
+#endif
 
 namespace tessera {
 
@@ -77,6 +80,9 @@ namespace {
 const Backend* const kBackends[] = {
     &kReferenceBackend,
     &kCpuBackend,
+#ifdef TESSERA_HAVE_VULKAN
+    &kVulkanBackend,
+#endif
 };
 
 }  // namespace

@@ -12,6 +12,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # cpu backend (OpenBLAS is loaded at run time, see backends/cpu/openblas.h)
   libxnnpack-dev libpthreadpool-dev libcpuinfo-dev libopenblas-dev
+  # Vulkan backend: headers + loader, lavapipe (Vulkan on the CPU, for tests), glslc (shaders)
+  libvulkan-dev mesa-vulkan-drivers glslc
   # model export (Debian's python: /usr/bin/python3)
   python3 python3-numpy python3-onnx python3-torch python3-torchvision
 )

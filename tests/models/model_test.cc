@@ -1,7 +1,12 @@
 // Model-level differential tests: each foundation model, exported from PyTorch with seeded random
 // weights by scripts/export_models.py, is converted (import + passes + .tsr round trip), run on a
 // device, and compared with PyTorch's output:
-//     max |tessera - torch| <= 1e-4 * max(1, max |torch|)
+//     max |tessera - torch| <= 1e-4 * max(1, max |torch|)   on the reference device,
+//                               1e-3 * max(1, max |torch|)   on any other device.
+// TESSERA_TEST_DEVICE picks the device (default reference). A device that cannot hold or run a
+// model (e.g. lavapipe's 128 MiB buffer limit against VGG16's first FC weight) reports it as
+// unsupported: the test is skipped with the reason, not failed. A device that does not exist
+// skips too, unless TESSERA_REQUIRE_VULKAN is set for a vulkan device.
 // The model directory comes from TESSERA_MODEL_DIR (ctest sets it; the export runs as a fixture).
 #include <gtest/gtest.h>
 
@@ -87,6 +92,17 @@ TEST_P(ModelTest, MatchesPyTorch) {
   ASSERT_TRUE(expected.ok()) << expected.status().to_string();
 
   auto session = Session::create(*model, test_device());
+  if (!session.ok() && test_device() != "reference") {
+    const Status& create_status = session.status();
+    const bool absent = create_status.code() == StatusCode::kNotFound;
+    const bool must_exist =
+        test_device().rfind("vulkan", 0) == 0 && std::getenv("TESSERA_REQUIRE_VULKAN") != nullptr;
+    if (create_status.code() == StatusCode::kUnimplemented || (absent && !must_exist)) {
+      std::printf("[ model ] %-14s device %-10s UNSUPPORTED: %s\n", GetParam().name,
+                  test_device().c_str(), create_status.message().c_str());
+      GTEST_SKIP() << "unsupported on " << test_device() << ": " << create_status.message();
+    }
+  }
   ASSERT_TRUE(session.ok()) << session.status().to_string();
   auto outputs = (*session)->run({*input});
   ASSERT_TRUE(outputs.ok()) << outputs.status().to_string();
@@ -101,7 +117,7 @@ TEST_P(ModelTest, MatchesPyTorch) {
     max_ref = std::max(max_ref, static_cast<double>(std::fabs(e)));
     max_err = std::max(max_err, static_cast<double>(std::fabs(g - e)));
   }
-  const double tol = 1e-4 * std::max(1.0, max_ref);
+  const double tol = (test_device() == "reference" ? 1e-4 : 1e-3) * std::max(1.0, max_ref);
   std::printf(
       "[ model ] %-14s device %-10s max|err| %.3g  tolerance %.3g  (max|ref| %.3g, %d layers, "
       "%s)\n",

@@ -1,0 +1,59 @@
+// A compiled set of layers on one Vulkan device.
+//
+// Phases:
+//   create: assign a device-local buffer to every value the slice computes (reshapes share
+//           their input's buffer), upload constants once, let each node's kernel plan its
+//           dispatches, create pipelines and descriptor sets, and record ONE command buffer:
+//           staging -> inputs, the dispatches with barriers only where a dispatch touches a
+//           buffer written since the last barrier, timestamps around every node, outputs ->
+//           staging.
+//   run:    copy inputs into the staging buffers, submit, wait, copy outputs out, read the
+//           timestamps.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backends/device.h"
+#include "backends/vulkan/vulkan_gpu.h"
+
+namespace tessera {
+
+struct VulkanNodeTime {
+  NodeId node;
+  double ms;  // GPU time between the timestamps around the node's dispatches
+};
+
+class VulkanProgram final : public Program {
+ public:
+  static Result<std::unique_ptr<VulkanProgram>> create(std::shared_ptr<VulkanGpu> gpu,
+                                                       const Graph& g,
+                                                       std::span<const NodeId> layers);
+  ~VulkanProgram() override;
+
+  const std::vector<ValueId>& input_values() const override { return inputs_; }
+  const std::vector<ValueId>& output_values() const override { return outputs_; }
+  Status run(std::span<const Tensor> inputs, std::span<Tensor> outputs) override;
+
+  // Per-node GPU times of the last run (empty when the queue has no timestamps).
+  const std::vector<VulkanNodeTime>& node_times() const { return node_times_; }
+  int num_dispatches() const { return num_dispatches_; }
+
+  struct Impl;  // buffers, staging, descriptor and query pools, the command buffer
+
+ private:
+  VulkanProgram(std::shared_ptr<VulkanGpu> gpu, const Graph& g);
+
+  std::shared_ptr<VulkanGpu> gpu_;
+  const Graph& g_;
+  std::vector<NodeId> layers_;
+  std::vector<ValueId> inputs_;
+  std::vector<ValueId> outputs_;
+  std::vector<VulkanNodeTime> node_times_;
+  int num_dispatches_ = 0;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tessera
