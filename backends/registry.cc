@@ -2,6 +2,7 @@
 
 #include <cctype>
 
+#include "backends/npu/npu_device.h"
 #include "backends/reference/reference_device.h"
 
 namespace tessera {
@@ -75,6 +76,7 @@ namespace {
 // The backends built into this Tessera, in the order `tessera devices` lists them.
 const Backend* const kBackends[] = {
     &kReferenceBackend,
+    &kNpuBackend,
 };
 
 }  // namespace
