@@ -20,14 +20,19 @@ struct OpInput {
   bool omitted = false;
 };
 
-inline OpInput in(Tensor t) { return OpInput{std::move(t), false, false}; }
-inline OpInput constant(Tensor t) { return OpInput{std::move(t), true, false}; }
-inline OpInput omitted() { return OpInput{Tensor(), false, true}; }
+inline OpInput in(Tensor t) {
+  return OpInput{std::move(t), false, false};
+}
+inline OpInput constant(Tensor t) {
+  return OpInput{std::move(t), true, false};
+}
+inline OpInput omitted() {
+  return OpInput{Tensor(), false, true};
+}
 
 // Infers and runs `kind` through the same entry points graph/ and backends use.
 inline Result<std::vector<Tensor>> run_op(OpKind kind, const Attributes& attrs,
-                                          const std::vector<OpInput>& inputs,
-                                          int num_outputs = 1) {
+                                          const std::vector<OpInput>& inputs, int num_outputs = 1) {
   Graph g;
   Node n;
   n.name = "test_node";
