@@ -437,6 +437,20 @@ Result<std::unique_ptr<NpuDevice>> NpuDevice::open(int index, NpuOptions options
     s.op_type[sizeof(s.op_type) - 1] = '\0';
     d->ops_.push_back(s);
   }
+  if (!options.driver_options.empty()) {
+    if (!TNPU_HAS_SLOT(&api, set_device_option))
+      return unimplemented("device '" + name + "': driver '" + driver->info().name +
+                           "' takes no device options");
+    for (const auto& [key, value] : options.driver_options) {
+      st = api.set_device_option(handle->device, key.c_str(), value.c_str());
+      if (st != TNPU_OK)
+        return npu_status(st, "device '" + name + "': option " + key + "=" + value,
+                          handle->device_error());
+    }
+    st = api.get_device_info(handle->device, &d->info_);
+    if (st != TNPU_OK)
+      return npu_status(st, "device '" + name + "': get_device_info", handle->device_error());
+  }
   if (options.num_cores != 0 && TNPU_HAS_SLOT(&api, set_device_option)) {
     // Cores are also a prepare option; setting the device keeps get_device_info truthful.
     const std::string cores = std::to_string(options.num_cores);

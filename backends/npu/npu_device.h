@@ -34,6 +34,9 @@ struct NpuOptions {
   uint32_t num_cores = 0;     // 0 -> all of the device's cores
   // Sets of model inputs for int8 calibration, each in the graph's input order.
   std::vector<std::vector<Tensor>> calibration;
+  // Driver-specific device options (hal.h set_device_option), applied at open, e.g.
+  // {"memory_capacity_mb", "400"} on the reference driver to emulate a bigger NPU.
+  std::vector<std::pair<std::string, std::string>> driver_options;
 
   // Reads TESSERA_NPU_PRECISION (fp16 | int8 | fp32) into `precision`; error when malformed.
   Status apply_environment();

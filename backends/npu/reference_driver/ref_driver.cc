@@ -5,6 +5,8 @@
 //   TESSERA_NPU_REF_MEMORY_MB  memory cap per prepared subgraph in MB (default 100)
 //   TESSERA_NPU_REF_CORES      cores (threads) a device computes on (default 1)
 //   TESSERA_NPU_REF_DEVICES    how many devices the driver exposes (default 1, at most 8)
+// Device options (set_device_option): memory_capacity_mb, num_cores, accumulator (fp32 | fp16:
+// how fp16 convolutions and fully connected layers accumulate; default fp32, as NPU MAC arrays).
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -18,6 +20,7 @@ struct tnpu_device_s {
   uint32_t index = 0;
   uint64_t memory_cap = 100ull * 1000 * 1000;
   uint32_t num_cores = 1;
+  bool fp16_accumulator = false;
   std::string last_error;
 };
 
@@ -195,6 +198,7 @@ tnpu_status prepare(tnpu_device d, const tnpu_graph* graph, const tnpu_prepare_o
     opt.precision = TNPU_PRECISION_F16;
     opt.memory_cap = d->memory_cap;
     opt.num_cores = d->num_cores;
+    opt.fp16_accumulator = d->fp16_accumulator;
     if (options != nullptr) {
       if (options->struct_size < offsetof(tnpu_prepare_options, calibration) + sizeof(void*))
         return set_error(&d->last_error, tnpu_ref::fail(TNPU_ERR_INVALID_ARGUMENT,
@@ -306,6 +310,14 @@ tnpu_status set_device_option(tnpu_device d, const char* key, const char* value)
     d->memory_cap = v * 1000 * 1000;
     return TNPU_OK;
   }
+  if (std::strcmp(key, "accumulator") == 0) {
+    if (std::strcmp(value, "fp32") != 0 && std::strcmp(value, "fp16") != 0) {
+      d->last_error = "accumulator must be fp32 or fp16, got '" + std::string(value) + "'";
+      return TNPU_ERR_INVALID_ARGUMENT;
+    }
+    d->fp16_accumulator = std::strcmp(value, "fp16") == 0;
+    return TNPU_OK;
+  }
   if (std::strcmp(key, "num_cores") == 0) {
     if (!number || v > 256) {
       d->last_error = "num_cores must be in [1, 256], got '" + std::string(value) + "'";
@@ -315,7 +327,7 @@ tnpu_status set_device_option(tnpu_device d, const char* key, const char* value)
     return TNPU_OK;
   }
   d->last_error = "unknown device option '" + std::string(key) +
-                  "' (the reference driver knows memory_capacity_mb and num_cores)";
+                  "' (the reference driver knows memory_capacity_mb, num_cores and accumulator)";
   return TNPU_ERR_NOT_FOUND;
 }
 

@@ -190,10 +190,23 @@ class XnnProgram final : public Program {
   }
 
   // Builds the operators (phase 3). `q` holds per-tensor quantisation for int8.
-  Error build(uint32_t num_cores, std::vector<QParams> q) {
+  Error build(uint32_t num_cores, std::vector<QParams> q, bool fp16_accumulator) {
     if (!xnn_ready()) return fail(TNPU_ERR_DEVICE, "XNNPACK failed to initialise");
     q_ = std::move(q);
+    fp16_accumulator_ = fp16_accumulator;
     arena_.assign(arena_plan_.bytes + XNN_EXTRA_BYTES + 64, 0);
+    // fp32 accumulation: the MAC ops widen their fp16 operands into these buffers (emulation
+    // scratch standing for a real NPU's accumulators; not counted against the cap).
+    size_t scratch_in = 0, scratch_out = 0;
+    for (const Node& n : model_.nodes) {
+      if (n.op != OpType::kConv && n.op != OpType::kGemm && n.op != OpType::kAveragePool) continue;
+      scratch_in = std::max(scratch_in, static_cast<size_t>(T(n.inputs[0]).onchip_numel()));
+      scratch_out = std::max(scratch_out, static_cast<size_t>(T(n.output).onchip_numel()));
+    }
+    if (esize_ == 2 && !fp16_accumulator_) {
+      scratch_in_.assign(scratch_in + XNN_EXTRA_BYTES, 0.f);
+      scratch_out_.assign(scratch_out + XNN_EXTRA_BYTES, 0.f);
+    }
     if (num_cores > 1) {
       pool_ = pthreadpool_create(num_cores);
       if (pool_ == nullptr) return fail(TNPU_ERR_DEVICE, "cannot create the core pool");
@@ -392,6 +405,37 @@ class XnnProgram final : public Program {
     };
   }
 
+  // fp16 -> f32 of a whole NHWC8 tensor into scratch_in_, and f32 scratch_out_ -> fp16.
+  Error widen_input(const Node& n, Step* step) {
+    const TensorDesc& x = T(n.inputs[0]);
+    xnn_operator_t op = nullptr;
+    XNN_TRY(
+        n, "f16->f32 convert create",
+        xnn_create_convert_nc_f16_f32(static_cast<size_t>(x.cpad()), static_cast<size_t>(x.cpad()),
+                                      static_cast<size_t>(x.cpad()), 0, &op));
+    step->ops.emplace_back(op);
+    XNN_TRY(n, "f16->f32 convert setup",
+            xnn_setup_convert_nc_f16_f32(op, static_cast<size_t>(x.n * x.h * x.w), at(n.inputs[0]),
+                                         scratch_in_.data(), pool_));
+    return Error::none();
+  }
+  Error narrow_output(const Node& n, Step* step) {
+    const TensorDesc& y = T(n.output);
+    xnn_operator_t op = nullptr;
+    XNN_TRY(
+        n, "f32->f16 convert create",
+        xnn_create_convert_nc_f32_f16(static_cast<size_t>(y.cpad()), static_cast<size_t>(y.cpad()),
+                                      static_cast<size_t>(y.cpad()), 0, &op));
+    step->ops.emplace_back(op);
+    XNN_TRY(n, "f32->f16 convert setup",
+            xnn_setup_convert_nc_f32_f16(op, static_cast<size_t>(y.n * y.h * y.w),
+                                         scratch_out_.data(), at(n.output), pool_));
+    return Error::none();
+  }
+  static void round_to_f16(std::vector<float>* v) {
+    for (float& x : *v) x = f16_to_f32(f32_to_f16(x));
+  }
+
   Error build_f16(const Node& n, Step* step) {
     xnn_operator_t op = nullptr;
     const TensorDesc& y = T(n.output);
@@ -411,6 +455,28 @@ class XnnProgram final : public Program {
           groups = x.c, icg = 1, ocg = 1;
           wf.assign(static_cast<size_t>(x.c * n.kh * n.kw), 1.f / static_cast<float>(n.kh * n.kw));
           bf.assign(static_cast<size_t>(x.c), 0.f);
+        }
+        if (!fp16_accumulator_) {
+          round_to_f16(&wf);
+          round_to_f16(&bf);
+          if (Error e = widen_input(n, step); !e.ok()) return e;
+          XNN_TRY(
+              n, "convolution create",
+              xnn_create_convolution2d_nhwc_f32(
+                  static_cast<uint32_t>(n.pt), static_cast<uint32_t>(n.pr),
+                  static_cast<uint32_t>(n.pb), static_cast<uint32_t>(n.pl),
+                  static_cast<uint32_t>(n.kh), static_cast<uint32_t>(n.kw),
+                  static_cast<uint32_t>(n.sh), static_cast<uint32_t>(n.sw),
+                  static_cast<uint32_t>(n.dh), static_cast<uint32_t>(n.dw),
+                  static_cast<uint32_t>(groups), static_cast<size_t>(icg), static_cast<size_t>(ocg),
+                  static_cast<size_t>(x.cpad()), static_cast<size_t>(y.cpad()), wf.data(),
+                  bf.data(), n.out_min, n.out_max, 0, &op));
+          own();
+          XNN_TRY(n, "convolution setup",
+                  xnn_setup_convolution2d_nhwc_f32(
+                      op, static_cast<size_t>(x.n), static_cast<size_t>(x.h),
+                      static_cast<size_t>(x.w), scratch_in_.data(), scratch_out_.data(), pool_));
+          return narrow_output(n, step);
         }
         std::vector<uint16_t> w(wf.size()), b(bf.size());
         for (size_t i = 0; i < wf.size(); ++i) w[i] = f32_to_f16(wf[i]);
@@ -437,6 +503,21 @@ class XnnProgram final : public Program {
         const TensorDesc& x = T(n.inputs[0]);
         std::vector<float> wf, bf;
         gemm_weights(n, &wf, &bf);
+        if (!fp16_accumulator_) {
+          round_to_f16(&wf);
+          round_to_f16(&bf);
+          if (Error e = widen_input(n, step); !e.ok()) return e;
+          XNN_TRY(n, "fully-connected create",
+                  xnn_create_fully_connected_nc_f32(
+                      static_cast<size_t>(x.c), static_cast<size_t>(y.c),
+                      static_cast<size_t>(x.cpad()), static_cast<size_t>(y.cpad()), wf.data(),
+                      bf.data(), n.out_min, n.out_max, 0, &op));
+          own();
+          XNN_TRY(n, "fully-connected setup",
+                  xnn_setup_fully_connected_nc_f32(op, static_cast<size_t>(x.n), scratch_in_.data(),
+                                                   scratch_out_.data(), pool_));
+          return narrow_output(n, step);
+        }
         std::vector<uint16_t> w(wf.size()), b(bf.size());
         for (size_t i = 0; i < wf.size(); ++i) w[i] = f32_to_f16(wf[i]);
         for (size_t i = 0; i < bf.size(); ++i) b[i] = f32_to_f16(bf[i]);
@@ -689,6 +770,8 @@ class XnnProgram final : public Program {
   std::vector<QParams> q_;
   std::vector<std::pair<float, float>> ranges_;
   pthreadpool_t pool_ = nullptr;
+  bool fp16_accumulator_ = false;
+  std::vector<float> scratch_in_, scratch_out_;
   tnpu_perf_counters counters_{};
   std::vector<uint64_t> node_ns_;
 };
@@ -758,7 +841,7 @@ Error prepare_program(Model model, const Options& options, std::unique_ptr<Progr
     }
     XnnProgram f16(model, TNPU_PRECISION_F16);
     Error e = f16.plan(0);
-    if (e.ok()) e = f16.build(options.num_cores, {});
+    if (e.ok()) e = f16.build(options.num_cores, {}, options.fp16_accumulator);
     if (!e.ok()) return e;
     ranges.assign(model.tensors.size(), {INFINITY, -INFINITY});
     for (uint32_t s = 0; s < cal->num_samples; ++s)
@@ -778,7 +861,7 @@ Error prepare_program(Model model, const Options& options, std::unique_ptr<Progr
   }
   auto p = std::make_unique<XnnProgram>(std::move(model), precision);
   Error e = p->plan(options.memory_cap);
-  if (e.ok()) e = p->build(options.num_cores, std::move(q));
+  if (e.ok()) e = p->build(options.num_cores, std::move(q), options.fp16_accumulator);
   if (!e.ok()) return e;
   p->set_ranges(std::move(ranges));
   *out = std::move(p);
