@@ -30,6 +30,7 @@ namespace tessera {
 struct Capability {
   bool supported = false;
   std::string reason;  // empty when supported
+  std::string detail;  // optional: how the device would run it (e.g. "xnnpack conv 3x3/1")
 
   static Capability yes() { return Capability{true, {}}; }
   static Capability no(std::string why) { return Capability{false, std::move(why)}; }
@@ -53,6 +54,9 @@ class Program {
   // Runs the layers. `outputs` are allocated by the program when undefined, or written in place
   // when they already have the right dtype and shape.
   virtual Status run(std::span<const Tensor> inputs, std::span<Tensor> outputs) = 0;
+  // Bytes the program holds while it runs: its activation memory (the arena, for backends that
+  // plan one) plus weights it packed for its kernels. 0 when the backend does not know.
+  virtual uint64_t peak_memory_bytes() const { return 0; }
 };
 
 class Device {

@@ -2,6 +2,7 @@
 
 #include <cctype>
 
+#include "backends/cpu/cpu_device.h"
 #include "backends/npu/npu_device.h"
 #include "backends/reference/reference_device.h"
 
@@ -76,6 +77,7 @@ namespace {
 // The backends built into this Tessera, in the order `tessera devices` lists them.
 const Backend* const kBackends[] = {
     &kReferenceBackend,
+    &kCpuBackend,
     &kNpuBackend,
 };
 

@@ -55,6 +55,9 @@ class Session {
 
   const Model& model() const { return *model_; }
   const std::string& device_name() const;
+  // Bytes the compiled program holds while running (activation arena + packed weights), as the
+  // device reports it; 0 when the device does not know.
+  uint64_t peak_memory_bytes() const;
 
   // Positional: one tensor per model input, in Model::inputs() order; returns one per output.
   Result<std::vector<Tensor>> run(const std::vector<Tensor>& inputs);

@@ -55,6 +55,10 @@ const std::string& Session::device_name() const {
   return impl_->device->name();
 }
 
+uint64_t Session::peak_memory_bytes() const {
+  return impl_->program->peak_memory_bytes();
+}
+
 Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> model,
                                                  const std::string& device) {
   if (!model) return invalid_argument("Session::create: null model");

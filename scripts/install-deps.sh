@@ -10,8 +10,9 @@ PACKAGES=(
   libflatbuffers-dev flatbuffers-compiler
   libonnx-dev libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
-  # reference NPU driver (backends/npu/reference_driver): XNNPACK fp16/int8 operators
-  libxnnpack-dev libpthreadpool-dev libcpuinfo-dev
+  # cpu backend (OpenBLAS is loaded at run time, see backends/cpu/openblas.h) and the reference
+  # NPU driver (backends/npu/reference_driver: XNNPACK fp16/int8 operators)
+  libxnnpack-dev libpthreadpool-dev libcpuinfo-dev libopenblas-dev
   # model export (Debian's python: /usr/bin/python3)
   python3 python3-numpy python3-onnx python3-torch python3-torchvision
 )

@@ -103,6 +103,11 @@ int cmd_run(int argc, char** argv) {
   std::sort(ms.begin(), ms.end());
   std::printf("device %s: latency median %.3f ms, min %.3f ms over %d run(s)\n", device.c_str(),
               ms[ms.size() / 2], ms.front(), *repeat);
+  if ((*session)->peak_memory_bytes() > 0) {
+    std::printf("device %s: peak memory %.1f MiB (activation arena + packed weights)\n",
+                device.c_str(),
+                static_cast<double>((*session)->peak_memory_bytes()) / (1024.0 * 1024.0));
+  }
 
   const auto& out_paths = args->all("--output");
   for (size_t i = 0; i < out_paths.size(); ++i) {

@@ -25,21 +25,31 @@ std::string model_dir() {
   return d ? d : "";
 }
 
-std::string test_device() {
-  const char* d = std::getenv("TESSERA_TEST_DEVICE");
-  return d ? d : "reference";
-}
-
 struct ModelCase {
   const char* name;
 };
 
-class ModelTest : public ::testing::TestWithParam<ModelCase> {};
+// Every model runs on the reference device, on `cpu` (all cores) and on `cpu:0` (one thread).
+const char* const kDevices[] = {"reference", "cpu", "cpu:0"};
+
+class ModelTest : public ::testing::TestWithParam<std::tuple<ModelCase, const char*>> {
+ protected:
+  const ModelCase& model_case() const { return std::get<0>(GetParam()); }
+  std::string test_device() const { return std::get<1>(GetParam()); }
+};
+
+std::string case_name(const ::testing::TestParamInfo<ModelTest::ParamType>& p) {
+  std::string d = std::get<1>(p.param);
+  for (char& c : d) {
+    if (c == ':') c = '_';
+  }
+  return std::string(std::get<0>(p.param).name) + "_" + d;
+}
 
 TEST_P(ModelTest, MatchesPyTorch) {
   const std::string dir = model_dir();
   ASSERT_FALSE(dir.empty()) << "TESSERA_MODEL_DIR is not set (run through ctest)";
-  const std::string base = dir + "/" + GetParam().name;
+  const std::string base = dir + "/" + model_case().name;
   ASSERT_TRUE(std::filesystem::exists(base + ".onnx"))
       << base << ".onnx is missing: scripts/export_models.py did not produce it";
 
@@ -62,7 +72,7 @@ TEST_P(ModelTest, MatchesPyTorch) {
     EXPECT_NE(n.kind, OpKind::kDropout) << n.name;
   }
 
-  const std::string tsr = ::testing::TempDir() + GetParam().name + ".tsr";
+  const std::string tsr = ::testing::TempDir() + model_case().name + ".tsr";
   ASSERT_TRUE(save_model(imported->graph, tsr, ModelMetadata{"model_test", {}}).ok());
   auto model = Model::load(tsr);
   ASSERT_TRUE(model.ok()) << model.status().to_string();
@@ -95,25 +105,29 @@ TEST_P(ModelTest, MatchesPyTorch) {
   std::printf(
       "[ model ] %-14s device %-10s max|err| %.3g  tolerance %.3g  (max|ref| %.3g, %d layers, "
       "%s)\n",
-      GetParam().name, test_device().c_str(), max_err, tol, max_ref, lg->num_layers(),
+      model_case().name, test_device().c_str(), max_err, tol, max_ref, lg->num_layers(),
       stats.to_string().c_str());
   EXPECT_LE(max_err, tol);
 }
 
 // The six foundation models.
-INSTANTIATE_TEST_SUITE_P(Foundation, ModelTest,
-                         ::testing::Values(ModelCase{"mobilenet_v2"}, ModelCase{"resnet18"},
-                                           ModelCase{"resnet50"}, ModelCase{"squeezenet1_1"},
-                                           ModelCase{"vgg16"}, ModelCase{"alexnet"}),
-                         [](const auto& p) { return std::string(p.param.name); });
+INSTANTIATE_TEST_SUITE_P(
+    Foundation, ModelTest,
+    ::testing::Combine(::testing::Values(ModelCase{"mobilenet_v2"}, ModelCase{"resnet18"},
+                                         ModelCase{"resnet50"}, ModelCase{"squeezenet1_1"},
+                                         ModelCase{"vgg16"}, ModelCase{"alexnet"}),
+                       ::testing::ValuesIn(kDevices)),
+    case_name);
 // More torchvision architectures: squeeze-excite and hard-swish (mobilenet_v3_small), inception
 // branches and ceil-mode pooling (googlenet), channel shuffle through run-time shape arithmetic
 // (shufflenet_v2_x0_5), dense concatenation with Pad (densenet121), SiLU (efficientnet_b0).
-INSTANTIATE_TEST_SUITE_P(Extra, ModelTest,
-                         ::testing::Values(ModelCase{"mobilenet_v3_small"}, ModelCase{"googlenet"},
-                                           ModelCase{"shufflenet_v2_x0_5"},
-                                           ModelCase{"densenet121"}, ModelCase{"efficientnet_b0"}),
-                         [](const auto& p) { return std::string(p.param.name); });
+INSTANTIATE_TEST_SUITE_P(
+    Extra, ModelTest,
+    ::testing::Combine(::testing::Values(ModelCase{"mobilenet_v3_small"}, ModelCase{"googlenet"},
+                                         ModelCase{"shufflenet_v2_x0_5"}, ModelCase{"densenet121"},
+                                         ModelCase{"efficientnet_b0"}),
+                       ::testing::ValuesIn(kDevices)),
+    case_name);
 
 }  // namespace
 }  // namespace tessera

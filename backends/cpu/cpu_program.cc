@@ -1,0 +1,331 @@
+#include "backends/cpu/cpu_program.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include "backends/cpu/arena.h"
+#include "backends/cpu/kernel_table.h"
+#include "backends/cpu/layout.h"
+#include "core/allocator.h"
+
+namespace tessera::cpu {
+
+namespace {
+
+// Conversions only matter for rank-4 f32 tensors whose two layouts differ in memory.
+bool convertible(const TensorInfo& info) {
+  return info.dtype == DType::kF32 && info.shape.rank() == 4 && !layout_trivial(info.shape);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& g,
+                                                        std::span<const NodeId> layers,
+                                                        std::shared_ptr<ThreadPool> pool) {
+  std::unique_ptr<CpuProgram> p(new CpuProgram(g, std::move(pool)));
+  slice_boundary(g, layers, &p->inputs_, &p->outputs_);
+
+  // Phase 1: build a kernel per layer (weights packed here).
+  std::vector<std::unique_ptr<Kernel>> kernels;
+  for (NodeId id : layers) {
+    const Node& node = g.node(id);
+    for (ValueId v : node.inputs) {
+      if (v != kNoValue && !g.value(v).has_info && !g.value(v).is_constant) {
+        return failed_precondition("node '" + node.name + "': input '" + g.value(v).name +
+                                   "' has no inferred shape (run shape inference first)");
+      }
+    }
+    NodeContext nc(g, node);
+    KernelRequest req{g, node, nc.ctx(), *p->pool_};
+    Result<std::unique_ptr<Kernel>> k = build_kernel(req);
+    if (!k.ok())
+      return k.status().with_context("node '" + node.name + "' (" + op_name(node.kind) + ")");
+    p->owned_bytes_ += (*k)->owned_bytes();
+    kernels.push_back(std::move(*k));
+  }
+
+  // Phase 2: layouts. Inputs start in logical order; if the first reader of an input wants
+  // NHWC, plan again with that input converted on the way in (one conversion, no copy).
+  std::vector<Layout> in_layouts(p->inputs_.size(), Layout::kNCHW), wanted;
+  p->plan(layers, kernels, in_layouts, &wanted);
+  if (wanted != in_layouts) {
+    in_layouts = wanted;
+    p->plan(layers, kernels, in_layouts, &wanted);
+  }
+  size_t next = 0;
+  for (Step& s : p->steps_) {
+    if (s.node != kNoNode) s.kernel = std::move(kernels[next++]);
+  }
+
+  // Phase 3: arena and binding.
+  RETURN_IF_ERROR(p->allocate_and_bind());
+  return p;
+}
+
+void CpuProgram::plan(std::span<const NodeId> layers,
+                      const std::vector<std::unique_ptr<Kernel>>& kernels,
+                      const std::vector<Layout>& input_layouts, std::vector<Layout>* first_wanted) {
+  bufs_.clear();
+  steps_.clear();
+  input_bufs_.clear();
+  output_bufs_.clear();
+  // For each value, its buffer in each layout (-1: none) and the layout it was produced in.
+  std::vector<std::array<int, 2>> buf_of(static_cast<size_t>(g_.num_values()), {-1, -1});
+  std::vector<Layout> primary(static_cast<size_t>(g_.num_values()), Layout::kNCHW);
+  auto new_buf = [&](ValueId v, Layout l, int step) {
+    const TensorInfo& info = g_.value(v).info;
+    bufs_.push_back(Buf{v, convertible(info) ? l : Layout::kNCHW, info.byte_size(), step, step, 0});
+    const int b = static_cast<int>(bufs_.size()) - 1;
+    buf_of[static_cast<size_t>(v)][static_cast<size_t>(l)] = b;
+    return b;
+  };
+  auto touch = [&](int b, int step) {
+    bufs_[static_cast<size_t>(b)].last = std::max(bufs_[static_cast<size_t>(b)].last, step);
+  };
+
+  // Step 0 copies the inputs in; steps 1.. are conversions and layers; the last copies out.
+  first_wanted->assign(inputs_.size(), Layout::kNCHW);
+  std::vector<bool> seen(inputs_.size(), false);
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    const ValueId v = inputs_[i];
+    const Layout l = convertible(g_.value(v).info) ? input_layouts[i] : Layout::kNCHW;
+    primary[static_cast<size_t>(v)] = l;
+    input_bufs_.push_back(new_buf(v, l, 0));
+  }
+  auto input_index = [&](ValueId v) -> int {
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      if (inputs_[i] == v) return static_cast<int>(i);
+    }
+    return -1;
+  };
+
+  std::vector<Layout> available, wanted, produced;
+  for (size_t li = 0; li < layers.size(); ++li) {
+    const Node& node = g_.node(layers[li]);
+    const size_t ni = node.inputs.size();
+    available.assign(ni, Layout::kNCHW);
+    wanted.assign(ni, Layout::kNCHW);
+    produced.assign(node.outputs.size(), Layout::kNCHW);
+    for (size_t j = 0; j < ni; ++j) {
+      const ValueId v = node.inputs[j];
+      if (v != kNoValue && !g_.value(v).is_constant) available[j] = primary[static_cast<size_t>(v)];
+    }
+    kernels[li]->choose_layouts(available, wanted, produced);
+
+    Step step;
+    step.node = layers[li];
+    for (size_t j = 0; j < ni; ++j) {
+      const ValueId v = node.inputs[j];
+      if (v == kNoValue) {
+        step.inputs.push_back(-1);
+        step.in_layouts.push_back(Layout::kNCHW);
+        continue;
+      }
+      if (g_.value(v).is_constant) {
+        step.inputs.push_back(-2);
+        step.in_layouts.push_back(Layout::kNCHW);
+        continue;
+      }
+      const TensorInfo& info = g_.value(v).info;
+      Layout want = info.shape.rank() == 4 ? wanted[j] : Layout::kNCHW;
+      const int in_idx = input_index(v);
+      if (in_idx >= 0 && !seen[static_cast<size_t>(in_idx)]) {
+        seen[static_cast<size_t>(in_idx)] = true;
+        (*first_wanted)[static_cast<size_t>(in_idx)] = convertible(info) ? want : Layout::kNCHW;
+      }
+      const Layout have = primary[static_cast<size_t>(v)];
+      int b = buf_of[static_cast<size_t>(v)][static_cast<size_t>(want)];
+      if (b < 0 && !convertible(info))
+        b = buf_of[static_cast<size_t>(v)][static_cast<size_t>(have)];
+      if (b < 0) {
+        // A conversion step right before this layer.
+        Step conv;
+        conv.kernel = nullptr;
+        const int src = buf_of[static_cast<size_t>(v)][static_cast<size_t>(have)];
+        const int cstep = static_cast<int>(steps_.size()) + 1;
+        touch(src, cstep);
+        conv.inputs = {src};
+        conv.in_layouts = {have};
+        b = new_buf(v, want, cstep);
+        conv.outputs = {b};
+        steps_.push_back(std::move(conv));
+      }
+      step.inputs.push_back(b);
+      step.in_layouts.push_back(convertible(info)        ? want
+                                : info.shape.rank() == 4 ? want
+                                                         : Layout::kNCHW);
+    }
+    const int sidx = static_cast<int>(steps_.size()) + 1;
+    for (int b : step.inputs) {
+      if (b >= 0) touch(b, sidx);
+    }
+    for (size_t o = 0; o < node.outputs.size(); ++o) {
+      const ValueId v = node.outputs[o];
+      if (v == kNoValue) {
+        step.outputs.push_back(-1);
+        continue;
+      }
+      const TensorInfo& info = g_.value(v).info;
+      const Layout l =
+          convertible(info) ? produced[o] : (info.shape.rank() == 4 ? produced[o] : Layout::kNCHW);
+      primary[static_cast<size_t>(v)] = l;
+      const int b = new_buf(v, l, sidx);
+      // A layout-trivial tensor serves both layouts from one buffer.
+      if (!convertible(info)) buf_of[static_cast<size_t>(v)] = {b, b};
+      step.outputs.push_back(b);
+    }
+    steps_.push_back(std::move(step));
+  }
+  const int last = static_cast<int>(steps_.size()) + 1;
+  for (ValueId v : outputs_) {
+    const int b =
+        buf_of[static_cast<size_t>(v)][static_cast<size_t>(primary[static_cast<size_t>(v)])];
+    touch(b, last);
+    output_bufs_.push_back(b);
+  }
+}
+
+Status CpuProgram::allocate_and_bind() {
+  std::vector<ArenaRequest> req;
+  for (const Buf& b : bufs_) req.push_back({b.bytes, b.first, b.last});
+  const ArenaPlan plan = plan_arena(req, kTensorAlignment, 16);
+  for (size_t i = 0; i < bufs_.size(); ++i) bufs_[i].offset = plan.offsets[i];
+  arena_bytes_ = plan.total_bytes;
+  ASSIGN_OR_RETURN(arena_,
+                   allocate_host(static_cast<size_t>(std::max<uint64_t>(plan.total_bytes, 1))));
+
+  std::vector<Operand> ins, outs;
+  for (Step& s : steps_) {
+    ins.clear();
+    outs.clear();
+    const Node* node = s.node != kNoNode ? &g_.node(s.node) : nullptr;
+    for (size_t j = 0; j < s.inputs.size(); ++j) {
+      Operand o;
+      const int b = s.inputs[j];
+      if (b == -1) {
+        ins.push_back(o);
+        continue;
+      }
+      if (b == -2) {
+        const Value& v = g_.value(node->inputs[j]);
+        o.data = const_cast<void*>(v.data.raw());
+        o.dtype = v.data.dtype();
+        o.shape = v.data.shape();
+        o.is_constant = true;
+        o.constant = &v.data;
+        ins.push_back(o);
+        continue;
+      }
+      const Buf& buf = bufs_[static_cast<size_t>(b)];
+      const TensorInfo& info = g_.value(buf.value).info;
+      o.data = address(b);
+      o.dtype = info.dtype;
+      o.shape = info.shape;
+      o.layout = s.in_layouts[j];
+      ins.push_back(o);
+    }
+    for (int b : s.outputs) {
+      Operand o;
+      if (b >= 0) {
+        const Buf& buf = bufs_[static_cast<size_t>(b)];
+        const TensorInfo& info = g_.value(buf.value).info;
+        o.data = address(b);
+        o.dtype = info.dtype;
+        o.shape = info.shape;
+        o.layout = buf.layout;
+      }
+      outs.push_back(o);
+    }
+    if (s.kernel == nullptr)
+      s.kernel = std::make_unique<LayoutConversion>(s.in_layouts[0], outs[0].layout);
+    Status st = s.kernel->bind(ins, outs, *pool_);
+    if (!st.ok()) {
+      return node != nullptr
+                 ? st.with_context("node '" + node->name + "' (" + op_name(node->kind) + ")")
+                 : st;
+    }
+  }
+  return Status();
+}
+
+Status CpuProgram::run(std::span<const Tensor> inputs, std::span<Tensor> outputs) {
+  if (inputs.size() != inputs_.size() || outputs.size() != outputs_.size()) {
+    return invalid_argument("program takes " + std::to_string(inputs_.size()) + " inputs and " +
+                            std::to_string(outputs_.size()) + " outputs, got " +
+                            std::to_string(inputs.size()) + " and " +
+                            std::to_string(outputs.size()));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Value& v = g_.value(inputs_[i]);
+    if (inputs[i].dtype() != v.info.dtype || inputs[i].shape() != v.info.shape ||
+        !inputs[i].defined()) {
+      return invalid_argument("input '" + v.name + "' expects " + dtype_name(v.info.dtype) +
+                              v.info.shape.to_string() + ", got " + inputs[i].describe());
+    }
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const TensorInfo& info = g_.value(outputs_[i]).info;
+    Tensor& t = outputs[i];
+    if (t.raw() == nullptr || t.dtype() != info.dtype || t.shape() != info.shape) {
+      ASSIGN_OR_RETURN(t, Tensor::create(info.dtype, info.shape));
+    }
+  }
+  return pool_->run([&]() { return run_steps(inputs, outputs); });
+}
+
+Status CpuProgram::run_steps(std::span<const Tensor> inputs, std::span<Tensor> outputs) {
+  ThreadPool& pool = *pool_;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Buf& b = bufs_[static_cast<size_t>(input_bufs_[i])];
+    const Tensor& t = inputs[i];
+    if (b.layout == Layout::kNHWC) {
+      nchw_to_nhwc(t.data<float>(), static_cast<float*>(address(input_bufs_[i])), t.dim(0),
+                   t.dim(1), t.dim(2) * t.dim(3), &pool);
+    } else if (t.byte_size() > 0) {
+      std::memcpy(address(input_bufs_[i]), t.raw(), t.byte_size());
+    }
+  }
+  for (Step& s : steps_) {
+    Status st = s.kernel->run(pool);
+    if (!st.ok()) {
+      if (s.node == kNoNode) return st;
+      const Node& n = g_.node(s.node);
+      return st.with_context("node '" + n.name + "' (" + op_name(n.kind) + ")");
+    }
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Buf& b = bufs_[static_cast<size_t>(output_bufs_[i])];
+    Tensor& t = outputs[i];
+    if (b.layout == Layout::kNHWC) {
+      nhwc_to_nchw(static_cast<const float*>(address(output_bufs_[i])), t.data<float>(), t.dim(0),
+                   t.dim(1), t.dim(2) * t.dim(3), &pool);
+    } else if (t.byte_size() > 0) {
+      std::memcpy(t.raw(), address(output_bufs_[i]), t.byte_size());
+    }
+  }
+  return Status();
+}
+
+std::string CpuProgram::describe() const {
+  std::string s;
+  for (const Step& st : steps_) {
+    s += st.node != kNoNode ? g_.node(st.node).name : std::string("(layout)");
+    s += ": " + st.kernel->describe() + "\n";
+  }
+  return s;
+}
+
+int CpuProgram::num_reference_steps() const {
+  int n = 0;
+  for (const Step& s : steps_) n += s.kernel->is_reference() ? 1 : 0;
+  return n;
+}
+
+int CpuProgram::num_conversions() const {
+  int n = 0;
+  for (const Step& s : steps_) n += s.node == kNoNode ? 1 : 0;
+  return n;
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,70 @@
+// A compiled slice on a `cpu` device: kernels in order, conversions where layouts change, every
+// intermediate tensor at a fixed offset of one arena (see arena.h), XNNPACK operators set up
+// once against those addresses. run() copies the inputs in (converting to NHWC where the first
+// reader wants it), runs the steps on the device's pinned pool and copies the outputs out in
+// logical order.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/kernel.h"
+#include "backends/device.h"
+
+namespace tessera::cpu {
+
+class CpuProgram final : public Program {
+ public:
+  static Result<std::unique_ptr<CpuProgram>> compile(const Graph& g, std::span<const NodeId> layers,
+                                                     std::shared_ptr<ThreadPool> pool);
+
+  const std::vector<ValueId>& input_values() const override { return inputs_; }
+  const std::vector<ValueId>& output_values() const override { return outputs_; }
+  Status run(std::span<const Tensor> inputs, std::span<Tensor> outputs) override;
+  uint64_t peak_memory_bytes() const override { return arena_bytes_ + owned_bytes_; }
+
+  uint64_t arena_bytes() const { return arena_bytes_; }
+  // One line per step: what runs and in which layouts.
+  std::string describe() const;
+  int num_reference_steps() const;
+  int num_conversions() const;
+
+ private:
+  struct Buf {
+    ValueId value = kNoValue;
+    Layout layout = Layout::kNCHW;
+    uint64_t bytes = 0;
+    int first = 0;
+    int last = 0;
+    uint64_t offset = 0;
+  };
+  struct Step {
+    std::unique_ptr<Kernel> kernel;
+    NodeId node = kNoNode;           // kNoNode for conversions
+    std::vector<int> inputs;         // buffer per input; -1 omitted, -2 constant
+    std::vector<Layout> in_layouts;  // as the kernel reads them
+    std::vector<int> outputs;
+  };
+
+  CpuProgram(const Graph& g, std::shared_ptr<ThreadPool> pool) : g_(g), pool_(std::move(pool)) {}
+  // Decides layouts, conversions and buffers for the given slice-input layouts (steps_ get no
+  // kernels yet); records the layout each slice input's first reader wants.
+  void plan(std::span<const NodeId> layers, const std::vector<std::unique_ptr<Kernel>>& kernels,
+            const std::vector<Layout>& input_layouts, std::vector<Layout>* first_wanted);
+  Status allocate_and_bind();
+  Status run_steps(std::span<const Tensor> inputs, std::span<Tensor> outputs);
+  void* address(int buf) const { return arena_.get() + bufs_[static_cast<size_t>(buf)].offset; }
+
+  const Graph& g_;
+  std::shared_ptr<ThreadPool> pool_;
+  std::vector<ValueId> inputs_, outputs_;
+  std::vector<Buf> bufs_;
+  std::vector<Step> steps_;
+  std::vector<int> input_bufs_, output_bufs_;
+  std::shared_ptr<uint8_t> arena_;
+  uint64_t arena_bytes_ = 0;
+  uint64_t owned_bytes_ = 0;
+};
+
+}  // namespace tessera::cpu

@@ -1,0 +1,359 @@
+// Element-wise layers: Add/Sub/Mul/Div on XNNPACK's broadcasting N-d operators, activation
+// layers, a stand-alone BatchNormalization (per-channel scale and shift) and Softmax on the
+// contiguous axis. All of them work in whichever layout their input arrives in, so they never
+// force a conversion between NHWC layers.
+#include <cmath>
+#include <cstring>
+
+#include "backends/cpu/activation.h"
+#include "backends/cpu/kernel_table.h"
+#include "backends/cpu/layout.h"
+
+namespace tessera::cpu {
+
+namespace {
+
+// ---- Binary ----------------------------------------------------------------------------------
+
+// The shape right-aligned to `rank` with leading 1s.
+Shape pad_to_rank(const Shape& s, int rank) {
+  std::vector<int64_t> d(static_cast<size_t>(rank - s.rank()), 1);
+  d.insert(d.end(), s.dims().begin(), s.dims().end());
+  return Shape(std::move(d));
+}
+
+class XnnBinaryKernel final : public Kernel {
+ public:
+  void choose_layouts(std::span<const Layout> available, std::span<Layout> wanted,
+                      std::span<Layout> produced) const override {
+    // NHWC when the output is rank 4, some activation input already is NHWC, and every
+    // lower-rank activation input has the same bytes in both layouts once padded.
+    bool nhwc = false, possible = out_rank_ == 4;
+    for (size_t i = 0; i < 2; ++i) {
+      if (is_const_[i]) continue;
+      if (in_shape_[i].rank() == 4 && available[i] == Layout::kNHWC) nhwc = true;
+      if (in_shape_[i].rank() < 4 && !layout_trivial(pad_to_rank(in_shape_[i], 4)))
+        possible = false;
+    }
+    const Layout l = nhwc && possible ? Layout::kNHWC : Layout::kNCHW;
+    for (size_t i = 0; i < 2; ++i) wanted[i] = in_shape_[i].rank() == 4 ? l : Layout::kNCHW;
+    produced[0] = l;
+  }
+
+  Status bind(std::span<const Operand> in, std::span<const Operand> out,
+              ThreadPool& pool) override {
+    const bool nhwc = out[0].layout == Layout::kNHWC && out[0].shape.rank() == 4;
+    const int rank = out[0].shape.rank();
+    size_t dims[2][XNN_MAX_TENSOR_DIMS];
+    const float* ptr[2];
+    for (size_t i = 0; i < 2; ++i) {
+      Shape s = pad_to_rank(in[i].shape, rank);
+      ptr[i] = static_cast<const float*>(in[i].data);
+      if (nhwc) {
+        if (in[i].is_constant && !layout_trivial(s)) {
+          // A full rank-4 constant: keep an NHWC copy (with XNNPACK's read padding).
+          ASSIGN_OR_RETURN(const_copy_[i],
+                           Tensor::create(DType::kF32, Shape{s[0], s[2], s[3], s[1]}));
+          nchw_to_nhwc(ptr[i], const_copy_[i].data<float>(), s[0], s[1], s[2] * s[3], nullptr);
+          ptr[i] = const_copy_[i].data<float>();
+        }
+        s = Shape{s[0], s[2], s[3], s[1]};
+      }
+      for (int d = 0; d < rank; ++d) dims[i][d] = static_cast<size_t>(s[d]);
+    }
+    enum xnn_status st = xnn_status_success;
+    switch (kind_) {
+      case OpKind::kAdd:
+        st = xnn_setup_add_nd_f32(op_.get(), static_cast<size_t>(rank), dims[0],
+                                  static_cast<size_t>(rank), dims[1], ptr[0], ptr[1], out[0].f32(),
+                                  pool.pthreadpool());
+        break;
+      case OpKind::kSub:
+        st = xnn_setup_subtract_nd_f32(op_.get(), static_cast<size_t>(rank), dims[0],
+                                       static_cast<size_t>(rank), dims[1], ptr[0], ptr[1],
+                                       out[0].f32(), pool.pthreadpool());
+        break;
+      case OpKind::kMul:
+        st = xnn_setup_multiply_nd_f32(op_.get(), static_cast<size_t>(rank), dims[0],
+                                       static_cast<size_t>(rank), dims[1], ptr[0], ptr[1],
+                                       out[0].f32(), pool.pthreadpool());
+        break;
+      default:
+        st = xnn_setup_divide_nd_f32(op_.get(), static_cast<size_t>(rank), dims[0],
+                                     static_cast<size_t>(rank), dims[1], ptr[0], ptr[1],
+                                     out[0].f32(), pool.pthreadpool());
+        break;
+    }
+    RETURN_IF_ERROR(xnn_check(st, what_));
+    const Shape ps = out[0].physical_shape();
+    const size_t channels = rank > 0 ? static_cast<size_t>(ps[rank - 1]) : 1;
+    return post_.bind(out[0].f32(), out[0].f32(),
+                      static_cast<size_t>(out[0].numel()) / std::max<size_t>(channels, 1), channels,
+                      pool);
+  }
+
+  Status run(ThreadPool& pool) override {
+    RETURN_IF_ERROR(xnn_check(xnn_run_operator(op_.get(), pool.pthreadpool()), what_));
+    return post_.run(pool);
+  }
+  std::string describe() const override { return desc_; }
+
+  OpKind kind_ = OpKind::kAdd;
+  int out_rank_ = 0;
+  Shape in_shape_[2];
+  bool is_const_[2] = {false, false};
+  Tensor const_copy_[2];
+  XnnOperator op_;
+  ActivationPass post_;
+  std::string what_;
+  std::string desc_;
+};
+
+Result<std::unique_ptr<Kernel>> make_binary(const KernelRequest& req) {
+  const OpContext& ctx = req.ctx;
+  const Node& node = req.node;
+  if (ctx.num_inputs() != 2 || ctx.input(0).dtype != DType::kF32 ||
+      ctx.input(1).dtype != DType::kF32) {
+    return decline();
+  }
+  const TensorInfo& out = req.graph.value(node.outputs[0]).info;
+  const int rank = out.shape.rank();
+  if (rank < 1 || rank > XNN_MAX_TENSOR_DIMS) return decline();
+  // Element-wise ops on only constants are folded away; a lone constant operand is fine.
+  if (ctx.constant(0) != nullptr && ctx.constant(1) != nullptr) return decline();
+  ASSIGN_OR_RETURN(Activation act, parse_fused_activation(node.attrs));
+  const ClampRange clamp = clamp_of(act);
+  if (!(clamp.min < clamp.max)) return decline();
+  RETURN_IF_ERROR(ensure_xnnpack());
+  auto k = std::make_unique<XnnBinaryKernel>();
+  k->kind_ = node.kind;
+  k->out_rank_ = rank;
+  for (int i = 0; i < 2; ++i) {
+    k->in_shape_[i] = ctx.input(i).shape;
+    k->is_const_[i] = ctx.constant(i) != nullptr;
+  }
+  k->what_ = "node '" + node.name + "' (" + op_name(node.kind) + ")";
+  xnn_operator_t op = nullptr;
+  xnn_status st = xnn_status_success;
+  switch (node.kind) {
+    case OpKind::kAdd:
+      st = xnn_create_add_nd_f32(clamp.min, clamp.max, 0, &op);
+      break;
+    case OpKind::kSub:
+      st = xnn_create_subtract_nd_f32(clamp.min, clamp.max, 0, &op);
+      break;
+    case OpKind::kMul:
+      st = xnn_create_multiply_nd_f32(clamp.min, clamp.max, 0, &op);
+      break;
+    default:
+      st = xnn_create_divide_nd_f32(clamp.min, clamp.max, 0, &op);
+      break;
+  }
+  RETURN_IF_ERROR(xnn_check(st, k->what_));
+  k->op_.reset(op);
+  if (!activation_is_clamp(act)) {
+    ASSIGN_OR_RETURN(k->post_, ActivationPass::create(act, node.name));
+  }
+  k->desc_ =
+      std::string("xnnpack ") + op_name(node.kind) + " nd" +
+      (act.kind != ActivationKind::kNone ? std::string(" +") + activation_name(act.kind) : "");
+  return std::unique_ptr<Kernel>(std::move(k));
+}
+
+// ---- Unary activations ------------------------------------------------------------------------
+
+class UnaryKernel final : public Kernel {
+ public:
+  void choose_layouts(std::span<const Layout> available, std::span<Layout> wanted,
+                      std::span<Layout> produced) const override {
+    wanted[0] = available[0];
+    produced[0] = available[0];
+  }
+  Status bind(std::span<const Operand> in, std::span<const Operand> out,
+              ThreadPool& pool) override {
+    const Shape ps = out[0].physical_shape();
+    size_t channels = ps.rank() > 0 ? static_cast<size_t>(ps[ps.rank() - 1]) : 1;
+    if (channels == 0) channels = 1;
+    return pass_.bind(static_cast<const float*>(in[0].data), out[0].f32(),
+                      static_cast<size_t>(out[0].numel()) / channels, channels, pool);
+  }
+  Status run(ThreadPool& pool) override { return pass_.run(pool); }
+  std::string describe() const override {
+    return std::string("activation ") + activation_name(pass_.activation().kind);
+  }
+
+  ActivationPass pass_;
+};
+
+Result<std::unique_ptr<Kernel>> make_unary(const KernelRequest& req) {
+  if (req.ctx.input(0).dtype != DType::kF32 || req.ctx.constant(0) != nullptr) return decline();
+  ASSIGN_OR_RETURN(std::optional<Activation> act, activation_of_node(req.ctx));
+  if (!act) return decline();
+  ASSIGN_OR_RETURN(Activation fused, parse_fused_activation(req.node.attrs));
+  if (fused.kind != ActivationKind::kNone) return decline();
+  auto k = std::make_unique<UnaryKernel>();
+  ASSIGN_OR_RETURN(k->pass_, ActivationPass::create(*act, req.node.name));
+  return std::unique_ptr<Kernel>(std::move(k));
+}
+
+// ---- BatchNormalization -----------------------------------------------------------------------
+
+class BatchNormKernel final : public Kernel {
+ public:
+  void choose_layouts(std::span<const Layout> available, std::span<Layout> wanted,
+                      std::span<Layout> produced) const override {
+    for (size_t i = 0; i < wanted.size(); ++i) wanted[i] = Layout::kNCHW;
+    wanted[0] = available[0];
+    produced[0] = available[0];
+  }
+  Status bind(std::span<const Operand> in, std::span<const Operand> out,
+              ThreadPool& pool) override {
+    x_ = in[0].f32();
+    y_ = out[0].f32();
+    const Shape& s = in[0].shape;
+    n_ = s[0];
+    inner_ = 1;
+    for (int i = 2; i < s.rank(); ++i) inner_ *= s[i];
+    nhwc_ = in[0].layout == Layout::kNHWC && s.rank() == 4;
+    return post_.bind(y_, y_, static_cast<size_t>(out[0].numel() / std::max<int64_t>(c_(), 1)),
+                      static_cast<size_t>(c_()), pool);
+  }
+  Status run(ThreadPool& pool) override {
+    const int64_t c = c_();
+    if (nhwc_) {
+      pool.parallel_for(static_cast<size_t>(n_ * inner_), 64, [&](size_t b, size_t e) {
+        for (size_t p = b; p < e; ++p) {
+          const float* x = x_ + static_cast<int64_t>(p) * c;
+          float* y = y_ + static_cast<int64_t>(p) * c;
+          for (int64_t ch = 0; ch < c; ++ch)
+            y[ch] = x[ch] * scale_[static_cast<size_t>(ch)] + shift_[static_cast<size_t>(ch)];
+        }
+      });
+    } else {
+      pool.parallel_for(static_cast<size_t>(n_ * c), 1, [&](size_t b, size_t e) {
+        for (size_t row = b; row < e; ++row) {
+          const size_t ch = row % static_cast<size_t>(c);
+          const float s = scale_[ch], t = shift_[ch];
+          const float* x = x_ + static_cast<int64_t>(row) * inner_;
+          float* y = y_ + static_cast<int64_t>(row) * inner_;
+          for (int64_t i = 0; i < inner_; ++i) y[i] = x[i] * s + t;
+        }
+      });
+    }
+    return post_.run(pool);
+  }
+  std::string describe() const override { return "tessera batchnorm scale-shift"; }
+  uint64_t owned_bytes() const override { return 2 * scale_.size() * sizeof(float); }
+
+  int64_t c_() const { return static_cast<int64_t>(scale_.size()); }
+  std::vector<float> scale_, shift_;
+  ActivationPass post_;
+  const float* x_ = nullptr;
+  float* y_ = nullptr;
+  int64_t n_ = 0, inner_ = 0;
+  bool nhwc_ = false;
+};
+
+Result<std::unique_ptr<Kernel>> make_batch_norm(const KernelRequest& req) {
+  const OpContext& ctx = req.ctx;
+  if (ctx.input(0).dtype != DType::kF32 || ctx.input(0).shape.rank() < 2 ||
+      req.node.outputs.size() != 1) {
+    return decline();
+  }
+  const Tensor* p[4];
+  const int64_t c = ctx.input(0).shape[1];
+  for (int i = 0; i < 4; ++i) {
+    p[i] = ctx.constant(i + 1);
+    if (p[i] == nullptr || p[i]->dtype() != DType::kF32 || p[i]->numel() != c) return decline();
+  }
+  ASSIGN_OR_RETURN(float eps, req.node.attrs.float_or("epsilon", 1e-5f));
+  ASSIGN_OR_RETURN(Activation act, parse_fused_activation(req.node.attrs));
+  auto k = std::make_unique<BatchNormKernel>();
+  k->scale_.resize(static_cast<size_t>(c));
+  k->shift_.resize(static_cast<size_t>(c));
+  for (int64_t i = 0; i < c; ++i) {
+    // Same arithmetic as the reference: (x - mean) / sqrt(var + eps) * gamma + beta.
+    const float s = p[0]->data<float>()[i] / std::sqrt(p[3]->data<float>()[i] + eps);
+    k->scale_[static_cast<size_t>(i)] = s;
+    k->shift_[static_cast<size_t>(i)] = p[1]->data<float>()[i] - p[2]->data<float>()[i] * s;
+  }
+  ASSIGN_OR_RETURN(k->post_, ActivationPass::create(act, req.node.name));
+  return std::unique_ptr<Kernel>(std::move(k));
+}
+
+// ---- Softmax ------------------------------------------------------------------------------------
+
+class XnnSoftmaxKernel final : public Kernel {
+ public:
+  void choose_layouts(std::span<const Layout> available, std::span<Layout> wanted,
+                      std::span<Layout> produced) const override {
+    // The normalised axis must be contiguous: the last logical axis, or C of an NHWC tensor.
+    (void)available;
+    const Layout need = (axis_ == rank_ - 1) ? Layout::kNCHW : Layout::kNHWC;
+    wanted[0] = need;
+    produced[0] = need;
+  }
+  Status bind(std::span<const Operand> in, std::span<const Operand> out,
+              ThreadPool& pool) override {
+    const int64_t len = in[0].shape[axis_];
+    const bool contiguous = axis_ == rank_ - 1 || in[0].layout == Layout::kNHWC;
+    if (!contiguous) return internal_error(what_ + ": softmax axis is not contiguous");
+    RETURN_IF_ERROR(ensure_xnnpack());
+    xnn_operator_t op = nullptr;
+    const size_t c = static_cast<size_t>(len);
+    RETURN_IF_ERROR(xnn_check(xnn_create_softmax_nc_f32(c, c, c, 0, &op), what_));
+    op_.reset(op);
+    return xnn_check(
+        xnn_setup_softmax_nc_f32(op, static_cast<size_t>(in[0].numel() / std::max<int64_t>(len, 1)),
+                                 in[0].f32(), out[0].f32(), pool.pthreadpool()),
+        what_);
+  }
+  Status run(ThreadPool& pool) override {
+    return xnn_check(xnn_run_operator(op_.get(), pool.pthreadpool()), what_);
+  }
+  std::string describe() const override { return "xnnpack softmax"; }
+
+  int rank_ = 0;
+  int axis_ = 0;
+  XnnOperator op_;
+  std::string what_;
+};
+
+Result<std::unique_ptr<Kernel>> make_softmax(const KernelRequest& req) {
+  const OpContext& ctx = req.ctx;
+  if (ctx.input(0).dtype != DType::kF32 || ctx.input(0).shape.rank() < 1) return decline();
+  ASSIGN_OR_RETURN(int64_t axis, req.node.attrs.int_or("axis", -1));
+  const int rank = ctx.input(0).shape.rank();
+  if (axis < -rank || axis >= rank) return decline();
+  if (axis < 0) axis += rank;
+  if (axis != rank - 1 && !(rank == 4 && axis == 1)) return decline();
+  if (ctx.input(0).shape[static_cast<int>(axis)] == 0) return decline();
+  ASSIGN_OR_RETURN(Activation act, parse_fused_activation(req.node.attrs));
+  if (act.kind != ActivationKind::kNone) return decline();
+  auto k = std::make_unique<XnnSoftmaxKernel>();
+  k->rank_ = rank;
+  k->axis_ = static_cast<int>(axis);
+  k->what_ = "node '" + req.node.name + "' (Softmax)";
+  return std::unique_ptr<Kernel>(std::move(k));
+}
+
+}  // namespace
+
+const KernelEntry kElementwiseKernels[] = {
+    {OpKind::kAdd, "xnnpack_add_nd_f32", make_binary},
+    {OpKind::kSub, "xnnpack_subtract_nd_f32", make_binary},
+    {OpKind::kMul, "xnnpack_multiply_nd_f32", make_binary},
+    {OpKind::kDiv, "xnnpack_divide_nd_f32", make_binary},
+    {OpKind::kRelu, "xnnpack_clamp_nc_f32", make_unary},
+    {OpKind::kClip, "xnnpack_clamp_nc_f32", make_unary},
+    {OpKind::kLeakyRelu, "xnnpack_leaky_relu_nc_f32", make_unary},
+    {OpKind::kSigmoid, "xnnpack_sigmoid_nc_f32", make_unary},
+    {OpKind::kHardSwish, "xnnpack_hardswish_nc_f32", make_unary},
+    {OpKind::kHardSigmoid, "tessera_hard_sigmoid_f32", make_unary},
+    {OpKind::kTanh, "tessera_tanh_f32", make_unary},
+    {OpKind::kBatchNormalization, "tessera_batchnorm_f32", make_batch_norm},
+    {OpKind::kSoftmax, "xnnpack_softmax_nc_f32", make_softmax},
+};
+const size_t kNumElementwiseKernels = sizeof(kElementwiseKernels) / sizeof(kElementwiseKernels[0]);
+
+}  // namespace tessera::cpu

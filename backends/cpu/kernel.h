@@ -1,0 +1,91 @@
+// The kernel contract inside the `cpu` device.
+//
+// A CpuProgram turns every layer into one Kernel, in three phases (build -> plan -> bind -> run):
+//   1. build     a KernelFactory (kernel_table.cc) looks at the node and, when an optimised
+//                kernel handles this configuration, creates it: XNNPACK operators are created
+//                here with the weights, which XNNPACK packs once. Otherwise the layer gets the
+//                reference kernel (reference_kernel.cc).
+//   2. layouts   choose_layouts() says which layout each activation input should arrive in and
+//                which layout each output is produced in. Rank-4 activations live NHWC between
+//                layers that like it; the program inserts a conversion only where a layer wants
+//                another layout than its producer made (normally just at the slice boundary).
+//   3. bind      the program has planned the arena; bind() receives the final addresses and
+//                sets XNNPACK operators up once (pointers never change between runs).
+//   4. run       run() executes on the device's pinned thread pool.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/thread_pool.h"
+#include "core/tensor.h"
+#include "graph/graph.h"
+
+namespace tessera::cpu {
+
+// One input or output of a kernel as bound in memory. `shape` is the logical (ONNX, NCHW-order)
+// shape; for a rank-4 tensor in Layout::kNHWC the memory holds dims (N, H, W, C). Constants are
+// bound with their graph tensor (always logical order, Layout::kNCHW).
+struct Operand {
+  void* data = nullptr;
+  DType dtype = DType::kF32;
+  Shape shape;
+  Layout layout = Layout::kNCHW;
+  bool is_constant = false;
+  const Tensor* constant = nullptr;  // the graph tensor when is_constant
+
+  float* f32() const { return static_cast<float*>(data); }
+  int64_t numel() const { return shape.numel(); }
+  // The dims in memory order.
+  Shape physical_shape() const;
+};
+
+// Whether a tensor of this shape has the same bytes in NCHW and NHWC (rank 4 with C == 1 or
+// H * W == 1), so that no conversion is needed between the two.
+bool layout_trivial(const Shape& s);
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+
+  // Phase 2. `available[i]` is the layout input i is produced in (kNCHW for constants and
+  // tensors that are not rank 4). Fill `wanted[i]` for every input (ignored for constants) and
+  // `produced[o]` for every output. The default: everything in logical (NCHW) order.
+  virtual void choose_layouts(std::span<const Layout> available, std::span<Layout> wanted,
+                              std::span<Layout> produced) const;
+  // Phase 3: the bound operands (inputs in node order, omitted ones with data == nullptr).
+  virtual Status bind(std::span<const Operand> inputs, std::span<const Operand> outputs,
+                      ThreadPool& pool) = 0;
+  // Phase 4, inside ThreadPool::run.
+  virtual Status run(ThreadPool& pool) = 0;
+
+  // What runs, e.g. "xnnpack conv 3x3/2 dw", "reference Resize"; shown by describe().
+  virtual std::string describe() const = 0;
+  // True for the reference fallback (capabilities report it).
+  virtual bool is_reference() const { return false; }
+  // Bytes of packed weights and other memory the kernel owns.
+  virtual uint64_t owned_bytes() const { return 0; }
+};
+
+// What a factory sees of one node.
+struct KernelRequest {
+  const Graph& graph;
+  const Node& node;
+  const OpContext& ctx;  // constants and input infos of the node
+  ThreadPool& pool;
+};
+
+// Creates the optimised kernel for the node, or returns null when this configuration has none
+// (then the reference kernel runs it). Errors are real errors (bad attributes, XNNPACK failure).
+using KernelFactory = Result<std::unique_ptr<Kernel>> (*)(const KernelRequest& req);
+// What a factory returns to decline a configuration.
+inline Result<std::unique_ptr<Kernel>> decline() {
+  return std::unique_ptr<Kernel>();
+}
+
+// The reference kernel for any registered op (reference_kernel.cc).
+std::unique_ptr<Kernel> make_reference_kernel(const Node& node);
+
+}  // namespace tessera::cpu

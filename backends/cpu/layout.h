@@ -1,0 +1,33 @@
+// NCHW <-> NHWC conversion: a cache-blocked transpose of each image's [C, H*W] matrix, spread
+// over the pool. The program inserts one at the slice boundary and wherever a layer that needs
+// logical order reads an NHWC tensor.
+#pragma once
+
+#include <cstdint>
+
+#include "backends/cpu/kernel.h"
+
+namespace tessera::cpu {
+
+// dst[n][p][c] = src[n][c][p] for p < hw. `pool` may be null (then single-threaded).
+void nchw_to_nhwc(const float* src, float* dst, int64_t n, int64_t c, int64_t hw, ThreadPool* pool);
+// dst[n][c][p] = src[n][p][c].
+void nhwc_to_nchw(const float* src, float* dst, int64_t n, int64_t c, int64_t hw, ThreadPool* pool);
+
+// A step converting one bound tensor into another layout (same logical shape).
+class LayoutConversion final : public Kernel {
+ public:
+  LayoutConversion(Layout from, Layout to) : from_(from), to_(to) {}
+  Status bind(std::span<const Operand> in, std::span<const Operand> out, ThreadPool& pool) override;
+  Status run(ThreadPool& pool) override;
+  std::string describe() const override;
+
+ private:
+  Layout from_, to_;
+  const float* src_ = nullptr;
+  float* dst_ = nullptr;
+  int64_t n_ = 0, c_ = 0, hw_ = 0;
+  size_t bytes_ = 0;
+};
+
+}  // namespace tessera::cpu

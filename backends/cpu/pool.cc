@@ -1,0 +1,206 @@
+// Pooling on XNNPACK in NHWC: MaxPool, AveragePool (count_include_pad = 0, the only mode
+// XNNPACK has), GlobalAveragePool; GlobalMaxPool with Tessera's own channel-vectorised loop.
+#include <algorithm>
+#include <limits>
+
+#include "backends/cpu/activation.h"
+#include "backends/cpu/kernel_table.h"
+#include "ops/conv_pool_util.h"
+
+namespace tessera::cpu {
+
+namespace {
+
+enum class PoolKind { kMax, kAverage, kGlobalAverage };
+
+class XnnPoolKernel final : public Kernel {
+ public:
+  void choose_layouts(std::span<const Layout>, std::span<Layout> wanted,
+                      std::span<Layout> produced) const override {
+    wanted[0] = Layout::kNHWC;
+    produced[0] = Layout::kNHWC;
+  }
+
+  Status bind(std::span<const Operand> in, std::span<const Operand> out,
+              ThreadPool& pool) override {
+    const Shape& x = in[0].shape;
+    const size_t n = static_cast<size_t>(x[0]), h = static_cast<size_t>(x[2]),
+                 w = static_cast<size_t>(x[3]);
+    switch (kind_) {
+      case PoolKind::kMax:
+        return xnn_check(xnn_setup_max_pooling2d_nhwc_f32(op_.get(), n, h, w, in[0].f32(),
+                                                          out[0].f32(), pool.pthreadpool()),
+                         what_);
+      case PoolKind::kAverage:
+        return xnn_check(xnn_setup_average_pooling2d_nhwc_f32(op_.get(), n, h, w, in[0].f32(),
+                                                              out[0].f32(), pool.pthreadpool()),
+                         what_);
+      case PoolKind::kGlobalAverage:
+        return xnn_check(xnn_setup_global_average_pooling_nwc_f32(op_.get(), n, h * w, in[0].f32(),
+                                                                  out[0].f32(), pool.pthreadpool()),
+                         what_);
+    }
+    return Status();
+  }
+
+  Status run(ThreadPool& pool) override {
+    return xnn_check(xnn_run_operator(op_.get(), pool.pthreadpool()), what_);
+  }
+  std::string describe() const override { return desc_; }
+
+  PoolKind kind_ = PoolKind::kMax;
+  XnnOperator op_;
+  std::string what_;
+  std::string desc_;
+};
+
+Result<std::unique_ptr<Kernel>> make_window_pool(const KernelRequest& req, PoolKind kind) {
+  const OpContext& ctx = req.ctx;
+  const Node& n = req.node;
+  if (ctx.input(0).dtype != DType::kF32 || ctx.input(0).shape.rank() != 4) return decline();
+  if (n.outputs.size() > 1 && n.outputs[1] != kNoValue) return decline();  // MaxPool Indices
+  const Shape& xs = ctx.input(0).shape;
+  ASSIGN_OR_RETURN(std::vector<int64_t> kernel, read_pool_kernel(ctx, 2));
+  ForwardWindowOptions opt;
+  ASSIGN_OR_RETURN(opt.ceil_mode, read_flag(ctx, "ceil_mode"));
+  opt.pads_below_kernel = true;
+  const int64_t in[2] = {xs[2], xs[3]};
+  ASSIGN_OR_RETURN(WindowGeometry geo, forward_window(ctx, in, kernel, opt));
+  if (kind == PoolKind::kAverage) {
+    ASSIGN_OR_RETURN(bool include_pad, read_flag(ctx, "count_include_pad"));
+    bool padded = false;
+    for (int i = 0; i < 2; ++i) padded = padded || geo.pads_begin[i] > 0 || geo.pads_end[i] > 0;
+    if ((include_pad && padded) || opt.ceil_mode) return decline();
+    if (geo.dilations[0] != 1 || geo.dilations[1] != 1) return decline();
+  }
+  if (geo.kernel[0] * geo.kernel[1] <= 1) return decline();  // XNNPACK rejects 1x1 windows
+  // Ceil mode: extend the end padding so that XNNPACK's floor rounding gives the same size
+  // (MaxPool ignores padding, so the extra cells change nothing).
+  int64_t pe[2];
+  for (int i = 0; i < 2; ++i) {
+    pe[i] = std::max<int64_t>(0, (geo.output[i] - 1) * geo.strides[i] + geo.effective_kernel(i) -
+                                     geo.input[i] - geo.pads_begin[i]);
+    if (!opt.ceil_mode) pe[i] = geo.pads_end[i];
+    const int64_t out =
+        (geo.input[i] + geo.pads_begin[i] + pe[i] - geo.effective_kernel(i)) / geo.strides[i] + 1;
+    if (out != geo.output[i]) return decline();
+  }
+  ASSIGN_OR_RETURN(Activation act, parse_fused_activation(n.attrs));
+  if (!activation_is_clamp(act)) return decline();
+  const ClampRange clamp = clamp_of(act);
+  if (!(clamp.min < clamp.max)) return decline();
+  RETURN_IF_ERROR(ensure_xnnpack());
+  auto k = std::make_unique<XnnPoolKernel>();
+  k->kind_ = kind;
+  k->what_ = "node '" + n.name + "' (" + op_name(n.kind) + ")";
+  const size_t c = static_cast<size_t>(xs[1]);
+  xnn_operator_t op = nullptr;
+  const auto u = [](int64_t v) { return static_cast<uint32_t>(v); };
+  if (kind == PoolKind::kMax) {
+    RETURN_IF_ERROR(xnn_check(
+        xnn_create_max_pooling2d_nhwc_f32(
+            u(geo.pads_begin[0]), u(pe[1]), u(pe[0]), u(geo.pads_begin[1]), u(geo.kernel[0]),
+            u(geo.kernel[1]), u(geo.strides[0]), u(geo.strides[1]), u(geo.dilations[0]),
+            u(geo.dilations[1]), c, c, c, clamp.min, clamp.max, 0, &op),
+        k->what_));
+  } else {
+    RETURN_IF_ERROR(xnn_check(xnn_create_average_pooling2d_nhwc_f32(
+                                  u(geo.pads_begin[0]), u(pe[1]), u(pe[0]), u(geo.pads_begin[1]),
+                                  u(geo.kernel[0]), u(geo.kernel[1]), u(geo.strides[0]),
+                                  u(geo.strides[1]), c, c, c, clamp.min, clamp.max, 0, &op),
+                              k->what_));
+  }
+  k->op_.reset(op);
+  k->desc_ = std::string("xnnpack ") + (kind == PoolKind::kMax ? "maxpool " : "avgpool ") +
+             std::to_string(geo.kernel[0]) + "x" + std::to_string(geo.kernel[1]) + "/" +
+             std::to_string(geo.strides[0]);
+  return std::unique_ptr<Kernel>(std::move(k));
+}
+
+Result<std::unique_ptr<Kernel>> make_max_pool(const KernelRequest& req) {
+  return make_window_pool(req, PoolKind::kMax);
+}
+Result<std::unique_ptr<Kernel>> make_average_pool(const KernelRequest& req) {
+  return make_window_pool(req, PoolKind::kAverage);
+}
+
+Result<std::unique_ptr<Kernel>> make_global_average_pool(const KernelRequest& req) {
+  const OpContext& ctx = req.ctx;
+  if (ctx.input(0).dtype != DType::kF32 || ctx.input(0).shape.rank() != 4) return decline();
+  ASSIGN_OR_RETURN(Activation act, parse_fused_activation(req.node.attrs));
+  if (!activation_is_clamp(act)) return decline();
+  const ClampRange clamp = clamp_of(act);
+  if (!(clamp.min < clamp.max)) return decline();
+  RETURN_IF_ERROR(ensure_xnnpack());
+  auto k = std::make_unique<XnnPoolKernel>();
+  k->kind_ = PoolKind::kGlobalAverage;
+  k->what_ = "node '" + req.node.name + "' (GlobalAveragePool)";
+  const size_t c = static_cast<size_t>(ctx.input(0).shape[1]);
+  xnn_operator_t op = nullptr;
+  RETURN_IF_ERROR(xnn_check(
+      xnn_create_global_average_pooling_nwc_f32(c, c, c, clamp.min, clamp.max, 0, &op), k->what_));
+  k->op_.reset(op);
+  k->desc_ = "xnnpack global avgpool";
+  return std::unique_ptr<Kernel>(std::move(k));
+}
+
+// GlobalMaxPool over NHWC: a running max across pixels, vectorised over channels.
+class GlobalMaxPoolKernel final : public Kernel {
+ public:
+  void choose_layouts(std::span<const Layout>, std::span<Layout> wanted,
+                      std::span<Layout> produced) const override {
+    wanted[0] = Layout::kNHWC;
+    produced[0] = Layout::kNHWC;
+  }
+  Status bind(std::span<const Operand> in, std::span<const Operand> out, ThreadPool&) override {
+    x_ = in[0].f32();
+    y_ = out[0].f32();
+    n_ = in[0].shape[0];
+    c_ = in[0].shape[1];
+    hw_ = in[0].shape[2] * in[0].shape[3];
+    return Status();
+  }
+  Status run(ThreadPool& pool) override {
+    pool.parallel_for(static_cast<size_t>(n_), 1, [&](size_t b, size_t e) {
+      for (size_t i = b; i < e; ++i) {
+        const float* x = x_ + static_cast<int64_t>(i) * hw_ * c_;
+        float* y = y_ + static_cast<int64_t>(i) * c_;
+        std::fill(y, y + c_, -std::numeric_limits<float>::infinity());
+        for (int64_t p = 0; p < hw_; ++p) {
+          const float* row = x + p * c_;
+          for (int64_t ch = 0; ch < c_; ++ch) {
+            // NaN propagates like the reference (std::max would drop it when it comes second).
+            y[ch] = (row[ch] > y[ch] || row[ch] != row[ch]) ? row[ch] : y[ch];
+          }
+        }
+      }
+    });
+    return Status();
+  }
+  std::string describe() const override { return "tessera global maxpool nhwc"; }
+
+ private:
+  const float* x_ = nullptr;
+  float* y_ = nullptr;
+  int64_t n_ = 0, c_ = 0, hw_ = 0;
+};
+
+Result<std::unique_ptr<Kernel>> make_global_max_pool(const KernelRequest& req) {
+  if (req.ctx.input(0).dtype != DType::kF32 || req.ctx.input(0).shape.rank() != 4) return decline();
+  ASSIGN_OR_RETURN(Activation act, parse_fused_activation(req.node.attrs));
+  if (act.kind != ActivationKind::kNone) return decline();
+  return std::unique_ptr<Kernel>(new GlobalMaxPoolKernel());
+}
+
+}  // namespace
+
+const KernelEntry kPoolKernels[] = {
+    {OpKind::kMaxPool, "xnnpack_max_pooling2d_nhwc_f32", make_max_pool},
+    {OpKind::kAveragePool, "xnnpack_average_pooling2d_nhwc_f32", make_average_pool},
+    {OpKind::kGlobalAveragePool, "xnnpack_global_average_pooling_nwc_f32",
+     make_global_average_pool},
+    {OpKind::kGlobalMaxPool, "tessera_global_max_pool_nhwc_f32", make_global_max_pool},
+};
+const size_t kNumPoolKernels = sizeof(kPoolKernels) / sizeof(kPoolKernels[0]);
+
+}  // namespace tessera::cpu

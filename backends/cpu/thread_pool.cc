@@ -1,0 +1,207 @@
+#include "backends/cpu/thread_pool.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+
+namespace tessera::cpu {
+
+Status pin_current_thread(const CoreSet& cores) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cores.cores()) {
+    if (c >= CPU_SETSIZE) return invalid_argument("core " + std::to_string(c) + " is out of range");
+    CPU_SET(c, &set);
+  }
+  const int err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+  if (err != 0) {
+    return failed_precondition("cannot pin a thread to cores " + cores.to_string() + ": " +
+                               std::strerror(err));
+  }
+  return Status();
+}
+
+CoreSet current_thread_affinity() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cores;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      if (CPU_ISSET(c, &set)) cores.push_back(c);
+    }
+  }
+  return CoreSet(std::move(cores));
+}
+
+Result<std::unique_ptr<ThreadPool>> ThreadPool::create(const CoreSet& cores) {
+  if (cores.empty()) return invalid_argument("a thread pool needs at least one core");
+  const CoreSet allowed = process_affinity();
+  for (int c : cores.cores()) {
+    if (!allowed.contains(c)) {
+      return not_found("core " + std::to_string(c) +
+                       " is not available to this process (allowed: " + allowed.to_string() + ")");
+    }
+  }
+  std::unique_ptr<ThreadPool> p(new ThreadPool(cores));
+  p->leader_ = std::thread([raw = p.get()] { raw->leader_main(); });
+  {
+    std::unique_lock<std::mutex> lock(p->mu_);
+    p->cv_.wait(lock, [&] { return p->started_; });
+  }
+  if (!p->start_status_.ok()) return p->start_status_;  // the destructor joins the leader
+  return p;
+}
+
+ThreadPool::~ThreadPool() {
+  if (leader_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    leader_.join();
+  }
+}
+
+void ThreadPool::leader_main() {
+  leader_id_ = std::this_thread::get_id();
+  // Workers inherit the creating thread's mask: restrict it to the core set first.
+  Status st = pin_current_thread(cores_);
+  if (st.ok() && cores_.size() > 1) {
+    pool_ = pthreadpool_create(static_cast<size_t>(cores_.size()));
+    if (pool_ == nullptr)
+      st = resource_exhausted("cannot start " + std::to_string(cores_.size()) + " threads");
+  }
+  if (st.ok()) {
+    std::vector<int> cores = cores_.cores();
+    pinned_per_core_ = run_one_per_thread([&](int i) {
+      // Failures leave the inherited core-set mask in place.
+      (void)pin_current_thread(CoreSet({cores[static_cast<size_t>(i)]}));
+    });
+    // The leader itself keeps core 0 of the set (it was item 0).
+    if (!pinned_per_core_) (void)pin_current_thread(cores_);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    start_status_ = st;
+    started_ = true;
+  }
+  cv_.notify_all();
+  while (st.ok()) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return stop_ || job_ != nullptr; });
+    if (stop_) break;
+    const std::function<Status()>* job = job_;
+    lock.unlock();
+    Status result = (*job)();
+    lock.lock();
+    job_status_ = std::move(result);
+    job_ = nullptr;
+    job_done_ = true;
+    lock.unlock();
+    cv_.notify_all();
+  }
+  if (pool_ != nullptr) pthreadpool_destroy(pool_);
+  pool_ = nullptr;
+}
+
+Status ThreadPool::run(const std::function<Status()>& fn) {
+  if (std::this_thread::get_id() == leader_id_) return fn();
+  std::lock_guard<std::mutex> run_lock(run_mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  job_ = &fn;
+  job_done_ = false;
+  cv_.notify_all();
+  cv_.wait(lock, [&] { return job_done_; });
+  return std::move(job_status_);
+}
+
+namespace {
+
+struct ForContext {
+  const std::function<void(size_t, size_t)>* fn;
+  size_t n;
+};
+
+void for_tile(void* ctx, size_t begin, size_t count) {
+  const auto* c = static_cast<const ForContext*>(ctx);
+  (*c->fn)(begin, begin + count);
+}
+
+// A barrier for `count` parties that gives up after a deadline.
+struct TimedBarrier {
+  std::mutex mu;
+  std::condition_variable cv;
+  int arrived = 0;
+  int count = 0;
+  bool timed_out = false;
+  std::chrono::steady_clock::time_point deadline;
+
+  void arrive_and_wait() {
+    std::unique_lock<std::mutex> lock(mu);
+    if (++arrived == count) {
+      cv.notify_all();
+      return;
+    }
+    if (!cv.wait_until(lock, deadline, [&] { return arrived >= count; })) timed_out = true;
+  }
+};
+
+struct OnePerThread {
+  const std::function<void(int)>* fn;
+  TimedBarrier* barrier;
+};
+
+void one_per_thread_item(void* ctx, size_t i) {
+  auto* c = static_cast<OnePerThread*>(ctx);
+  (*c->fn)(static_cast<int>(i));
+  c->barrier->arrive_and_wait();
+}
+
+}  // namespace
+
+void ThreadPool::parallel_for(size_t n, size_t tile,
+                              const std::function<void(size_t, size_t)>& fn) {
+  if (n == 0) return;
+  if (tile == 0) tile = 1;
+  if (pool_ == nullptr || n <= tile) {
+    fn(0, n);
+    return;
+  }
+  ForContext ctx{&fn, n};
+  pthreadpool_parallelize_1d_tile_1d(pool_, for_tile, &ctx, n, tile, 0);
+}
+
+bool ThreadPool::run_one_per_thread(const std::function<void(int)>& fn) {
+  TimedBarrier barrier;
+  barrier.count = num_threads();
+  barrier.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  OnePerThread ctx{&fn, &barrier};
+  if (pool_ == nullptr) {
+    one_per_thread_item(&ctx, 0);
+  } else {
+    pthreadpool_parallelize_1d(pool_, one_per_thread_item, &ctx, static_cast<size_t>(num_threads()),
+                               0);
+  }
+  return !barrier.timed_out && barrier.arrived == barrier.count;
+}
+
+Result<std::vector<ThreadPool::ThreadInfo>> ThreadPool::thread_info() {
+  std::vector<ThreadInfo> info(static_cast<size_t>(num_threads()));
+  bool ok = false;
+  RETURN_IF_ERROR(run([&]() -> Status {
+    ok = run_one_per_thread([&](int i) {
+      info[static_cast<size_t>(i)] = {static_cast<pid_t>(syscall(SYS_gettid)),
+                                      current_thread_affinity()};
+    });
+    return Status();
+  }));
+  if (!ok) return internal_error("the thread pool did not run one item per thread");
+  return info;
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,95 @@
+// The thread pool of one `cpu` device: a dedicated leader thread plus pthreadpool workers, one
+// thread per core of the device's CoreSet, each pinned to its own core.
+//
+// Why a leader thread: pthreadpool runs work on the calling thread as its thread 0, and the
+// caller of Program::run is a user thread Tessera must not re-pin. So every run is handed to the
+// leader (pinned to the first core), which calls XNNPACK and Tessera's kernels with the pool;
+// the caller waits. Two devices on disjoint core sets therefore never share a thread, and each
+// can run while the other does.
+//
+// How workers get pinned (pthreadpool has no affinity API): the leader first restricts itself to
+// the whole core set, then creates the pthreadpool, whose workers inherit that mask; then it runs
+// a task with one item per thread in which every item pins its thread to one core and waits on a
+// barrier with all the others. pthreadpool gives thread i the i-th item of an n-item range first,
+// and no thread can hold two items while the barrier is closed, so item i runs on thread i. If the
+// barrier ever times out (a pthreadpool that schedules differently), workers keep the core-set
+// mask they inherited and `pinned_per_core()` reports false.
+#pragma once
+
+#include <pthreadpool.h>
+#include <sys/types.h>
+
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "backends/cpu/topology.h"
+#include "core/status.h"
+
+namespace tessera::cpu {
+
+class ThreadPool {
+ public:
+  // Starts one thread per core of `cores` (cores must be allowed for this process).
+  static Result<std::unique_ptr<ThreadPool>> create(const CoreSet& cores);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  const CoreSet& cores() const { return cores_; }
+  int num_threads() const { return cores_.size(); }
+  // True when every thread is pinned to exactly its own core.
+  bool pinned_per_core() const { return pinned_per_core_; }
+
+  // Runs `fn` on the leader thread and waits for it. Calls from several threads are serialised.
+  // Called from inside a job it runs `fn` inline.
+  Status run(const std::function<Status()>& fn);
+
+  // For code running inside run(): the pthreadpool to hand to XNNPACK (null with one thread,
+  // which XNNPACK and pthreadpool treat as "run on the caller").
+  pthreadpool_t pthreadpool() const { return pool_; }
+  // Inside run(): calls fn(begin, end) over [0, n) in tiles of `tile`, spread over the threads.
+  void parallel_for(size_t n, size_t tile, const std::function<void(size_t, size_t)>& fn);
+
+  // Reads back, inside a one-item-per-thread task, each thread's kernel thread id and CPU
+  // affinity (sched_getaffinity), thread 0 being the leader. For tests and `tessera devices`.
+  struct ThreadInfo {
+    pid_t tid;
+    CoreSet affinity;
+  };
+  Result<std::vector<ThreadInfo>> thread_info();
+
+ private:
+  explicit ThreadPool(CoreSet cores) : cores_(std::move(cores)) {}
+  void leader_main();
+  // Runs fn(i) for i in [0, num_threads) with item i on thread i, all items meeting at a
+  // barrier; false when the barrier timed out.
+  bool run_one_per_thread(const std::function<void(int)>& fn);
+
+  CoreSet cores_;
+  pthreadpool_t pool_ = nullptr;
+  bool pinned_per_core_ = false;
+  std::thread leader_;
+  std::thread::id leader_id_;
+
+  std::mutex run_mu_;  // one run at a time
+  std::mutex mu_;
+  std::condition_variable cv_;
+  const std::function<Status()>* job_ = nullptr;
+  Status job_status_;
+  bool job_done_ = false;
+  bool stop_ = false;
+  bool started_ = false;
+  Status start_status_;
+};
+
+// Pins the calling thread to `cores`; the message names the cores on failure.
+Status pin_current_thread(const CoreSet& cores);
+// The calling thread's affinity.
+CoreSet current_thread_affinity();
+
+}  // namespace tessera::cpu

@@ -1,0 +1,52 @@
+#include "backends/cpu/xnn_util.h"
+
+#include <limits>
+#include <mutex>
+
+namespace tessera::cpu {
+
+Status ensure_xnnpack() {
+  static std::once_flag once;
+  static xnn_status status = xnn_status_success;
+  std::call_once(once, [] { status = xnn_initialize(nullptr); });
+  if (status == xnn_status_unsupported_hardware) {
+    return unimplemented("XNNPACK does not support this CPU");
+  }
+  return xnn_check(status, "initialising XNNPACK");
+}
+
+Status xnn_check(xnn_status s, const std::string& what) {
+  switch (s) {
+    case xnn_status_success:
+      return Status();
+    case xnn_status_invalid_parameter:
+      return invalid_argument(what + ": XNNPACK rejected a parameter");
+    case xnn_status_unsupported_parameter:
+      return unimplemented(what + ": XNNPACK does not support this configuration");
+    case xnn_status_unsupported_hardware:
+      return unimplemented(what + ": XNNPACK does not support this CPU");
+    case xnn_status_out_of_memory:
+      return resource_exhausted(what + ": XNNPACK ran out of memory");
+    default:
+      return internal_error(what + ": XNNPACK error " + std::to_string(static_cast<int>(s)));
+  }
+}
+
+ClampRange clamp_of(const Activation& a) {
+  const float inf = std::numeric_limits<float>::infinity();
+  switch (a.kind) {
+    case ActivationKind::kRelu:
+      return {0.f, inf};
+    case ActivationKind::kClip:
+      return {a.alpha, a.beta};
+    default:
+      return {-inf, inf};
+  }
+}
+
+bool activation_is_clamp(const Activation& a) {
+  return a.kind == ActivationKind::kNone || a.kind == ActivationKind::kRelu ||
+         a.kind == ActivationKind::kClip;
+}
+
+}  // namespace tessera::cpu

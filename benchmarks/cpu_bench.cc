@@ -1,0 +1,167 @@
+// Benchmarks for the cpu backend.
+//
+//   BM_Layer/<device>/<model layer>   one layer of MobileNetV2 or ResNet-50 (real shapes, batch 1)
+//                                     compiled alone on the device; counters: GFLOP/s.
+//   BM_Model/<device>/<model>         whole-model latency from TESSERA_MODEL_DIR (the exported
+//                                     ONNX files), imported and optimised as `tessera convert`.
+//   BM_FmaPeak/<threads>              this machine's FP32 FMA peak: independent FMA chains, one
+//                                     per thread; counter: GFLOP/s.
+// Run: ./build/benchmarks/tessera_bench --benchmark_filter=Layer
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <random>
+#include <thread>
+
+#include "backends/registry.h"
+#include "core/npy.h"
+#include "core/tessera.h"
+#include "graph/onnx/onnx_import.h"
+#include "graph/passes.h"
+
+namespace tessera {
+namespace {
+
+Tensor random(const Shape& s, uint32_t seed) {
+  Tensor t = Tensor::create(DType::kF32, s).value();
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  for (float& v : t.span<float>()) v = d(rng);
+  return t;
+}
+
+// One conv layer: x [1, cin, hw, hw], k x k, stride, groups, fused relu.
+struct ConvLayer {
+  const char* name;
+  int64_t cin, cout, hw, k, stride, group;
+};
+
+// MobileNetV2 and ResNet-50 layer shapes (224x224 input).
+const ConvLayer kLayers[] = {
+    {"mobilenet_v2/conv0_3x3s2", 3, 32, 224, 3, 2, 1},
+    {"mobilenet_v2/dw_3x3_112", 32, 32, 112, 3, 1, 32},
+    {"mobilenet_v2/expand_1x1_56", 24, 144, 56, 1, 1, 1},
+    {"mobilenet_v2/dw_3x3s2_56", 144, 144, 56, 3, 2, 144},
+    {"mobilenet_v2/project_1x1_14", 384, 64, 14, 1, 1, 1},
+    {"mobilenet_v2/last_1x1_7", 320, 1280, 7, 1, 1, 1},
+    {"resnet50/conv1_7x7s2", 3, 64, 224, 7, 2, 1},
+    {"resnet50/res2_3x3_56", 64, 64, 56, 3, 1, 1},
+    {"resnet50/res2_1x1_56", 64, 256, 56, 1, 1, 1},
+    {"resnet50/res3_3x3_28", 128, 128, 28, 3, 1, 1},
+    {"resnet50/res4_3x3_14", 256, 256, 14, 3, 1, 1},
+    {"resnet50/res5_1x1_7", 512, 2048, 7, 1, 1, 1},
+};
+
+void BM_Layer(benchmark::State& state, std::string device, ConvLayer l) {
+  Graph g;
+  const ValueId x = g.add_value("x", TensorInfo{DType::kF32, Shape{1, l.cin, l.hw, l.hw}});
+  g.inputs().push_back(x);
+  Node n;
+  n.name = l.name;
+  n.kind = OpKind::kConv;
+  n.attrs.set("strides", std::vector<int64_t>{l.stride, l.stride});
+  const int64_t p = l.k / 2;
+  n.attrs.set("pads", std::vector<int64_t>{p, p, p, p});
+  n.attrs.set("group", l.group);
+  n.attrs.set("activation", std::string("relu"));
+  n.inputs = {x, g.add_constant("w", random(Shape{l.cout, l.cin / l.group, l.k, l.k}, 1)),
+              g.add_constant("b", random(Shape{l.cout}, 2))};
+  n.outputs = {g.add_value("y")};
+  g.outputs().push_back(n.outputs[0]);
+  g.add_node(n);
+  if (!g.infer_shapes().ok()) return state.SkipWithError("shape inference failed");
+  auto dev = open_device(device);
+  if (!dev.ok()) return state.SkipWithError(dev.status().to_string().c_str());
+  const NodeId layers[] = {0};
+  auto prog = (*dev)->compile(g, layers);
+  if (!prog.ok()) return state.SkipWithError(prog.status().to_string().c_str());
+  std::vector<Tensor> in = {random(g.value(x).info.shape, 3)}, out(1);
+  const Shape& ys = g.value(n.outputs[0]).info.shape;
+  const double flops =
+      2.0 * static_cast<double>(ys.numel()) * static_cast<double>(l.cin / l.group * l.k * l.k);
+  for (auto _ : state) {
+    Status st = (*prog)->run(in, out);
+    if (!st.ok()) return state.SkipWithError(st.to_string().c_str());
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_Model(benchmark::State& state, std::string device, std::string model) {
+  const char* dir = std::getenv("TESSERA_MODEL_DIR");
+  const std::string base = std::string(dir ? dir : "") + "/" + model;
+  auto imported = import_onnx(base + ".onnx");
+  if (!imported.ok()) return state.SkipWithError("set TESSERA_MODEL_DIR to the exported models");
+  if (!infer_onnx_shapes(*imported).ok() || !optimize_graph(imported->graph).ok()) {
+    return state.SkipWithError("import failed");
+  }
+  auto m = Model::from_graph(std::move(imported->graph));
+  if (!m.ok()) return state.SkipWithError(m.status().to_string().c_str());
+  auto session = Session::create(*m, device);
+  if (!session.ok()) return state.SkipWithError(session.status().to_string().c_str());
+  auto input = read_npy(base + ".input.npy");
+  if (!input.ok()) return state.SkipWithError("missing input");
+  std::vector<Tensor> in = {*input};
+  for (auto _ : state) {
+    auto out = (*session)->run(in);
+    if (!out.ok()) return state.SkipWithError(out.status().to_string().c_str());
+  }
+  state.counters["peak_MiB"] = static_cast<double>((*session)->peak_memory_bytes()) / (1 << 20);
+}
+
+// 16 independent accumulator chains of 16-float vectors (the compiler emits FMAs with -mfma;
+// with the portable build flags it emits mul+add, so the kernel is built for AVX-512 here).
+__attribute__((target("avx512f,fma"))) double fma_chains(int64_t iters) {
+  typedef float v16 __attribute__((vector_size(64)));
+  v16 acc[16];
+  for (int i = 0; i < 16; ++i) acc[i] = v16{} + static_cast<float>(i);
+  const v16 a = v16{} + 0.999999f, b = v16{} + 1e-7f;
+  for (int64_t it = 0; it < iters; ++it) {
+    for (int i = 0; i < 16; ++i) acc[i] = acc[i] * a + b;
+  }
+  float s = 0;
+  for (int i = 0; i < 16; ++i) s += acc[i][0];
+  return s;
+}
+
+void BM_FmaPeak(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  const int64_t iters = 1 << 22;
+  for (auto _ : state) {
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; ++t)
+      ts.emplace_back([&] { benchmark::DoNotOptimize(fma_chains(iters)); });
+    for (auto& t : ts) t.join();
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(static_cast<double>(threads) * iters * 16 * 16 * 2 * 1e-9,
+                         benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_FmaPeak)->Arg(1)->Arg(2)->UseRealTime();
+
+const char* const kModels[] = {"mobilenet_v2",  "resnet18", "resnet50",
+                               "squeezenet1_1", "vgg16",    "alexnet"};
+
+int register_all() {
+  for (const char* dev : {"cpu", "cpu:0", "reference"}) {
+    for (const ConvLayer& l : kLayers) {
+      benchmark::RegisterBenchmark((std::string("BM_Layer/") + dev + "/" + l.name).c_str(),
+                                   BM_Layer, dev, l)
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime();
+    }
+    for (const char* m : kModels) {
+      benchmark::RegisterBenchmark((std::string("BM_Model/") + dev + "/" + m).c_str(), BM_Model,
+                                   dev, m)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+    }
+  }
+  return 0;
+}
+const int kRegistered = register_all();
+
+}  // namespace
+}  // namespace tessera
+
+BENCHMARK_MAIN();

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Tessera's cpu device against ONNX Runtime on the same ONNX files.
+
+Run with the python3 that has onnxruntime (not Debian's /usr/bin/python3):
+
+    python3 scripts/bench_vs_ort.py --tessera build/tools/tessera \
+        --models-dir ~/.cache/tessera/models --runs 20
+
+For each model and thread count (1 and 2) it converts the ONNX file with `tessera convert`, then
+alternates batches of ONNX Runtime runs (CPU execution provider, ORT_ENABLE_ALL, intra-op threads
+= N, inter-op 1, sequential) and `tessera run --device cpu:<N cores> --repeat R` (one warm-up
+each), until each side has >= --runs timed runs. It prints the median latency of each, the
+ratio Tessera/ORT and the achieved GFLOP/s of both against this machine's FP32 FMA peak
+(measured with tessera_bench's BM_FmaPeak when --bench is given, else --peak GFLOP/s).
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import onnxruntime as ort
+
+MODELS = ["mobilenet_v2", "resnet18", "resnet50", "squeezenet1_1", "vgg16", "alexnet"]
+
+
+def model_flops(tessera, tsr):
+    out = subprocess.run([tessera, "info", tsr], capture_output=True, text=True).stdout
+    m = re.search(r"([0-9.]+)\s*GFLOP", out)
+    return float(m.group(1)) * 1e9 if m else float("nan")
+
+
+def measure_peak(bench):
+    out = subprocess.run([bench, "--benchmark_filter=BM_FmaPeak", "--benchmark_format=json"],
+                         capture_output=True, text=True).stdout
+    peaks = {}
+    for b in json.loads(out)["benchmarks"]:
+        peaks[int(b["name"].split("/")[1])] = b["GFLOP/s"] * 1e9
+    return peaks
+
+
+def tessera_batch(tessera, tsr, inp, device, repeat):
+    out = subprocess.run([tessera, "run", tsr, "-i", inp, "-d", device, "--repeat", str(repeat)],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr)
+    return out.stdout
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tessera", default="build/tools/tessera")
+    ap.add_argument("--bench", default="build/benchmarks/tessera_bench")
+    ap.add_argument("--models-dir", default=os.path.expanduser("~/.cache/tessera/models"))
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--peak", type=float, default=0, help="FP32 peak GFLOP/s per thread if no --bench")
+    args = ap.parse_args()
+
+    peaks = measure_peak(args.bench) if os.path.exists(args.bench) else {}
+    tmp = tempfile.mkdtemp(prefix="tessera_vs_ort_")
+    rows = []
+    for name in args.models.split(","):
+        onnx_path = os.path.join(args.models_dir, name + ".onnx")
+        inp = os.path.join(args.models_dir, name + ".input.npy")
+        tsr = os.path.join(tmp, name + ".tsr")
+        subprocess.run([args.tessera, "convert", onnx_path, "-o", tsr], check=True, capture_output=True)
+        flops = model_flops(args.tessera, tsr)
+        x = np.load(inp)
+        for threads in [int(t) for t in args.threads.split(",")]:
+            so = ort.SessionOptions()
+            so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            so.intra_op_num_threads = threads
+            so.inter_op_num_threads = 1
+            so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+            sess = ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"])
+            feed = {sess.get_inputs()[0].name: x}
+            sess.run(None, feed)  # warm-up
+            device = "cpu:0" if threads == 1 else "cpu:0-%d" % (threads - 1)
+            ort_ms, tes_ms = [], []
+            batch = 5
+            while len(ort_ms) < args.runs or len(tes_ms) < args.runs:
+                for _ in range(batch):
+                    t0 = time.perf_counter()
+                    sess.run(None, feed)
+                    ort_ms.append((time.perf_counter() - t0) * 1e3)
+                # tessera run: one warm-up, then `batch` timed runs; we read each batch's median
+                # and min, and keep the batch median `batch` times (per-run times are not printed).
+                out = tessera_batch(args.tessera, tsr, inp, device, batch)
+                med = float(re.search(r"median ([0-9.]+) ms", out).group(1))
+                tes_ms.extend([med] * batch)
+            o, t = statistics.median(ort_ms), statistics.median(tes_ms)
+            peak = peaks.get(threads, args.peak * 1e9 * threads)
+            rows.append((name, threads, t, o, t / o, flops / t * 1e-6, flops / o * 1e-6, peak * 1e-9))
+            print("%-14s %d thr  tessera %8.2f ms  ort %8.2f ms  ratio %.2f" % (name, threads, t, o, t / o),
+                  file=sys.stderr, flush=True)
+
+    print("| model | threads | Tessera ms | ORT ms | Tessera/ORT | Tessera GFLOP/s | ORT GFLOP/s | FMA peak GFLOP/s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print("| %s | %d | %.2f | %.2f | %.2f | %.1f | %.1f | %.0f |" % r)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+// The differential harness: builds a one-node graph, compiles it on a device and on the
+// reference device, runs both on the same random inputs and compares with a per-op tolerance,
+// checking that the device produced no NaN/Inf where the reference did not.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "backends/registry.h"
+#include "graph/graph.h"
+#include "tests/ops/op_test_util.h"
+
+namespace tessera {
+
+struct DiffInput {
+  Tensor value;
+  bool is_constant = false;
+};
+
+struct DiffResult {
+  double max_abs_err = 0;
+  double max_ref = 0;
+  std::string kernel;  // the device's description of the node's kernel
+};
+
+// Runs `kind` on `device` and on reference and compares every output elementwise:
+// |dev - ref| <= atol + rtol * |ref|; where the reference is +-inf the device must match exactly,
+// where it is NaN the device must give NaN (unless nan_may_clamp), and where the reference is
+// finite the device must be finite.
+inline DiffResult diff_op(const std::string& device, OpKind kind, const Attributes& attrs,
+                          const std::vector<DiffInput>& inputs, int num_outputs = 1,
+                          float atol = 1e-4f, float rtol = 1e-4f, bool nan_may_clamp = false) {
+  DiffResult r;
+  Graph g;
+  Node n;
+  n.name = std::string("diff_") + op_name(kind);
+  n.kind = kind;
+  n.attrs = attrs;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::string name = "in" + std::to_string(i);
+    if (inputs[i].is_constant) {
+      n.inputs.push_back(g.add_constant(name, inputs[i].value));
+    } else {
+      const ValueId v =
+          g.add_value(name, TensorInfo{inputs[i].value.dtype(), inputs[i].value.shape()});
+      g.inputs().push_back(v);
+      n.inputs.push_back(v);
+    }
+  }
+  for (int o = 0; o < num_outputs; ++o) {
+    const ValueId v = g.add_value("out" + std::to_string(o));
+    n.outputs.push_back(v);
+    g.outputs().push_back(v);
+  }
+  g.add_node(n);
+  Status st = g.infer_shapes();
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  if (!st.ok()) return r;
+  std::vector<Tensor> feeds;
+  for (const DiffInput& in : inputs) {
+    if (!in.is_constant) feeds.push_back(in.value);
+  }
+  std::vector<Tensor> outs[2];
+  const std::string devices[2] = {device, "reference"};
+  for (int d = 0; d < 2; ++d) {
+    auto dev = open_device(devices[d]);
+    EXPECT_TRUE(dev.ok()) << dev.status().to_string();
+    if (!dev.ok()) return r;
+    if (d == 0) r.kernel = (*dev)->capabilities(g, g.node(0)).detail;
+    const NodeId layers[1] = {0};
+    auto prog = (*dev)->compile(g, layers);
+    EXPECT_TRUE(prog.ok()) << prog.status().to_string();
+    if (!prog.ok()) return r;
+    outs[d].resize(static_cast<size_t>(num_outputs));
+    // Run twice: results must not depend on arena contents left by the previous run.
+    for (int rep = 0; rep < 2; ++rep) {
+      Status rs = (*prog)->run(feeds, outs[d]);
+      EXPECT_TRUE(rs.ok()) << rs.to_string();
+      if (!rs.ok()) return r;
+    }
+  }
+  for (int o = 0; o < num_outputs; ++o) {
+    const Tensor& a = outs[0][static_cast<size_t>(o)];
+    const Tensor& b = outs[1][static_cast<size_t>(o)];
+    EXPECT_EQ(a.shape(), b.shape());
+    if (a.shape() != b.shape() || a.dtype() != DType::kF32) continue;
+    int reported = 0;
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      const float x = a.data<float>()[i], y = b.data<float>()[i];
+      // XNNPACK clamps every output to [min, max] (with +-inf when there is no activation) using
+      // max/min instructions that turn NaN into the bound: callers that know a kernel does so
+      // pass nan_may_clamp, and only the non-NaN elements must then match.
+      if (std::isnan(y) && nan_may_clamp) continue;
+      if (std::isnan(y) || std::isinf(y)) {
+        EXPECT_TRUE(std::isnan(x) == std::isnan(y) && (std::isnan(y) || x == y))
+            << "output " << o << " [" << i << "]: device " << x << ", reference " << y;
+        continue;
+      }
+      EXPECT_TRUE(std::isfinite(x))
+          << "output " << o << " [" << i << "] is " << x << " on " << device << ", reference " << y;
+      const double err = std::fabs(static_cast<double>(x) - y);
+      r.max_abs_err = std::max(r.max_abs_err, err);
+      r.max_ref = std::max(r.max_ref, static_cast<double>(std::fabs(y)));
+      if (err > atol + rtol * std::fabs(y) && reported++ < 5) {
+        ADD_FAILURE() << op_name(kind) << " output " << o << " [" << i << "]: " << device << " "
+                      << x << " vs reference " << y << " (kernel: " << r.kernel << ")";
+      }
+    }
+  }
+  return r;
+}
+
+}  // namespace tessera

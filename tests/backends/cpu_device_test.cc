@@ -1,0 +1,228 @@
+// The cpu device's infrastructure: core sets, topology from a fake sysfs, thread pinning, two
+// devices running at once, the arena planner, device names and error paths.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "backends/cpu/arena.h"
+#include "backends/cpu/cpu_device.h"
+#include "backends/cpu/cpu_program.h"
+#include "backends/cpu/openblas.h"
+#include "backends/cpu/thread_pool.h"
+#include "backends/cpu/topology.h"
+#include "backends/registry.h"
+#include "tests/ops/op_test_util.h"
+
+namespace tessera::cpu {
+namespace {
+
+TEST(CoreSetTest, ParsesRangesAndLists) {
+  EXPECT_EQ(CoreSet::parse("0-3")->cores(), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(CoreSet::parse("0,2")->cores(), (std::vector<int>{0, 2}));
+  EXPECT_EQ(CoreSet::parse("4-5,0,2,2")->cores(), (std::vector<int>{0, 2, 4, 5}));
+  EXPECT_EQ(CoreSet::parse("0-1,4,6-7")->to_string(), "0-1,4,6-7");
+  EXPECT_EQ(CoreSet::parse("7")->to_string(), "7");
+}
+
+TEST(CoreSetTest, RejectsBadSets) {
+  for (const char* bad : {"", "3-1", "a", "1,", ",1", "1-", "-1", "99999", "1--2", "1,,2"}) {
+    Result<CoreSet> r = CoreSet::parse(bad);
+    EXPECT_FALSE(r.ok()) << bad;
+    if (!r.ok()) {
+      EXPECT_NE(r.status().message().find("core set"), std::string::npos) << r.status().message();
+    }
+  }
+}
+
+TEST(TopologyTest, ClustersFromFakeSysfs) {
+  // A phone-like 4+2 system: capacities 1024 (big) and 446 (little).
+  const std::string root = ::testing::TempDir() + "/fake_sysfs_cpu";
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root);
+  std::ofstream(root + "/online") << "0-5\n";
+  for (int c = 0; c < 6; ++c) {
+    const std::string d = root + "/cpu" + std::to_string(c);
+    std::filesystem::create_directories(d + "/cpufreq");
+    std::ofstream(d + "/cpu_capacity") << (c < 4 ? 446 : 1024) << "\n";
+    std::ofstream(d + "/cpufreq/cpuinfo_max_freq") << (c < 4 ? 1800000 : 2800000) << "\n";
+  }
+  Topology t = read_topology(root, CoreSet({0, 1, 2, 3, 4, 5}));
+  ASSERT_EQ(t.clusters.size(), 2u);
+  EXPECT_EQ(t.clusters[0].cores.to_string(), "4-5");
+  EXPECT_EQ(t.clusters[0].capacity, 1024);
+  EXPECT_EQ(t.clusters[0].max_freq_khz, 2800000);
+  EXPECT_EQ(t.clusters[1].cores.to_string(), "0-3");
+  // No capacity or cpufreq: one cluster of all online cores.
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root);
+  std::ofstream(root + "/online") << "0-2\n";
+  t = read_topology(root, CoreSet({0, 1, 2}));
+  ASSERT_EQ(t.clusters.size(), 1u);
+  EXPECT_EQ(t.clusters[0].cores.to_string(), "0-2");
+}
+
+TEST(ThreadPoolTest, WorkersArePinnedOnePerCore) {
+  const CoreSet allowed = process_affinity();
+  auto pool = ThreadPool::create(allowed);
+  ASSERT_TRUE(pool.ok()) << pool.status().to_string();
+  EXPECT_TRUE((*pool)->pinned_per_core());
+  auto info = (*pool)->thread_info();
+  ASSERT_TRUE(info.ok()) << info.status().to_string();
+  ASSERT_EQ(info->size(), static_cast<size_t>(allowed.size()));
+  std::set<pid_t> tids;
+  for (size_t i = 0; i < info->size(); ++i) {
+    EXPECT_EQ((*info)[i].affinity, CoreSet({allowed.cores()[i]})) << "thread " << i;
+    tids.insert((*info)[i].tid);
+  }
+  EXPECT_EQ(tids.size(), info->size());
+  // The caller's own affinity is untouched.
+  EXPECT_EQ(current_thread_affinity(), allowed);
+}
+
+TEST(ThreadPoolTest, RejectsCoresNotAvailable) {
+  auto pool = ThreadPool::create(CoreSet({CoreSet::kMaxCore - 1}));
+  EXPECT_FALSE(pool.ok());
+  EXPECT_FALSE(ThreadPool::create(CoreSet()).ok());
+}
+
+TEST(ThreadPoolTest, ParallelForCoversRangeOnce) {
+  auto pool = ThreadPool::create(process_affinity());
+  ASSERT_TRUE(pool.ok());
+  std::vector<std::atomic<int>> hits(1013);
+  Status st = (*pool)->run([&]() {
+    (*pool)->parallel_for(hits.size(), 7, [&](size_t b, size_t e) {
+      for (size_t i = b; i < e; ++i) hits[i]++;
+    });
+    return Status();
+  });
+  ASSERT_TRUE(st.ok());
+  for (auto& h : hits) EXPECT_EQ(h.load(), 1);
+  // A job's error comes back to the caller.
+  EXPECT_EQ((*pool)->run([] { return invalid_argument("boom"); }).message(), "boom");
+}
+
+TEST(ThreadPoolTest, DisjointDevicesRunConcurrentlyOnTheirOwnThreads) {
+  const CoreSet allowed = process_affinity();
+  if (allowed.size() < 2) GTEST_SKIP() << "needs two cores";
+  auto a = ThreadPool::create(CoreSet({allowed.cores()[0]}));
+  auto b = ThreadPool::create(CoreSet({allowed.cores()[1]}));
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto ia = (*a)->thread_info();
+  auto ib = (*b)->thread_info();
+  ASSERT_TRUE(ia.ok() && ib.ok());
+  EXPECT_NE((*ia)[0].tid, (*ib)[0].tid);
+  EXPECT_EQ((*ia)[0].affinity, CoreSet({allowed.cores()[0]}));
+  EXPECT_EQ((*ib)[0].affinity, CoreSet({allowed.cores()[1]}));
+  // Both jobs must be inside their pools at the same time: each waits for the other.
+  std::atomic<int> inside{0};
+  auto job = [&]() {
+    inside++;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (inside.load() < 2 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::yield();
+    return inside.load() >= 2 ? Status()
+                              : internal_error("the other device never ran concurrently");
+  };
+  Status sa, sb;
+  std::thread ta([&] { sa = (*a)->run(job); });
+  std::thread tb([&] { sb = (*b)->run(job); });
+  ta.join();
+  tb.join();
+  EXPECT_TRUE(sa.ok()) << sa.to_string();
+  EXPECT_TRUE(sb.ok()) << sb.to_string();
+}
+
+TEST(ArenaTest, OverlappingLifetimesNeverShareMemory) {
+  std::vector<ArenaRequest> req = {
+      {1000, 0, 2}, {500, 1, 3}, {2000, 3, 4}, {700, 4, 5}, {100, 0, 5}};
+  ArenaPlan p = plan_arena(req, 64, 16);
+  for (size_t i = 0; i < req.size(); ++i) {
+    EXPECT_EQ(p.offsets[i] % 64, 0u);
+    for (size_t j = i + 1; j < req.size(); ++j) {
+      const bool time =
+          !(req[i].last_step < req[j].first_step || req[j].last_step < req[i].first_step);
+      const bool space = p.offsets[i] < p.offsets[j] + req[j].bytes + 16 &&
+                         p.offsets[j] < p.offsets[i] + req[i].bytes + 16;
+      EXPECT_FALSE(time && space) << i << " and " << j;
+    }
+  }
+  EXPECT_LT(p.total_bytes, p.sum_bytes);  // 0 and 2 share memory
+}
+
+TEST(CpuDeviceTest, NamesAndErrors) {
+  EXPECT_TRUE(open_device("cpu").ok());
+  EXPECT_TRUE(open_device("cpu:0").ok());
+  Result<std::unique_ptr<Device>> bad = open_device("cpu:999");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("999"), std::string::npos) << bad.status().message();
+  EXPECT_FALSE(open_device("cpu:2-1").ok());
+  EXPECT_FALSE(open_device("cpu:x").ok());
+  EXPECT_FALSE(open_device("cpu@1800").ok());
+  bool listed = false;
+  for (const DeviceListing& d : list_devices()) listed = listed || d.name == "cpu";
+  EXPECT_TRUE(listed);
+}
+
+TEST(CpuDeviceTest, ProgramChecksInputsAndReportsMemory) {
+  Graph g;
+  const ValueId x = g.add_value("x", TensorInfo{DType::kF32, Shape{1, 8, 13, 13}});
+  g.inputs().push_back(x);
+  const ValueId w = g.add_constant("w", testing::random_tensor({16, 8, 3, 3}, 1));
+  const ValueId y = g.add_value("y");
+  const ValueId z = g.add_value("z");
+  Node conv;
+  conv.name = "conv";
+  conv.kind = OpKind::kConv;
+  conv.inputs = {x, w};
+  conv.outputs = {y};
+  g.add_node(conv);
+  Node relu;
+  relu.name = "relu";
+  relu.kind = OpKind::kRelu;
+  relu.inputs = {y};
+  relu.outputs = {z};
+  g.add_node(relu);
+  g.outputs().push_back(z);
+  ASSERT_TRUE(g.infer_shapes().ok());
+  auto dev = open_device("cpu");
+  ASSERT_TRUE(dev.ok());
+  const NodeId layers[] = {0, 1};
+  auto prog = (*dev)->compile(g, layers);
+  ASSERT_TRUE(prog.ok()) << prog.status().to_string();
+  auto* cp = dynamic_cast<CpuProgram*>(prog->get());
+  ASSERT_NE(cp, nullptr);
+  EXPECT_EQ(cp->num_conversions(), 0);  // in: converted on copy-in; out: on copy-out
+  EXPECT_EQ(cp->num_reference_steps(), 0);
+  EXPECT_GT((*prog)->peak_memory_bytes(), 16u * 8 * 9 * 4);
+  std::vector<Tensor> out(1);
+  Tensor wrong = testing::random_tensor({1, 8, 13, 12}, 2);
+  Status st = (*prog)->run({&wrong, 1}, out);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("'x'"), std::string::npos) << st.message();
+  std::vector<Tensor> none;
+  EXPECT_FALSE((*prog)->run(none, out).ok());
+}
+
+TEST(OpenBlasTest, LoadsWithTheRightCore) {
+  const OpenBlas& b = openblas();
+  if (!b.available()) GTEST_SKIP() << b.note;
+  float a[4] = {1, 2, 3, 4}, x[4] = {1, 0, 0, 1}, c[4] = {};
+  b.sgemm(kRowMajor, kNoTrans, kNoTrans, 2, 2, 2, 1.f, a, 2, x, 2, 0.f, c, 2);
+  EXPECT_EQ(c[0], 1);
+  EXPECT_EQ(c[3], 4);
+  EXPECT_FALSE(b.note.empty());
+  // On AVX-512 machines the core is never the generic fallback Debian's build picks for CPUs it
+  // does not know.
+  std::printf("[ openblas ] %s\n", b.note.c_str());
+  if (b.get_corename != nullptr && std::getenv("OPENBLAS_CORETYPE") == nullptr) {
+    EXPECT_EQ(std::string(b.get_corename()).find("Prescott"), std::string::npos) << b.note;
+  }
+}
+
+}  // namespace
+}  // namespace tessera::cpu
