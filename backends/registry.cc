@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "backends/cpu/cpu_device.h"
+#include "backends/npu/npu_device.h"
 #include "backends/reference/reference_device.h"
 #ifdef TESSERA_HAVE_VULKAN
 #include "backends/vulkan/vulkan_device.h"
@@ -83,6 +84,7 @@ const Backend* const kBackends[] = {
 #ifdef TESSERA_HAVE_VULKAN
     &kVulkanBackend,
 #endif
+    &kNpuBackend,
 };
 
 }  // namespace

@@ -10,7 +10,8 @@ PACKAGES=(
   libflatbuffers-dev flatbuffers-compiler
   libonnx-dev libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
-  # cpu backend (OpenBLAS is loaded at run time, see backends/cpu/openblas.h)
+  # cpu backend (OpenBLAS is loaded at run time, see backends/cpu/openblas.h) and the reference
+  # NPU driver (backends/npu/reference_driver: XNNPACK fp16/int8 operators)
   libxnnpack-dev libpthreadpool-dev libcpuinfo-dev libopenblas-dev
   # Vulkan backend: headers + loader, lavapipe (Vulkan on the CPU, for tests), glslc (shaders)
   libvulkan-dev mesa-vulkan-drivers glslc
