@@ -3,6 +3,9 @@
 #include <cctype>
 
 #include "backends/reference/reference_device.h"
+#ifdef TESSERA_HAVE_OPENCL
+#include "backends/opencl/opencl_device.h"
+#endif
 
 namespace tessera {
 
@@ -75,6 +78,9 @@ namespace {
 // The backends built into this Tessera, in the order `tessera devices` lists them.
 const Backend* const kBackends[] = {
     &kReferenceBackend,
+#ifdef TESSERA_HAVE_OPENCL
+    &kOpenCLBackend,
+#endif
 };
 
 }  // namespace
