@@ -10,6 +10,8 @@ PACKAGES=(
   libflatbuffers-dev flatbuffers-compiler
   libonnx-dev libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
+  # OpenCL backend: headers, ICD loader, and PoCL (an OpenCL CPU device the tests run on)
+  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   # model export (Debian's python: /usr/bin/python3)
   python3 python3-numpy python3-onnx python3-torch python3-torchvision
 )

@@ -6,6 +6,8 @@
 //
 // Cases for ops whose reference kernel is not in this build are skipped (the tensor ops land
 // separately); every case runs in CI, where the whole op set is built.
+#ifdef TESSERA_HAVE_OPENCL  // the whole file: only builds with the OpenCL backend
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -558,3 +560,5 @@ TEST(OpenCLOpTable, EveryOpHasAnEntryAndAHarnessCase) {
 
 }  // namespace
 }  // namespace tessera::testing
+
+#endif  // TESSERA_HAVE_OPENCL
