@@ -19,6 +19,8 @@ inline constexpr size_t kTensorPadding = 64;
 Result<std::shared_ptr<uint8_t>> allocate_host(size_t bytes);
 
 // Rounds `n` up to a multiple of `align` (a power of two).
-constexpr size_t align_up(size_t n, size_t align) { return (n + align - 1) & ~(align - 1); }
+constexpr size_t align_up(size_t n, size_t align) {
+  return (n + align - 1) & ~(align - 1);
+}
 
 }  // namespace tessera

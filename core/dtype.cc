@@ -6,26 +6,40 @@ namespace tessera {
 
 size_t dtype_size(DType t) {
   switch (t) {
-    case DType::kF32: return 4;
-    case DType::kF16: return 2;
-    case DType::kI8: return 1;
-    case DType::kU8: return 1;
-    case DType::kI32: return 4;
-    case DType::kI64: return 8;
-    case DType::kBool: return 1;
+    case DType::kF32:
+      return 4;
+    case DType::kF16:
+      return 2;
+    case DType::kI8:
+      return 1;
+    case DType::kU8:
+      return 1;
+    case DType::kI32:
+      return 4;
+    case DType::kI64:
+      return 8;
+    case DType::kBool:
+      return 1;
   }
   return 0;
 }
 
 const char* dtype_name(DType t) {
   switch (t) {
-    case DType::kF32: return "f32";
-    case DType::kF16: return "f16";
-    case DType::kI8: return "i8";
-    case DType::kU8: return "u8";
-    case DType::kI32: return "i32";
-    case DType::kI64: return "i64";
-    case DType::kBool: return "bool";
+    case DType::kF32:
+      return "f32";
+    case DType::kF16:
+      return "f16";
+    case DType::kI8:
+      return "i8";
+    case DType::kU8:
+      return "u8";
+    case DType::kI32:
+      return "i32";
+    case DType::kI64:
+      return "i64";
+    case DType::kBool:
+      return "bool";
   }
   return "?";
 }
@@ -37,9 +51,13 @@ std::optional<DType> dtype_from_name(std::string_view name) {
   return std::nullopt;
 }
 
-bool dtype_is_valid(int raw) { return raw >= 0 && raw < kNumDTypes; }
+bool dtype_is_valid(int raw) {
+  return raw >= 0 && raw < kNumDTypes;
+}
 
-const char* layout_name(Layout l) { return l == Layout::kNCHW ? "NCHW" : "NHWC"; }
+const char* layout_name(Layout l) {
+  return l == Layout::kNCHW ? "NCHW" : "NHWC";
+}
 
 uint16_t float_to_half(float f) {
   uint32_t x;
@@ -50,7 +68,7 @@ uint16_t float_to_half(float f) {
     return static_cast<uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
   }
   if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> Inf
-  if (abs < 0x38800000u) {  // subnormal half or zero
+  if (abs < 0x38800000u) {                                               // subnormal half or zero
     if (abs < 0x33000000u) return static_cast<uint16_t>(sign);
     const uint32_t mant = (abs & 0x7fffffu) | 0x800000u;
     const int shift = 126 - static_cast<int>(abs >> 23);  // 14..24

@@ -14,13 +14,20 @@ const char kMagic[] = "\x93NUMPY";
 
 std::string npy_descr(DType t) {
   switch (t) {
-    case DType::kF32: return "<f4";
-    case DType::kF16: return "<f2";
-    case DType::kI8: return "|i1";
-    case DType::kU8: return "|u1";
-    case DType::kI32: return "<i4";
-    case DType::kI64: return "<i8";
-    case DType::kBool: return "|b1";
+    case DType::kF32:
+      return "<f4";
+    case DType::kF16:
+      return "<f2";
+    case DType::kI8:
+      return "|i1";
+    case DType::kU8:
+      return "|u1";
+    case DType::kI32:
+      return "<i4";
+    case DType::kI64:
+      return "<i8";
+    case DType::kBool:
+      return "|b1";
   }
   return "";
 }
@@ -144,7 +151,8 @@ Result<Tensor> read_npy(const std::string& path) {
 }
 
 Status write_npy(const std::string& path, const Tensor& t) {
-  std::string header = "{'descr': '" + npy_descr(t.dtype()) + "', 'fortran_order': False, 'shape': (";
+  std::string header =
+      "{'descr': '" + npy_descr(t.dtype()) + "', 'fortran_order': False, 'shape': (";
   for (int i = 0; i < t.rank(); ++i) {
     header += std::to_string(t.dim(i));
     if (t.rank() == 1 || i + 1 < t.rank()) header += ",";
@@ -169,7 +177,8 @@ Status write_npy(const std::string& path, const Tensor& t) {
     f.write(static_cast<const char*>(t.raw()), static_cast<std::streamsize>(t.byte_size()));
     if (!f) return io_error("write to '" + path + "' failed");
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) return io_error("cannot rename onto '" + path + "'");
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    return io_error("cannot rename onto '" + path + "'");
   return Status();
 }
 

@@ -14,8 +14,8 @@ namespace tessera {
 // Limits every shape in Tessera obeys; the model validator and shape inference enforce them so
 // that no size computation can overflow and no absurd allocation is attempted.
 inline constexpr int kMaxRank = 8;
-inline constexpr int64_t kMaxDim = int64_t{1} << 31;           // one dimension
-inline constexpr int64_t kMaxElements = int64_t{1} << 34;      // one tensor (64 GiB of f32)
+inline constexpr int64_t kMaxDim = int64_t{1} << 31;       // one dimension
+inline constexpr int64_t kMaxElements = int64_t{1} << 34;  // one tensor (64 GiB of f32)
 
 class Shape {
  public:

@@ -4,15 +4,24 @@ namespace tessera {
 
 const char* status_code_name(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "OK";
-    case StatusCode::kInvalidArgument: return "InvalidArgument";
-    case StatusCode::kNotFound: return "NotFound";
-    case StatusCode::kUnimplemented: return "Unimplemented";
-    case StatusCode::kOutOfRange: return "OutOfRange";
-    case StatusCode::kResourceExhausted: return "ResourceExhausted";
-    case StatusCode::kFailedPrecondition: return "FailedPrecondition";
-    case StatusCode::kInternal: return "Internal";
-    case StatusCode::kIoError: return "IoError";
+    case StatusCode::kOk:
+      return "OK";
+    case StatusCode::kInvalidArgument:
+      return "InvalidArgument";
+    case StatusCode::kNotFound:
+      return "NotFound";
+    case StatusCode::kUnimplemented:
+      return "Unimplemented";
+    case StatusCode::kOutOfRange:
+      return "OutOfRange";
+    case StatusCode::kResourceExhausted:
+      return "ResourceExhausted";
+    case StatusCode::kFailedPrecondition:
+      return "FailedPrecondition";
+    case StatusCode::kInternal:
+      return "Internal";
+    case StatusCode::kIoError:
+      return "IoError";
   }
   return "Unknown";
 }

@@ -22,10 +22,10 @@ namespace tessera {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,  // the caller passed something malformed (bad shape, bad attribute, bad file)
-  kNotFound,         // a named thing (file, device, tensor, op) does not exist
-  kUnimplemented,    // valid input that this build or device does not support
-  kOutOfRange,       // sizes, indices or dimensions beyond limits
+  kInvalidArgument,    // the caller passed something malformed (bad shape, bad attribute, bad file)
+  kNotFound,           // a named thing (file, device, tensor, op) does not exist
+  kUnimplemented,      // valid input that this build or device does not support
+  kOutOfRange,         // sizes, indices or dimensions beyond limits
   kResourceExhausted,  // allocation failed, memory cap exceeded
   kFailedPrecondition,  // an object used in the wrong state
   kInternal,            // a bug in Tessera or a backend library
@@ -64,7 +64,9 @@ class [[nodiscard]] Status {
 inline Status invalid_argument(std::string msg) {
   return Status(StatusCode::kInvalidArgument, std::move(msg));
 }
-inline Status not_found(std::string msg) { return Status(StatusCode::kNotFound, std::move(msg)); }
+inline Status not_found(std::string msg) {
+  return Status(StatusCode::kNotFound, std::move(msg));
+}
 inline Status unimplemented(std::string msg) {
   return Status(StatusCode::kUnimplemented, std::move(msg));
 }
@@ -80,13 +82,15 @@ inline Status failed_precondition(std::string msg) {
 inline Status internal_error(std::string msg) {
   return Status(StatusCode::kInternal, std::move(msg));
 }
-inline Status io_error(std::string msg) { return Status(StatusCode::kIoError, std::move(msg)); }
+inline Status io_error(std::string msg) {
+  return Status(StatusCode::kIoError, std::move(msg));
+}
 
 // A value of type T, or the Status explaining why there is none.
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {  // NOLINT: implicit by design
     assert(!std::get<Status>(v_).ok() && "Result constructed from an OK Status");
   }
@@ -121,10 +125,10 @@ class [[nodiscard]] Result {
 #define TESSERA_CONCAT(a, b) TESSERA_CONCAT_INNER(a, b)
 
 // Returns the Status from the enclosing function if `expr` (a Status) is not OK.
-#define RETURN_IF_ERROR(expr)                              \
-  do {                                                     \
-    ::tessera::Status tessera_status_ = (expr);            \
-    if (!tessera_status_.ok()) return tessera_status_;     \
+#define RETURN_IF_ERROR(expr)                          \
+  do {                                                 \
+    ::tessera::Status tessera_status_ = (expr);        \
+    if (!tessera_status_.ok()) return tessera_status_; \
   } while (0)
 
 // Evaluates `rexpr` (a Result<T>); on error returns its Status, else moves the value into `lhs`.

@@ -32,18 +32,20 @@ Tensor Tensor::view(DType dtype, Shape shape, void* data, std::shared_ptr<void> 
 Tensor Tensor::from_floats(const Shape& shape, std::span<const float> values) {
   Tensor t = create(DType::kF32, shape).value();
   assert(static_cast<int64_t>(values.size()) == t.numel());
-  std::memcpy(t.raw(), values.data(), values.size() * sizeof(float));
+  if (!values.empty()) std::memcpy(t.raw(), values.data(), values.size() * sizeof(float));
   return t;
 }
 
 Tensor Tensor::from_int64s(const Shape& shape, std::span<const int64_t> values) {
   Tensor t = create(DType::kI64, shape).value();
   assert(static_cast<int64_t>(values.size()) == t.numel());
-  std::memcpy(t.raw(), values.data(), values.size() * sizeof(int64_t));
+  if (!values.empty()) std::memcpy(t.raw(), values.data(), values.size() * sizeof(int64_t));
   return t;
 }
 
-Tensor Tensor::scalar_f32(float v) { return from_floats(Shape{}, std::span<const float>(&v, 1)); }
+Tensor Tensor::scalar_f32(float v) {
+  return from_floats(Shape{}, std::span<const float>(&v, 1));
+}
 
 Result<Tensor> Tensor::clone() const {
   ASSIGN_OR_RETURN(Tensor t, create(dtype_, shape_, layout_));
@@ -63,26 +65,37 @@ Result<Tensor> Tensor::reshaped(const Shape& shape) const {
 
 int64_t Tensor::int_at(int64_t i) const {
   switch (dtype_) {
-    case DType::kI64: return data<int64_t>()[i];
-    case DType::kI32: return data<int32_t>()[i];
-    case DType::kI8: return data<int8_t>()[i];
+    case DType::kI64:
+      return data<int64_t>()[i];
+    case DType::kI32:
+      return data<int32_t>()[i];
+    case DType::kI8:
+      return data<int8_t>()[i];
     case DType::kU8:
-    case DType::kBool: return data<uint8_t>()[i];
-    case DType::kF32: return static_cast<int64_t>(data<float>()[i]);
-    case DType::kF16: return static_cast<int64_t>(half_to_float(data<uint16_t>()[i]));
+    case DType::kBool:
+      return data<uint8_t>()[i];
+    case DType::kF32:
+      return static_cast<int64_t>(data<float>()[i]);
+    case DType::kF16:
+      return static_cast<int64_t>(half_to_float(data<uint16_t>()[i]));
   }
   return 0;
 }
 
 float Tensor::float_at(int64_t i) const {
   switch (dtype_) {
-    case DType::kF32: return data<float>()[i];
-    case DType::kF16: return half_to_float(data<uint16_t>()[i]);
-    default: return static_cast<float>(int_at(i));
+    case DType::kF32:
+      return data<float>()[i];
+    case DType::kF16:
+      return half_to_float(data<uint16_t>()[i]);
+    default:
+      return static_cast<float>(int_at(i));
   }
 }
 
-std::string Tensor::describe() const { return std::string(dtype_name(dtype_)) + shape_.to_string(); }
+std::string Tensor::describe() const {
+  return std::string(dtype_name(dtype_)) + shape_.to_string();
+}
 
 std::vector<int64_t> tensor_to_int64s(const Tensor& t) {
   std::vector<int64_t> v(static_cast<size_t>(t.numel()));

@@ -30,7 +30,8 @@ class Model {
  public:
   // Loads and verifies a .tsr file.
   static Result<std::shared_ptr<const Model>> load(const std::string& path);
-  // Wraps a graph that is already optimised and shape-inferred (used by converters and tests).
+  // Wraps a graph whose inputs have static shapes (used by converters and tests); constant
+  // subgraphs are folded, other passes are not applied.
   static Result<std::shared_ptr<const Model>> from_graph(Graph graph);
   ~Model();
 

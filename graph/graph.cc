@@ -63,7 +63,8 @@ Status Graph::validate() const {
   std::vector<int> producer_count(values_.size(), 0);
   std::vector<bool> is_input(values_.size(), false);
   for (ValueId v : inputs_) {
-    if (!in_range(v)) return invalid_argument("graph input id " + std::to_string(v) + " out of range");
+    if (!in_range(v))
+      return invalid_argument("graph input id " + std::to_string(v) + " out of range");
     if (values_[static_cast<size_t>(v)].is_constant) {
       return invalid_argument("graph input '" + values_[static_cast<size_t>(v)].name +
                               "' is a constant");
@@ -102,7 +103,8 @@ Status Graph::validate() const {
     }
   }
   for (ValueId v : outputs_) {
-    if (!in_range(v)) return invalid_argument("graph output id " + std::to_string(v) + " out of range");
+    if (!in_range(v))
+      return invalid_argument("graph output id " + std::to_string(v) + " out of range");
   }
   // Cycle check via a topological sort on a copy of the adjacency.
   Graph copy_of_structure;
@@ -164,7 +166,8 @@ Status Graph::sort_topologically() {
   nodes_ = std::move(sorted);
   for (Value& v : values_) v.producer = kNoNode;
   for (size_t i = 0; i < n; ++i) {
-    for (ValueId v : nodes_[i].outputs) values_[static_cast<size_t>(v)].producer = static_cast<NodeId>(i);
+    for (ValueId v : nodes_[i].outputs)
+      values_[static_cast<size_t>(v)].producer = static_cast<NodeId>(i);
   }
   return Status();
 }
@@ -223,7 +226,9 @@ void Graph::remove_nodes(const std::vector<bool>& remove) {
     kept_values.push_back(std::move(values_[i]));
   }
   values_ = std::move(kept_values);
-  auto re = [&remap](ValueId v) { return v == kNoValue ? kNoValue : remap[static_cast<size_t>(v)]; };
+  auto re = [&remap](ValueId v) {
+    return v == kNoValue ? kNoValue : remap[static_cast<size_t>(v)];
+  };
   for (ValueId& v : inputs_) v = re(v);
   for (ValueId& v : outputs_) v = re(v);
   for (Value& v : values_) v.producer = kNoNode;
@@ -267,7 +272,8 @@ NodeContext::NodeContext(const Graph& g, const Node& n)
     : infos_(n.inputs.size()),
       constants_(n.inputs.size(), nullptr),
       present_(new bool[n.inputs.size() + 1]),
-      ctx_(n.name, n.kind, n.attrs, infos_, constants_, std::span<const bool>(present_.get(), n.inputs.size())) {
+      ctx_(n.name, n.kind, n.attrs, infos_, constants_,
+           std::span<const bool>(present_.get(), n.inputs.size())) {
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     const ValueId v = n.inputs[i];
     present_[i] = v != kNoValue;
@@ -282,7 +288,8 @@ NodeContext::NodeContext(const Node& n, std::span<const Tensor> inputs)
     : infos_(inputs.size()),
       constants_(inputs.size(), nullptr),
       present_(new bool[inputs.size() + 1]),
-      ctx_(n.name, n.kind, n.attrs, infos_, constants_, std::span<const bool>(present_.get(), inputs.size())) {
+      ctx_(n.name, n.kind, n.attrs, infos_, constants_,
+           std::span<const bool>(present_.get(), inputs.size())) {
   for (size_t i = 0; i < inputs.size(); ++i) {
     present_[i] = i < n.inputs.size() && n.inputs[i] != kNoValue;
     if (!present_[i]) continue;

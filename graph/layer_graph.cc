@@ -22,7 +22,8 @@ Result<LayerGraph> LayerGraph::build(const Graph& g) {
     for (ValueId v : n.inputs) {
       if (v == kNoValue) continue;
       const Value& val = g.value(v);
-      if (!val.has_info) return invalid_argument("LayerGraph needs inferred shapes ('" + val.name + "')");
+      if (!val.has_info)
+        return invalid_argument("LayerGraph needs inferred shapes ('" + val.name + "')");
       if (val.is_constant) {
         l.parameter_count += static_cast<uint64_t>(val.info.shape.numel());
         continue;

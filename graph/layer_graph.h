@@ -22,7 +22,7 @@ struct Layer {
   std::string name;
   OpKind kind = OpKind::kIdentity;
   OpCost cost;
-  std::vector<ValueId> inputs;   // non-constant inputs
+  std::vector<ValueId> inputs;  // non-constant inputs
   std::vector<ValueId> outputs;
   uint64_t parameter_count = 0;  // elements of constant inputs
 };

@@ -11,8 +11,8 @@ std::string PassStats::to_string() const {
   return "folded " + std::to_string(folded_nodes) + " constant nodes, removed " +
          std::to_string(removed_identities) + " identities, folded " +
          std::to_string(folded_batchnorms) + " batch norms, fused " +
-         std::to_string(fused_activations) + " activations, removed " +
-         std::to_string(dead_nodes) + " dead nodes";
+         std::to_string(fused_activations) + " activations, removed " + std::to_string(dead_nodes) +
+         " dead nodes";
 }
 
 namespace {
@@ -49,7 +49,8 @@ Result<std::vector<Tensor>> evaluate_node(const Graph& g, const Node& n) {
       inputs.push_back(g.value(v).data);
     } else {
       // Only Shape reaches here: it reads the shape, never the data.
-      inputs.push_back(Tensor::view(g.value(v).info.dtype, g.value(v).info.shape, nullptr, nullptr));
+      inputs.push_back(
+          Tensor::view(g.value(v).info.dtype, g.value(v).info.shape, nullptr, nullptr));
     }
   }
   std::vector<Tensor> outputs;
@@ -171,7 +172,8 @@ Result<std::optional<ChannelAffine>> batchnorm_affine(const Graph& g, const Node
   a.scale.resize(static_cast<size_t>(c));
   a.shift.resize(static_cast<size_t>(c));
   for (int64_t i = 0; i < c; ++i) {
-    const double s = gamma.data<float>()[i] / std::sqrt(static_cast<double>(var.data<float>()[i]) + eps);
+    const double s =
+        gamma.data<float>()[i] / std::sqrt(static_cast<double>(var.data<float>()[i]) + eps);
     a.scale[static_cast<size_t>(i)] = static_cast<float>(s);
     a.shift[static_cast<size_t>(i)] =
         static_cast<float>(beta.data<float>()[i] - mean.data<float>()[i] * s);
@@ -274,7 +276,8 @@ Status fold_batchnorm(Graph& g, PassStats* stats) {
     if (g.node(i).kind != OpKind::kBatchNormalization) continue;
     const ValueId x = g.node(i).inputs[0];
     const NodeId p = g.value(x).producer;
-    if (p == kNoNode || uses[static_cast<size_t>(x)] != 1 || g.node(p).outputs.size() != 1) continue;
+    if (p == kNoNode || uses[static_cast<size_t>(x)] != 1 || g.node(p).outputs.size() != 1)
+      continue;
     ASSIGN_OR_RETURN(std::optional<ChannelAffine> affine, batchnorm_affine(g, g.node(i)));
     if (!affine) continue;
     ASSIGN_OR_RETURN(bool folded, fold_into_layer(g, p, *affine));
@@ -298,11 +301,13 @@ Status fuse_activations(Graph& g, PassStats* stats) {
     if (a.inputs.empty() || a.outputs.size() != 1) continue;
     NodeContext nc(g, a);
     auto act = activation_of_node(nc.ctx());
-    if (!act.ok() || !act.value().has_value()) continue;  // not an activation, or Clip with
-                                                           // non-constant bounds
+    if (!act.ok() || !act.value().has_value())
+      continue;  // not an activation, or Clip with
+                 // non-constant bounds
     const ValueId x = a.inputs[0];
     const NodeId p = g.value(x).producer;
-    if (p == kNoNode || remove[static_cast<size_t>(p)] || uses[static_cast<size_t>(x)] != 1) continue;
+    if (p == kNoNode || remove[static_cast<size_t>(p)] || uses[static_cast<size_t>(x)] != 1)
+      continue;
     Node& layer = g.node(p);
     if (layer.outputs.size() != 1 || !op_schema(layer.kind).accepts_fused_activation) continue;
     if (g.value(x).info.dtype != DType::kF32) continue;

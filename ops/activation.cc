@@ -8,14 +8,22 @@ namespace tessera {
 
 const char* activation_name(ActivationKind k) {
   switch (k) {
-    case ActivationKind::kNone: return "none";
-    case ActivationKind::kRelu: return "relu";
-    case ActivationKind::kLeakyRelu: return "leaky_relu";
-    case ActivationKind::kClip: return "clip";
-    case ActivationKind::kSigmoid: return "sigmoid";
-    case ActivationKind::kHardSigmoid: return "hard_sigmoid";
-    case ActivationKind::kHardSwish: return "hard_swish";
-    case ActivationKind::kTanh: return "tanh";
+    case ActivationKind::kNone:
+      return "none";
+    case ActivationKind::kRelu:
+      return "relu";
+    case ActivationKind::kLeakyRelu:
+      return "leaky_relu";
+    case ActivationKind::kClip:
+      return "clip";
+    case ActivationKind::kSigmoid:
+      return "sigmoid";
+    case ActivationKind::kHardSigmoid:
+      return "hard_sigmoid";
+    case ActivationKind::kHardSwish:
+      return "hard_swish";
+    case ActivationKind::kTanh:
+      return "tanh";
   }
   return "?";
 }
@@ -93,21 +101,30 @@ Result<std::optional<Activation>> activation_of_node(const OpContext& ctx) {
 
 float activate(const Activation& a, float x) {
   switch (a.kind) {
-    case ActivationKind::kNone: return x;
-    case ActivationKind::kRelu: return x < 0.f ? 0.f : x;  // NaN propagates
-    case ActivationKind::kLeakyRelu: return x >= 0.f ? x : a.alpha * x;
-    case ActivationKind::kClip: return std::min(std::max(x, a.alpha), a.beta);
-    case ActivationKind::kSigmoid: return 1.f / (1.f + std::exp(-x));
-    case ActivationKind::kHardSigmoid: return std::max(0.f, std::min(1.f, a.alpha * x + a.beta));
-    case ActivationKind::kHardSwish: return x * std::max(0.f, std::min(1.f, x / 6.f + 0.5f));
-    case ActivationKind::kTanh: return std::tanh(x);
+    case ActivationKind::kNone:
+      return x;
+    case ActivationKind::kRelu:
+      return x < 0.f ? 0.f : x;  // NaN propagates
+    case ActivationKind::kLeakyRelu:
+      return x >= 0.f ? x : a.alpha * x;
+    case ActivationKind::kClip:
+      return std::min(std::max(x, a.alpha), a.beta);
+    case ActivationKind::kSigmoid:
+      return 1.f / (1.f + std::exp(-x));
+    case ActivationKind::kHardSigmoid:
+      return std::max(0.f, std::min(1.f, a.alpha * x + a.beta));
+    case ActivationKind::kHardSwish:
+      return x * std::max(0.f, std::min(1.f, x / 6.f + 0.5f));
+    case ActivationKind::kTanh:
+      return std::tanh(x);
   }
   return x;
 }
 
 void apply_activation(const Activation& a, float* data, int64_t n) {
   switch (a.kind) {
-    case ActivationKind::kNone: return;
+    case ActivationKind::kNone:
+      return;
     case ActivationKind::kRelu:
       for (int64_t i = 0; i < n; ++i) data[i] = data[i] < 0.f ? 0.f : data[i];
       return;

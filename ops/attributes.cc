@@ -4,12 +4,18 @@ namespace tessera {
 
 const char* attribute_kind_name(const AttributeValue& v) {
   switch (v.index()) {
-    case 0: return "int";
-    case 1: return "float";
-    case 2: return "string";
-    case 3: return "ints";
-    case 4: return "floats";
-    case 5: return "tensor";
+    case 0:
+      return "int";
+    case 1:
+      return "float";
+    case 2:
+      return "string";
+    case 3:
+      return "ints";
+    case 4:
+      return "floats";
+    case 5:
+      return "tensor";
   }
   return "?";
 }
@@ -27,8 +33,8 @@ Result<T> get_typed(const std::map<std::string, AttributeValue>& map, const std:
   if constexpr (std::is_same_v<T, float>) {
     if (const int64_t* i = std::get_if<int64_t>(&it->second)) return static_cast<float>(*i);
   }
-  return invalid_argument("attribute '" + name + "' has type " +
-                          attribute_kind_name(it->second) + ", expected " + want);
+  return invalid_argument("attribute '" + name + "' has type " + attribute_kind_name(it->second) +
+                          ", expected " + want);
 }
 
 template <typename T>

@@ -15,8 +15,8 @@
 
 namespace tessera {
 
-using AttributeValue = std::variant<int64_t, float, std::string, std::vector<int64_t>,
-                                    std::vector<float>, Tensor>;
+using AttributeValue =
+    std::variant<int64_t, float, std::string, std::vector<int64_t>, std::vector<float>, Tensor>;
 
 // "int", "float", "string", "ints", "floats", "tensor".
 const char* attribute_kind_name(const AttributeValue& v);

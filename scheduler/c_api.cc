@@ -35,7 +35,9 @@ int ok() {
 
 extern "C" {
 
-const char* tessera_last_error(void) { return g_last_error.c_str(); }
+const char* tessera_last_error(void) {
+  return g_last_error.c_str();
+}
 
 int tessera_model_load(const char* path, tessera_model** out) {
   if (path == nullptr || out == nullptr) return fail("tessera_model_load: null argument");
@@ -45,7 +47,9 @@ int tessera_model_load(const char* path, tessera_model** out) {
   return ok();
 }
 
-void tessera_model_free(tessera_model* model) { delete model; }
+void tessera_model_free(tessera_model* model) {
+  delete model;
+}
 
 size_t tessera_model_num_inputs(const tessera_model* model) {
   return model ? model->model->inputs().size() : 0;
@@ -75,11 +79,14 @@ int tessera_session_create(const tessera_model* model, const char* device, tesse
   return ok();
 }
 
-void tessera_session_free(tessera_session* session) { delete session; }
+void tessera_session_free(tessera_session* session) {
+  delete session;
+}
 
 int tessera_session_set_input_f32(tessera_session* session, const char* name, const float* data,
                                   const int64_t* shape, size_t rank) {
-  if (session == nullptr || name == nullptr || (data == nullptr) || (shape == nullptr && rank > 0)) {
+  if (session == nullptr || name == nullptr || (data == nullptr) ||
+      (shape == nullptr && rank > 0)) {
     return fail("tessera_session_set_input_f32: null argument");
   }
   if (rank > static_cast<size_t>(tessera::kMaxRank)) return fail("rank exceeds the limit");
@@ -100,10 +107,12 @@ int tessera_session_run(tessera_session* session) {
 int tessera_session_get_output_f32(tessera_session* session, const char* name, float* data,
                                    size_t capacity, size_t* count, int64_t* shape, size_t max_rank,
                                    size_t* rank) {
-  if (session == nullptr || name == nullptr) return fail("tessera_session_get_output_f32: null argument");
+  if (session == nullptr || name == nullptr)
+    return fail("tessera_session_get_output_f32: null argument");
   auto t = session->session->output(name);
   if (!t.ok()) return fail(t.status());
-  if (t->dtype() != tessera::DType::kF32) return fail("output '" + std::string(name) + "' is not f32");
+  if (t->dtype() != tessera::DType::kF32)
+    return fail("output '" + std::string(name) + "' is not f32");
   const size_t n = static_cast<size_t>(t->numel());
   if (count) *count = n;
   if (rank) *rank = static_cast<size_t>(t->rank());

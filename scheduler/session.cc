@@ -8,6 +8,7 @@
 #include "core/tessera.h"
 #include "graph/format/model_file.h"
 #include "graph/graph.h"
+#include "graph/passes.h"
 
 namespace tessera {
 
@@ -16,7 +17,9 @@ Model::~Model() = default;
 
 Result<std::shared_ptr<const Model>> Model::from_graph(Graph graph) {
   RETURN_IF_ERROR(graph.validate());
-  RETURN_IF_ERROR(graph.infer_shapes());
+  // Infers shapes; shape arithmetic left in the graph (not converted by `tessera convert`) is
+  // evaluated here once, since shapes are static.
+  RETURN_IF_ERROR(fold_constants(graph, nullptr));
   std::shared_ptr<Model> m(new Model());
   m->graph_ = std::make_unique<Graph>(std::move(graph));
   const Graph& g = *m->graph_;
@@ -48,7 +51,9 @@ struct Session::Impl {
 Session::Session(std::shared_ptr<const Model> model) : model_(std::move(model)) {}
 Session::~Session() = default;
 
-const std::string& Session::device_name() const { return impl_->device->name(); }
+const std::string& Session::device_name() const {
+  return impl_->device->name();
+}
 
 Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> model,
                                                  const std::string& device) {
@@ -107,7 +112,8 @@ Status Session::run() {
       continue;
     }
     auto it = by_value.find(v);
-    if (it == by_value.end()) return internal_error("output '" + g.value(v).name + "' was not computed");
+    if (it == by_value.end())
+      return internal_error("output '" + g.value(v).name + "' was not computed");
     impl_->outputs.push_back(it->second);
   }
   return Status();

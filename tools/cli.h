@@ -10,8 +10,8 @@
 namespace tessera::cli {
 
 struct FlagSpec {
-  std::string name;       // "--output"
-  std::string alias;      // "-o" or ""
+  std::string name;   // "--output"
+  std::string alias;  // "-o" or ""
   bool takes_value = true;
   bool repeatable = false;
   std::string help;

@@ -9,8 +9,9 @@ namespace tessera::tools {
 int cmd_devices(int argc, char** argv) {
   (void)argv;
   if (argc > 2) {
-    std::printf("usage: tessera devices\n\nLists the devices this machine offers, by the names "
-                "`--device` accepts.\n");
+    std::printf(
+        "usage: tessera devices\n\nLists the devices this machine offers, by the names "
+        "`--device` accepts.\n");
     return 0;
   }
   for (const DeviceListing& d : list_devices()) {

@@ -48,12 +48,15 @@ int cmd_info(int argc, char** argv) {
 
   std::printf("model %s (format %u.%u, producer '%s')\n", path.c_str(), loaded->format_major,
               loaded->format_minor, loaded->metadata.producer.c_str());
-  for (const auto& [k, v] : loaded->metadata.properties) std::printf("  %s: %s\n", k.c_str(), v.c_str());
+  for (const auto& [k, v] : loaded->metadata.properties)
+    std::printf("  %s: %s\n", k.c_str(), v.c_str());
   for (const TensorDesc& d : (*model)->inputs()) {
-    std::printf("input  %-20s %s%s\n", d.name.c_str(), dtype_name(d.dtype), d.shape.to_string().c_str());
+    std::printf("input  %-20s %s%s\n", d.name.c_str(), dtype_name(d.dtype),
+                d.shape.to_string().c_str());
   }
   for (const TensorDesc& d : (*model)->outputs()) {
-    std::printf("output %-20s %s%s\n", d.name.c_str(), dtype_name(d.dtype), d.shape.to_string().c_str());
+    std::printf("output %-20s %s%s\n", d.name.c_str(), dtype_name(d.dtype),
+                d.shape.to_string().c_str());
   }
   std::printf("\n%4s  %-34s %-22s %-20s %10s %10s  %s\n", "#", "layer", "op", "output", "params",
               "MFLOPs", "live after");
@@ -62,17 +65,20 @@ int cmd_info(int argc, char** argv) {
     const Node& n = g.node(l.node);
     std::string op = op_name(l.kind);
     auto act = parse_fused_activation(n.attrs);
-    if (act.ok() && act->kind != ActivationKind::kNone) op += "+" + std::string(activation_name(act->kind));
-    const std::string out_shape = l.outputs.empty() ? "" : g.value(l.outputs[0]).info.shape.to_string();
+    if (act.ok() && act->kind != ActivationKind::kNone)
+      op += "+" + std::string(activation_name(act->kind));
+    const std::string out_shape =
+        l.outputs.empty() ? "" : g.value(l.outputs[0]).info.shape.to_string();
     std::printf("%4d  %-34.34s %-22.22s %-20s %10llu %10.2f  %s\n", i, l.name.c_str(), op.c_str(),
                 out_shape.c_str(), static_cast<unsigned long long>(l.parameter_count),
                 l.cost.flops / 1e6, human_bytes(lg->cut(i + 1).live_bytes).c_str());
   }
   uint64_t max_live = 0;
   for (const Cut& c : lg->cuts()) max_live = std::max(max_live, c.live_bytes);
-  std::printf("\n%d layers, %.3f M parameters (%s), %.3f GFLOPs, largest cut %s\n", lg->num_layers(),
-              static_cast<double>(lg->total_parameters()) / 1e6, human_bytes(g.parameter_bytes()).c_str(),
-              lg->total_flops() / 1e9, human_bytes(max_live).c_str());
+  std::printf("\n%d layers, %.3f M parameters (%s), %.3f GFLOPs, largest cut %s\n",
+              lg->num_layers(), static_cast<double>(lg->total_parameters()) / 1e6,
+              human_bytes(g.parameter_bytes()).c_str(), lg->total_flops() / 1e9,
+              human_bytes(max_live).c_str());
   return 0;
 }
 

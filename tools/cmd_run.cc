@@ -36,14 +36,16 @@ Result<std::vector<Tensor>> gather_inputs(const Model& model, const cli::Args& a
     if (eq != std::string::npos) {
       const std::string name = spec.substr(0, eq);
       path = spec.substr(eq + 1);
-      auto it = std::find_if(descs.begin(), descs.end(), [&](const TensorDesc& d) { return d.name == name; });
+      auto it = std::find_if(descs.begin(), descs.end(),
+                             [&](const TensorDesc& d) { return d.name == name; });
       if (it == descs.end()) return not_found("the model has no input '" + name + "'");
       index = static_cast<size_t>(it - descs.begin());
     } else {
       ++next_positional;
     }
     if (index >= descs.size()) {
-      return invalid_argument("more --input files than model inputs (" + std::to_string(descs.size()) + ")");
+      return invalid_argument("more --input files than model inputs (" +
+                              std::to_string(descs.size()) + ")");
     }
     ASSIGN_OR_RETURN(inputs[index], read_npy(path));
     const TensorDesc& d = descs[index];
@@ -67,8 +69,9 @@ int cmd_run(int argc, char** argv) {
   auto args = cli::parse(argc, argv, 2, kFlags);
   if (!args.ok()) return report_error("run", args.status());
   if (args->has("--help") || args->positional.size() != 1) {
-    std::printf("usage: tessera run MODEL.tsr [--input x.npy] [--output y.npy] [--device NAME]\n\n%s",
-                cli::usage(kFlags).c_str());
+    std::printf(
+        "usage: tessera run MODEL.tsr [--input x.npy] [--output y.npy] [--device NAME]\n\n%s",
+        cli::usage(kFlags).c_str());
     return args->has("--help") ? 0 : 2;
   }
   auto repeat = args->get_int("--repeat", 1, 1, 1000000);
@@ -94,7 +97,8 @@ int cmd_run(int argc, char** argv) {
     const auto t0 = std::chrono::steady_clock::now();
     outputs = (*session)->run(*inputs);
     if (!outputs.ok()) return report_error("run", outputs.status());
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(ms.begin(), ms.end());
   std::printf("device %s: latency median %.3f ms, min %.3f ms over %d run(s)\n", device.c_str(),
@@ -115,7 +119,8 @@ int cmd_run(int argc, char** argv) {
                       [p](int64_t a, int64_t b) { return p[a] > p[b]; });
     std::printf("top-%zu of '%s':\n", k, (*model)->outputs()[0].name.c_str());
     for (size_t i = 0; i < k; ++i) {
-      std::printf("  %zu. class %lld  score %.5f\n", i + 1, static_cast<long long>(idx[i]), p[idx[i]]);
+      std::printf("  %zu. class %lld  score %.5f\n", i + 1, static_cast<long long>(idx[i]),
+                  p[idx[i]]);
     }
   }
   return 0;

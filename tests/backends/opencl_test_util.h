@@ -12,6 +12,7 @@
 #include "backends/device.h"
 #include "backends/registry.h"
 #include "graph/graph.h"
+#include "tests/ops/op_test_util.h"
 
 namespace tessera::testing {
 
@@ -42,49 +43,24 @@ inline std::unique_ptr<Device> open_opencl_device(std::string* why) {
   }                                                                                             \
   dev = tessera_dev_.get()
 
-// One node's input: a tensor given as a graph input, as a constant, or omitted.
-struct NodeInput {
-  Tensor tensor;
-  bool constant = false;
-  bool omitted = false;
-};
+// One node's input (tests/ops/op_test_util.h), named for what it is to a device: an
+// activation fed at run time, or a weight known at compile time.
+using NodeInput = OpInput;
 inline NodeInput activation(Tensor t) {
-  return {std::move(t), false, false};
+  return in(std::move(t));
 }
 inline NodeInput weight(Tensor t) {
-  return {std::move(t), true, false};
+  return constant(std::move(t));
 }
 inline NodeInput absent() {
-  return {Tensor(), false, true};
+  return omitted();
 }
 
-// A graph of one node with shapes inferred.
+// single_node_graph with its outputs as graph outputs and shapes inferred.
 inline Result<Graph> one_node_graph(OpKind kind, const Attributes& attrs,
                                     const std::vector<NodeInput>& inputs, int num_outputs) {
-  Graph g;
-  Node n;
-  n.name = std::string("test_") + op_name(kind);
-  n.kind = kind;
-  n.attrs = attrs;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const std::string name = "in" + std::to_string(i);
-    if (inputs[i].omitted) {
-      n.inputs.push_back(kNoValue);
-    } else if (inputs[i].constant) {
-      n.inputs.push_back(g.add_constant(name, inputs[i].tensor));
-    } else {
-      const Tensor& t = inputs[i].tensor;
-      const ValueId v = g.add_value(name, TensorInfo{t.dtype(), t.shape()});
-      g.inputs().push_back(v);
-      n.inputs.push_back(v);
-    }
-  }
-  for (int o = 0; o < num_outputs; ++o) {
-    const ValueId v = g.add_value("out" + std::to_string(o));
-    n.outputs.push_back(v);
-    g.outputs().push_back(v);
-  }
-  g.add_node(std::move(n));
+  Graph g = single_node_graph(kind, attrs, inputs, num_outputs);
+  g.outputs() = g.node(0).outputs;
   RETURN_IF_ERROR(g.infer_shapes());
   return g;
 }

@@ -24,7 +24,8 @@ TEST(Npy, RoundTripsEveryDType) {
   const std::string path = ::testing::TempDir() + "npy_roundtrip.npy";
   for (int d = 0; d < kNumDTypes; ++d) {
     Tensor t = Tensor::create(static_cast<DType>(d), Shape{2, 3, 5}).value();
-    for (size_t i = 0; i < t.byte_size(); ++i) static_cast<uint8_t*>(t.raw())[i] = static_cast<uint8_t>(i * 7 % 2);
+    for (size_t i = 0; i < t.byte_size(); ++i)
+      static_cast<uint8_t*>(t.raw())[i] = static_cast<uint8_t>(i * 7 % 2);
     ASSERT_TRUE(write_npy(path, t).ok());
     Tensor r = read_npy(path).value();
     EXPECT_EQ(r.dtype(), t.dtype());

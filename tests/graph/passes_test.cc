@@ -26,7 +26,9 @@ struct Builder {
     g.inputs().push_back(v);
     return v;
   }
-  ValueId constant(Tensor t) { return g.add_constant("c" + std::to_string(counter++), std::move(t)); }
+  ValueId constant(Tensor t) {
+    return g.add_constant("c" + std::to_string(counter++), std::move(t));
+  }
   ValueId ints(std::vector<int64_t> v) {
     return constant(Tensor::from_int64s(Shape{static_cast<int64_t>(v.size())}, v));
   }
@@ -37,7 +39,8 @@ struct Builder {
     n.kind = kind;
     n.inputs = std::move(inputs);
     n.attrs = std::move(attrs);
-    for (int i = 0; i < outputs; ++i) n.outputs.push_back(g.add_value(n.name + ".out" + std::to_string(i)));
+    for (int i = 0; i < outputs; ++i)
+      n.outputs.push_back(g.add_value(n.name + ".out" + std::to_string(i)));
     std::vector<ValueId> outs = n.outputs;
     g.add_node(std::move(n));
     return outs;
@@ -138,13 +141,21 @@ TEST(Passes, RandomLayerStacksKeepTheirOutputs) {
     for (int d = 0; d < depth; ++d) {
       const uint32_t seed = static_cast<uint32_t>(rng());
       switch (rng() % 6) {
-        case 0: cur = b.conv(cur, c, c, seed); break;
-        case 1: cur = b.conv(cur, c, c, seed, c); break;  // depthwise
-        case 2: cur = b.batchnorm(cur, c, seed); break;   // BN not after a conv stays
-        case 3: cur = b.batchnorm(b.conv(cur, c, c, seed), c, seed + 5); break;
+        case 0:
+          cur = b.conv(cur, c, c, seed);
+          break;
+        case 1:
+          cur = b.conv(cur, c, c, seed, c);
+          break;  // depthwise
+        case 2:
+          cur = b.batchnorm(cur, c, seed);
+          break;  // BN not after a conv stays
+        case 3:
+          cur = b.batchnorm(b.conv(cur, c, c, seed), c, seed + 5);
+          break;
         case 4: {
-          const OpKind acts[] = {OpKind::kRelu, OpKind::kSigmoid, OpKind::kHardSwish,
-                                 OpKind::kTanh, OpKind::kLeakyRelu};
+          const OpKind acts[] = {OpKind::kRelu, OpKind::kSigmoid, OpKind::kHardSwish, OpKind::kTanh,
+                                 OpKind::kLeakyRelu};
           cur = b.one(acts[rng() % 5], {cur});
           break;
         }

@@ -20,7 +20,9 @@ Tensor values() {
   return Tensor::from_floats(Shape{9}, v);
 }
 
-float at(const Tensor& t, int i) { return t.data<float>()[i]; }
+float at(const Tensor& t, int i) {
+  return t.data<float>()[i];
+}
 
 TEST(Activation, ReluHandComputed) {
   auto out = run_op(OpKind::kRelu, {}, {in(values())}).value();
@@ -38,9 +40,10 @@ TEST(Activation, LeakyReluUsesAlpha) {
 }
 
 TEST(Activation, ClipWithInputsAndDefaults) {
-  auto out = run_op(OpKind::kClip, {},
-                    {in(values()), constant(Tensor::scalar_f32(0.f)), constant(Tensor::scalar_f32(6.f))})
-                 .value();
+  auto out =
+      run_op(OpKind::kClip, {},
+             {in(values()), constant(Tensor::scalar_f32(0.f)), constant(Tensor::scalar_f32(6.f))})
+          .value();
   EXPECT_EQ(at(out[0], 0), 0.f);
   EXPECT_EQ(at(out[0], 7), 6.f);
   // Omitted min: only the max applies.
@@ -51,8 +54,9 @@ TEST(Activation, ClipWithInputsAndDefaults) {
 }
 
 TEST(Activation, ClipRejectsMinAboveMax) {
-  auto r = run_op(OpKind::kClip, {},
-                  {in(values()), constant(Tensor::scalar_f32(2.f)), constant(Tensor::scalar_f32(1.f))});
+  auto r =
+      run_op(OpKind::kClip, {},
+             {in(values()), constant(Tensor::scalar_f32(2.f)), constant(Tensor::scalar_f32(1.f))});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("test_node"), std::string::npos);
 }

@@ -13,25 +13,7 @@ namespace tessera::testing {
 // Infers `kind` like run_op and returns node_cost for the inferred outputs.
 inline Result<OpCost> op_cost(OpKind kind, const Attributes& attrs,
                               const std::vector<OpInput>& inputs, int num_outputs = 1) {
-  Graph g;
-  Node n;
-  n.name = "test_node";
-  n.kind = kind;
-  n.attrs = attrs;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].omitted) {
-      n.inputs.push_back(kNoValue);
-    } else if (inputs[i].constant) {
-      n.inputs.push_back(g.add_constant("in" + std::to_string(i), inputs[i].tensor));
-    } else {
-      const Tensor& t = inputs[i].tensor;
-      ValueId v = g.add_value("in" + std::to_string(i), TensorInfo{t.dtype(), t.shape()});
-      g.inputs().push_back(v);
-      n.inputs.push_back(v);
-    }
-  }
-  for (int i = 0; i < num_outputs; ++i) n.outputs.push_back(g.add_value("out" + std::to_string(i)));
-  g.add_node(n);
+  Graph g = single_node_graph(kind, attrs, inputs, num_outputs);
   std::vector<TensorInfo> infos;
   NodeContext nc(g, g.node(0));
   RETURN_IF_ERROR(infer_node(nc.ctx(), num_outputs, &infos));

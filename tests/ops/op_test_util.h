@@ -20,14 +20,19 @@ struct OpInput {
   bool omitted = false;
 };
 
-inline OpInput in(Tensor t) { return OpInput{std::move(t), false, false}; }
-inline OpInput constant(Tensor t) { return OpInput{std::move(t), true, false}; }
-inline OpInput omitted() { return OpInput{Tensor(), false, true}; }
+inline OpInput in(Tensor t) {
+  return OpInput{std::move(t), false, false};
+}
+inline OpInput constant(Tensor t) {
+  return OpInput{std::move(t), true, false};
+}
+inline OpInput omitted() {
+  return OpInput{Tensor(), false, true};
+}
 
-// Infers and runs `kind` through the same entry points graph/ and backends use.
-inline Result<std::vector<Tensor>> run_op(OpKind kind, const Attributes& attrs,
-                                          const std::vector<OpInput>& inputs,
-                                          int num_outputs = 1) {
+// A graph holding one node of `kind` named "test_node"; non-constant inputs are graph inputs.
+inline Graph single_node_graph(OpKind kind, const Attributes& attrs,
+                               const std::vector<OpInput>& inputs, int num_outputs) {
   Graph g;
   Node n;
   n.name = "test_node";
@@ -47,6 +52,13 @@ inline Result<std::vector<Tensor>> run_op(OpKind kind, const Attributes& attrs,
   }
   for (int i = 0; i < num_outputs; ++i) n.outputs.push_back(g.add_value("out" + std::to_string(i)));
   g.add_node(n);
+  return g;
+}
+
+// Infers and runs `kind` through the same entry points graph/ and backends use.
+inline Result<std::vector<Tensor>> run_op(OpKind kind, const Attributes& attrs,
+                                          const std::vector<OpInput>& inputs, int num_outputs = 1) {
+  Graph g = single_node_graph(kind, attrs, inputs, num_outputs);
   std::vector<TensorInfo> infos;
   {
     NodeContext nc(g, g.node(0));

@@ -33,7 +33,9 @@ CommandResult run_cli(const std::string& args) {
   return r;
 }
 
-std::string temp_path(const std::string& name) { return ::testing::TempDir() + "cli_" + name; }
+std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + "cli_" + name;
+}
 
 void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
@@ -77,8 +79,8 @@ TEST(Cli, RunsAModelAndWritesOutput) {
   const std::string in = temp_path("x.npy"), out = temp_path("y.npy");
   const float xs[] = {-1, 2, -3, 4};
   ASSERT_TRUE(write_npy(in, Tensor::from_floats(Shape{1, 4}, xs)).ok());
-  CommandResult r = run_cli("run " + model + " --input " + in + " --output " + out +
-                            " --repeat 3 --top 2");
+  CommandResult r =
+      run_cli("run " + model + " --input " + in + " --output " + out + " --repeat 3 --top 2");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("latency"), std::string::npos);
   EXPECT_NE(r.output.find("class 3"), std::string::npos) << r.output;
@@ -94,9 +96,9 @@ TEST(Cli, RejectsBadModelFiles) {
   const std::string empty = temp_path("empty.tsr"), junk = temp_path("junk.tsr");
   write_bytes(empty, "");
   write_bytes(junk, std::string(1000, '\x5a'));
-  for (const std::string& cmd : std::vector<std::string>{"run /nonexistent/model.tsr", "run " + empty, "run " + junk,
-                                 "info " + junk, "convert " + junk + " -o " + temp_path("o.tsr"),
-                                 "convert /nonexistent/model.onnx"}) {
+  for (const std::string& cmd : std::vector<std::string>{
+           "run /nonexistent/model.tsr", "run " + empty, "run " + junk, "info " + junk,
+           "convert " + junk + " -o " + temp_path("o.tsr"), "convert /nonexistent/model.onnx"}) {
     CommandResult r = run_cli(cmd);
     EXPECT_EQ(r.exit_code, 1) << cmd << "\n" << r.output;
     EXPECT_NE(r.output.find("error:"), std::string::npos) << cmd << "\n" << r.output;
