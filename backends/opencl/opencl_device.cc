@@ -387,10 +387,10 @@ Result<std::unique_ptr<Program>> OpenCLDevice::compile(const Graph& g,
 Result<std::unique_ptr<Buffer>> OpenCLDevice::upload(const Tensor& host) {
   ASSIGN_OR_RETURN(MemHandle m, rt_->create_buffer(host.byte_size()));
   if (host.byte_size() > 0) {
-    ASSIGN_OR_RETURN(QueueHandle q, rt_->create_queue());
-    RETURN_IF_ERROR(cl_check(clEnqueueWriteBuffer(q.get(), m.get(), CL_TRUE, 0, host.byte_size(),
-                                                  host.raw(), 0, nullptr, nullptr),
-                             name_ + ": upload of " + host.describe()));
+    RETURN_IF_ERROR(
+        cl_check(clEnqueueWriteBuffer(rt_->transfer_queue(), m.get(), CL_TRUE, 0, host.byte_size(),
+                                      host.raw(), 0, nullptr, nullptr),
+                 name_ + ": upload of " + host.describe()));
   }
   return std::unique_ptr<Buffer>(new OpenCLBuffer(std::move(m), host.dtype(), host.shape()));
 }
@@ -400,9 +400,8 @@ Status OpenCLDevice::download(const Buffer& device, Tensor* host) {
   if (b == nullptr) return invalid_argument("buffer does not belong to device " + name_);
   ASSIGN_OR_RETURN(Tensor t, Tensor::create(b->dtype(), b->shape()));
   if (t.byte_size() > 0) {
-    ASSIGN_OR_RETURN(QueueHandle q, rt_->create_queue());
-    RETURN_IF_ERROR(cl_check(clEnqueueReadBuffer(q.get(), b->mem(), CL_TRUE, 0, t.byte_size(),
-                                                 t.raw(), 0, nullptr, nullptr),
+    RETURN_IF_ERROR(cl_check(clEnqueueReadBuffer(rt_->transfer_queue(), b->mem(), CL_TRUE, 0,
+                                                 t.byte_size(), t.raw(), 0, nullptr, nullptr),
                              name_ + ": download of " + t.describe()));
   }
   *host = std::move(t);

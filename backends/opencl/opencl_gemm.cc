@@ -110,12 +110,12 @@ Status lower_matmul(Lowering& l) {
   const Shape& sa = ctx.input(0).shape;
   const Shape& sb = ctx.input(1).shape;
   // Promote 1-D operands: A [K] -> [1, K], B [K] -> [K, 1].
-  const std::vector<int64_t> da = sa.rank() == 1 ? std::vector<int64_t>{1, sa[0]}
-                                                 : std::vector<int64_t>(sa.dims().begin(),
-                                                                        sa.dims().end());
-  const std::vector<int64_t> db = sb.rank() == 1 ? std::vector<int64_t>{sb[0], 1}
-                                                 : std::vector<int64_t>(sb.dims().begin(),
-                                                                        sb.dims().end());
+  const std::vector<int64_t> da = sa.rank() == 1
+                                      ? std::vector<int64_t>{1, sa[0]}
+                                      : std::vector<int64_t>(sa.dims().begin(), sa.dims().end());
+  const std::vector<int64_t> db = sb.rank() == 1
+                                      ? std::vector<int64_t>{sb[0], 1}
+                                      : std::vector<int64_t>(sb.dims().begin(), sb.dims().end());
   const int64_t m = da[da.size() - 2], k = da.back(), n = db.back();
   // Batch dims, right-aligned to a common rank.
   const size_t ra = da.size() - 2, rb = db.size() - 2, r = std::max<size_t>({ra, rb, 1});

@@ -435,11 +435,12 @@ Result<std::shared_ptr<Runtime>> Runtime::open(int index) {
   {
     Result<QueueHandle> q = rt->create_queue();
     if (!q.ok()) return q.status().with_context(where);
+    rt->transfer_queue_ = std::move(*q);
     Result<MemHandle> probe = rt->create_buffer(4096);
     if (!probe.ok()) return probe.status().with_context(where + ": probe allocation");
     std::vector<unsigned char> bytes(4096, 0x5a);
-    RETURN_IF_ERROR(cl_check(clEnqueueWriteBuffer(q->get(), probe->get(), CL_TRUE, 0, bytes.size(),
-                                                  bytes.data(), 0, nullptr, nullptr),
+    RETURN_IF_ERROR(cl_check(clEnqueueWriteBuffer(rt->transfer_queue(), probe->get(), CL_TRUE, 0,
+                                                  bytes.size(), bytes.data(), 0, nullptr, nullptr),
                              where + ": probe transfer"));
   }
   Status built = rt->build_all_programs();
@@ -472,10 +473,9 @@ Result<MemHandle> Runtime::create_buffer_from(const void* data, uint64_t bytes,
                                               cl_mem_flags flags) const {
   ASSIGN_OR_RETURN(MemHandle m, create_buffer(bytes, flags));
   if (bytes == 0) return m;
-  ASSIGN_OR_RETURN(QueueHandle q, create_queue());
   RETURN_IF_ERROR(
-      cl_check(clEnqueueWriteBuffer(q.get(), m.get(), CL_TRUE, 0, static_cast<size_t>(bytes), data,
-                                    0, nullptr, nullptr),
+      cl_check(clEnqueueWriteBuffer(transfer_queue(), m.get(), CL_TRUE, 0,
+                                    static_cast<size_t>(bytes), data, 0, nullptr, nullptr),
                "clEnqueueWriteBuffer(" + std::to_string(bytes) + " bytes)"));
   return m;
 }

@@ -128,6 +128,9 @@ class Runtime {
 
   // A new in-order command queue on this device.
   Result<QueueHandle> create_queue() const;
+  // The queue for stand-alone transfers (weight uploads, Device::upload/download), created
+  // once with the runtime. OpenCL 1.2 queues are safe to use from several threads.
+  cl_command_queue transfer_queue() const { return transfer_queue_.get(); }
 
   // A device buffer of `bytes` (rounded up to 4, never 0). ResourceExhausted, and no call into
   // OpenCL, when `bytes` exceeds the device's max allocation; ResourceExhausted when the
@@ -152,6 +155,7 @@ class Runtime {
   int index_;
   DeviceEntry entry_;
   ContextHandle context_;
+  QueueHandle transfer_queue_;
   std::mutex mu_;
   std::map<std::string, ProgramHandle, std::less<>> programs_;
 };
