@@ -8,6 +8,9 @@
 #ifdef TESSERA_HAVE_VULKAN
 #include "backends/vulkan/vulkan_device.h"
 #endif
+#ifdef TESSERA_HAVE_OPENCL
+#include "backends/opencl/opencl_device.h"
+#endif
 
 namespace tessera {
 
@@ -81,6 +84,9 @@ namespace {
 const Backend* const kBackends[] = {
     &kReferenceBackend,
     &kCpuBackend,
+#ifdef TESSERA_HAVE_OPENCL
+    &kOpenCLBackend,
+#endif
 #ifdef TESSERA_HAVE_VULKAN
     &kVulkanBackend,
 #endif

@@ -15,6 +15,8 @@ PACKAGES=(
   libxnnpack-dev libpthreadpool-dev libcpuinfo-dev libopenblas-dev
   # Vulkan backend: headers + loader, lavapipe (Vulkan on the CPU, for tests), glslc (shaders)
   libvulkan-dev mesa-vulkan-drivers glslc
+  # OpenCL backend: headers, ICD loader, and PoCL (an OpenCL CPU device the tests run on)
+  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   # model export (Debian's python: /usr/bin/python3)
   python3 python3-numpy python3-onnx python3-torch python3-torchvision
 )

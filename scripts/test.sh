@@ -12,6 +12,8 @@ jobs=${TESSERA_JOBS:-$(nproc)}
 export TESSERA_REQUIRE_VULKAN=1
 
 scripts/install-deps.sh
+# The OpenCL tests run on PoCL's CPU device; here they must run, not skip.
+export TESSERA_REQUIRE_OPENCL=1
 
 # The reference NPU driver is built here, so its tests must run rather than skip.
 export TESSERA_REQUIRE_NPU=1

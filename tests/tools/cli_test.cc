@@ -117,7 +117,7 @@ TEST(Cli, RejectsBadInputsAndOptions) {
   EXPECT_EQ(run_cli("run " + model + " --input " + ints).exit_code, 1);
   EXPECT_EQ(run_cli("run " + model + " --input nope=" + wrong).exit_code, 1);
   EXPECT_EQ(run_cli("run " + model + " --device gpu").exit_code, 1);
-  EXPECT_EQ(run_cli("run " + model + " --device opencl:0").exit_code, 1);
+  EXPECT_EQ(run_cli("run " + model + " --device opencl:999").exit_code, 1);  // no such device
   EXPECT_EQ(run_cli("run " + model + " --repeat abc").exit_code, 1);
   EXPECT_EQ(run_cli("run " + model + " --repeat 0").exit_code, 1);
   EXPECT_EQ(run_cli("run " + model + " --bogus").exit_code, 1);

@@ -1,0 +1,88 @@
+// Element-wise family: activations, broadcasting arithmetic, per-channel affine (inference
+// BatchNormalization folded to y = x * scale + shift). Every kernel applies a fused activation.
+//
+// Work-items handle 4 consecutive elements (vload4/vstore4 when the whole vector is in range).
+
+#define OP_ADD 0
+#define OP_SUB 1
+#define OP_MUL 2
+#define OP_DIV 3
+
+inline float binary_op(float a, float b, int op) {
+  switch (op) {
+    case OP_ADD: return a + b;
+    case OP_SUB: return a - b;
+    case OP_MUL: return a * b;
+    default: return a / b;
+  }
+}
+
+inline float4 activate4(float4 v, int act, float a, float b) {
+  return (float4)(activate(v.x, act, a, b), activate(v.y, act, a, b), activate(v.z, act, a, b),
+                  activate(v.w, act, a, b));
+}
+
+// global: ceil(n / 4)
+__kernel void unary_f32_x4(__global const float* X, __global float* Y, const int n,
+                           const int act, const float act_a, const float act_b) {
+  const int i = get_global_id(0) * 4;
+  if (i + 4 <= n) {
+    vstore4(activate4(vload4(0, X + i), act, act_a, act_b), 0, Y + i);
+  } else {
+    for (int j = i; j < n; ++j) Y[j] = activate(X[j], act, act_a, act_b);
+  }
+}
+
+// Both inputs have the output's shape. global: ceil(n / 4)
+__kernel void binary_f32_same_x4(__global const float* A, __global const float* B,
+                                 __global float* Y, const int n, const int op, const int act,
+                                 const float act_a, const float act_b) {
+  const int i = get_global_id(0) * 4;
+  if (i + 4 <= n) {
+    const float4 a = vload4(0, A + i), b = vload4(0, B + i);
+    float4 y;
+    switch (op) {
+      case OP_ADD: y = a + b; break;
+      case OP_SUB: y = a - b; break;
+      case OP_MUL: y = a * b; break;
+      default: y = a / b; break;
+    }
+    vstore4(activate4(y, act, act_a, act_b), 0, Y + i);
+  } else {
+    for (int j = i; j < n; ++j) Y[j] = activate(binary_op(A[j], B[j], op), act, act_a, act_b);
+  }
+}
+
+// Numpy broadcasting over a merged shape. meta: [dims(rank), a_strides(rank), b_strides(rank)],
+// innermost last; a stride of 0 broadcasts. global: (inner, outer) with inner = dims[rank - 1].
+__kernel void binary_f32_broadcast(__global const float* A, __global const float* B,
+                                   __global float* Y, __global const int* meta, const int rank,
+                                   const int inner, const int outer, const int op, const int act,
+                                   const float act_a, const float act_b) {
+  const int i = get_global_id(0), row = get_global_id(1);
+  if (i >= inner || row >= outer) return;
+  int a_off = 0, b_off = 0, r = row;
+  for (int d = rank - 2; d >= 0; --d) {
+    const int c = r % meta[d];
+    r /= meta[d];
+    a_off += c * meta[rank + d];
+    b_off += c * meta[2 * rank + d];
+  }
+  const float a = A[a_off + i * meta[2 * rank - 1]];
+  const float b = B[b_off + i * meta[3 * rank - 1]];
+  Y[row * inner + i] = activate(binary_op(a, b, op), act, act_a, act_b);
+}
+
+// y = act(x * scale[c] + shift[c]) over [N, C, inner]. global: (ceil(inner / 4), N * C)
+__kernel void channel_affine_f32_x4(__global const float* X, __global float* Y,
+                                    __global const float* scale, __global const float* shift,
+                                    const int channels, const int inner, const int act,
+                                    const float act_a, const float act_b) {
+  const int i = get_global_id(0) * 4, nc = get_global_id(1);
+  if (i >= inner) return;
+  const int c = nc % channels;
+  const float s = scale[c], t = shift[c];
+  const int base = nc * inner;
+  for (int j = i; j < i + 4 && j < inner; ++j)
+    Y[base + j] = activate(fma(X[base + j], s, t), act, act_a, act_b);
+}
