@@ -10,6 +10,8 @@ PACKAGES=(
   libflatbuffers-dev flatbuffers-compiler
   libonnx-dev libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
+  # platform, profile and plan JSON files
+  nlohmann-json3-dev
   # model export (Debian's python: /usr/bin/python3)
   python3 python3-numpy python3-onnx python3-torch python3-torchvision
 )
