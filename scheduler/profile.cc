@@ -204,6 +204,7 @@ std::string Profile::to_json_text() const {
   j["conditions"] = {{"threads", conditions.threads},
                      {"repeat", conditions.repeat},
                      {"warmup", conditions.warmup},
+                     {"statistic", conditions.statistic},
                      {"date", conditions.date},
                      {"host", conditions.host},
                      {"tessera_version", conditions.tessera_version},
@@ -309,6 +310,12 @@ Result<Profile> parse_profile(const Json& j, const std::string& expected_hash) {
   p.conditions.threads = static_cast<int>(threads);
   p.conditions.repeat = static_cast<int>(repeat);
   p.conditions.warmup = static_cast<int>(warmup);
+  ASSIGN_OR_RETURN(p.conditions.statistic,
+                   json::string_field(*cond, "conditions", "statistic", false, "median"));
+  if (p.conditions.statistic != "median" && p.conditions.statistic != "min") {
+    return invalid_argument("conditions.statistic: '" + p.conditions.statistic +
+                            "' is not median or min");
+  }
   ASSIGN_OR_RETURN(p.conditions.date, json::string_field(*cond, "conditions", "date"));
   ASSIGN_OR_RETURN(p.conditions.host, json::string_field(*cond, "conditions", "host", false));
   ASSIGN_OR_RETURN(p.conditions.tessera_version,

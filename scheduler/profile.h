@@ -82,7 +82,8 @@ struct ProfileConditions {
   int threads = 1;
   int repeat = 0;
   int warmup = 0;
-  std::string date;  // ISO 8601, UTC
+  std::string statistic = "median";  // of the repeats: median or min
+  std::string date;                  // ISO 8601, UTC
   std::string host;
   std::string tessera_version;
   double profiling_seconds = 0;

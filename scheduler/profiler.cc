@@ -39,9 +39,9 @@ std::string utc_now() {
   return buf;
 }
 
-// Median time of `repeat` calls of `fn` after `warmup` calls.
+// Median (or minimum) time of `repeat` calls of `fn` after `warmup` calls.
 template <typename Fn>
-Result<double> time_median(int warmup, int repeat, Fn&& fn) {
+Result<double> time_stat(bool use_min, int warmup, int repeat, Fn&& fn) {
   for (int i = 0; i < warmup; ++i) RETURN_IF_ERROR(fn());
   std::vector<double> ms;
   ms.reserve(static_cast<size_t>(repeat));
@@ -50,7 +50,7 @@ Result<double> time_median(int warmup, int repeat, Fn&& fn) {
     RETURN_IF_ERROR(fn());
     ms.push_back(ms_since(t0));
   }
-  return median(std::move(ms));
+  return use_min ? *std::min_element(ms.begin(), ms.end()) : median(std::move(ms));
 }
 
 // A layer compiled alone, with inputs of the right shapes.
@@ -58,7 +58,12 @@ struct LayerRun {
   std::unique_ptr<Program> program;
   std::vector<Tensor> inputs;
   std::vector<Tensor> outputs;
-  Status run() { return program->run(inputs, outputs); }
+  // Fresh outputs every run: inside a slice a layer's outputs are intermediates the program
+  // allocates on each run, and that allocation is part of the layer's cost.
+  Status run() {
+    for (Tensor& t : outputs) t = Tensor();
+    return program->run(inputs, outputs);
+  }
 };
 
 // Which levels to measure: min and max (seed 000), or all.
@@ -85,7 +90,7 @@ int nearest_level(const PlatformDevice& d, int mhz) {
 }
 
 Result<TransferFit> transfer_benchmark(Device& device, const std::vector<uint64_t>& sizes,
-                                       int warmup, int repeat, bool upload_side) {
+                                       bool use_min, int warmup, int repeat, bool upload_side) {
   std::vector<std::pair<uint64_t, double>> points;
   for (uint64_t bytes : sizes) {
     const int64_t n = static_cast<int64_t>(std::max<uint64_t>(bytes / 4, 1));
@@ -93,15 +98,15 @@ Result<TransferFit> transfer_benchmark(Device& device, const std::vector<uint64_
     std::fill(host.data<float>(), host.data<float>() + n, 1.0f);
     double ms = 0;
     if (upload_side) {
-      ASSIGN_OR_RETURN(ms, time_median(warmup, repeat, [&]() -> Status {
+      ASSIGN_OR_RETURN(ms, time_stat(use_min, warmup, repeat, [&]() -> Status {
                          auto buf = device.upload(host);
                          return buf.status();
                        }));
     } else {
       ASSIGN_OR_RETURN(std::unique_ptr<Buffer> buf, device.upload(host));
       ASSIGN_OR_RETURN(Tensor back, Tensor::create(DType::kF32, Shape({n})));
-      ASSIGN_OR_RETURN(ms, time_median(warmup, repeat,
-                                       [&]() -> Status { return device.download(*buf, &back); }));
+      ASSIGN_OR_RETURN(ms, time_stat(use_min, warmup, repeat,
+                                     [&]() -> Status { return device.download(*buf, &back); }));
     }
     points.emplace_back(static_cast<uint64_t>(n) * 4, ms);
   }
@@ -137,6 +142,10 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
                               const std::string& model_hash) {
   if (options.repeat < 1) return invalid_argument("repeat must be at least 1");
   if (options.warmup < 0) return invalid_argument("warmup must be >= 0");
+  if (options.statistic != "median" && options.statistic != "min") {
+    return invalid_argument("statistic must be median or min, not '" + options.statistic + "'");
+  }
+  const bool use_min = options.statistic == "min";
   auto warn = options.warn ? options.warn : [](const std::string& m) {
     std::fprintf(stderr, "warning: %s\n", m.c_str());
   };
@@ -151,6 +160,7 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
   profile.conditions.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   profile.conditions.repeat = options.repeat;
   profile.conditions.warmup = options.warmup;
+  profile.conditions.statistic = options.statistic;
   profile.conditions.date = utc_now();
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) == 0) profile.conditions.host = host;
@@ -271,7 +281,7 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
       for (int i = 0; i < L; ++i) {
         LayerRun* run = runs[static_cast<size_t>(i)].get();
         if (run != nullptr) {
-          auto ms = time_median(options.warmup, options.repeat, [&] { return run->run(); });
+          auto ms = time_stat(use_min, options.warmup, options.repeat, [&] { return run->run(); });
           if (!ms.ok()) {
             // A kernel that compiled but fails at run time: the layer cannot run here.
             dp.unsupported[i] = ms.status().to_string();
@@ -290,10 +300,10 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
         }
         tick(pd->device + " " + lg.layer(i).name);
       }
-      auto up = transfer_benchmark(device, sizes, options.warmup, options.repeat, true);
+      auto up = transfer_benchmark(device, sizes, use_min, options.warmup, options.repeat, true);
       if (!up.ok()) return up.status().with_context(pd->device + " upload benchmark");
       for (size_t s = 0; s < sizes.size(); ++s) tick(pd->device + " upload");
-      auto down = transfer_benchmark(device, sizes, options.warmup, options.repeat, false);
+      auto down = transfer_benchmark(device, sizes, use_min, options.warmup, options.repeat, false);
       if (!down.ok()) return down.status().with_context(pd->device + " download benchmark");
       for (size_t s = 0; s < sizes.size(); ++s) tick(pd->device + " download");
       lp.upload = std::move(*up);
@@ -317,7 +327,7 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
 }
 
 Result<double> measure_slice_ms(const LayerGraph& lg, const std::string& device_name, int first,
-                                int last, int warmup, int repeat) {
+                                int last, int warmup, int repeat, const std::string& statistic) {
   if (first < 0 || last > lg.num_layers() || first >= last) {
     return invalid_argument("slice [" + std::to_string(first) + ", " + std::to_string(last) +
                             ") is not a non-empty layer range");
@@ -328,7 +338,8 @@ Result<double> measure_slice_ms(const LayerGraph& lg, const std::string& device_
   ASSIGN_OR_RETURN(std::unique_ptr<Program> program, device->compile(lg.graph(), nodes));
   ASSIGN_OR_RETURN(std::vector<Tensor> inputs, make_inputs(lg.graph(), program->input_values()));
   std::vector<Tensor> outputs(program->output_values().size());
-  return time_median(warmup, repeat, [&] { return program->run(inputs, outputs); });
+  return time_stat(statistic == "min", warmup, repeat,
+                   [&] { return program->run(inputs, outputs); });
 }
 
 }  // namespace tessera

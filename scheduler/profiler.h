@@ -24,6 +24,9 @@ struct ProfileOptions {
   std::vector<std::string> devices;  // backend device names; empty: every platform device
   int warmup = 1;
   int repeat = 5;
+  // The statistic of the repeats: "median" (seed 000) or "min" (robust on a loaded machine,
+  // where other processes only ever add time).
+  std::string statistic = "median";
   bool all_levels = false;  // every DVFS level instead of the minimum and maximum
   // Transfer microbenchmark sizes in bytes (default 4 KiB to 16 MiB, x4 steps).
   std::vector<uint64_t> transfer_sizes;
@@ -40,10 +43,11 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
                               const std::string& model_hash);
 
 // Times running layers [first, last) compiled as one Program on `device` (Program::run, so the
-// slice's own uploads and downloads are included): the median of `repeat` runs after `warmup`.
-// The accuracy benchmark compares this with CostModel::slice_ms.
+// slice's own uploads and downloads are included): the median (or min) of `repeat` runs after
+// `warmup`. The accuracy benchmark compares this with CostModel::slice_ms.
 Result<double> measure_slice_ms(const LayerGraph& lg, const std::string& device, int first,
-                                int last, int warmup, int repeat);
+                                int last, int warmup, int repeat,
+                                const std::string& statistic = "median");
 
 // Random inputs with the shapes and dtypes of `values` (floats in [-1, 1], integers 0).
 Result<std::vector<Tensor>> make_inputs(const Graph& g, const std::vector<ValueId>& values);

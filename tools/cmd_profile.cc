@@ -30,6 +30,8 @@ const std::vector<cli::FlagSpec> kFlags = {
      "platform JSON describing the board (default: detect this machine)"},
     {"--repeat", "-r", true, false, "timed runs per layer and transfer size (default 5)"},
     {"--warmup", "-w", true, false, "untimed runs before them (default 1)"},
+    {"--statistic", "", true, false,
+     "median (default, seed 000) or min of the repeats (robust on a loaded machine)"},
     {"--all-levels", "", false, false,
      "profile every DVFS level instead of the minimum and maximum"},
     {"--sysfs", "", true, false, "sysfs root for sensors and governors (default /)"},
@@ -153,7 +155,7 @@ int run_check(const LoadedGraph& m, const cli::Args& args) {
   const std::vector<int> vds = cm->latency_devices();
   auto measure = [&](int vd, int first, int last) -> Result<double> {
     return measure_slice_ms(*m.lg, cm->virtual_devices()[static_cast<size_t>(vd)].device, first,
-                            last, *warmup, *repeat);
+                            last, *warmup, *repeat, profile->conditions.statistic);
   };
   for (int vd : vds) {
     const std::string& dev = cm->virtual_devices()[static_cast<size_t>(vd)].label;
@@ -269,6 +271,7 @@ int cmd_profile(int argc, char** argv) {
   options.repeat = *repeat;
   options.warmup = *warmup;
   options.all_levels = args->has("--all-levels");
+  options.statistic = args->get("--statistic", "median");
   options.sysfs_root = sysfs;
   ProgressBar bar;
   if (isatty(STDERR_FILENO)) {
