@@ -1,4 +1,4 @@
-// tessera: convert, inspect and run models; list devices.
+// tessera: convert, inspect and run models; list devices; profile them.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -15,6 +15,7 @@ const char kUsage[] =
     "  info      print the layers, parameters, FLOPs and live bytes at each cut of a model\n"
     "  run       run a model on .npy inputs and print its latency\n"
     "  devices   list the devices this machine offers\n"
+    "  profile   measure every layer on every device; fit the cost models\n"
     "\n"
     "Run `tessera <command> --help` for the options of a command.\n";
 
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
   if (cmd == "info") return tessera::tools::cmd_info(argc, argv);
   if (cmd == "run") return tessera::tools::cmd_run(argc, argv);
   if (cmd == "devices") return tessera::tools::cmd_devices(argc, argv);
+  if (cmd == "profile") return tessera::tools::cmd_profile(argc, argv);
   std::fprintf(stderr, "tessera: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
   return 2;
 }

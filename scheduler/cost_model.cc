@@ -1,0 +1,498 @@
+#include "scheduler/cost_model.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+
+#include "energy/power_model.h"
+#include "ops/op.h"
+
+namespace tessera {
+
+namespace {
+
+// ---- regression ----
+
+struct Sample {
+  double flops = 0;
+  double bytes = 0;
+  double ms = 0;
+  std::string op;
+};
+
+// Solves the n x n system a x = b (n <= 3) by Gaussian elimination with partial pivoting.
+bool solve(std::array<std::array<double, 3>, 3> a, std::array<double, 3> b, int n,
+           std::array<double, 3>* x) {
+  for (int c = 0; c < n; ++c) {
+    int p = c;
+    for (int r = c + 1; r < n; ++r) {
+      if (std::abs(a[r][c]) > std::abs(a[p][c])) p = r;
+    }
+    if (std::abs(a[p][c]) < 1e-12) return false;
+    std::swap(a[c], a[p]);
+    std::swap(b[c], b[p]);
+    for (int r = c + 1; r < n; ++r) {
+      const double f = a[r][c] / a[c][c];
+      for (int k = c; k < n; ++k) a[r][k] -= f * a[c][k];
+      b[r] -= f * b[c];
+    }
+  }
+  for (int c = n - 1; c >= 0; --c) {
+    double s = b[c];
+    for (int k = c + 1; k < n; ++k) s -= a[c][k] * (*x)[k];
+    (*x)[c] = s / a[c][c];
+  }
+  return true;
+}
+
+// Weighted least squares minimising sum ((pred - y) / y)^2 over the features chosen by `mask`
+// (bit 0 flops, bit 1 bytes, bit 2 constant). Features are scaled to [0, 1] for conditioning.
+bool fit_mask(const std::vector<const Sample*>& s, int mask, RegressionFit* out) {
+  double fmax = 1, bmax = 1;
+  for (const Sample* x : s) {
+    fmax = std::max(fmax, x->flops);
+    bmax = std::max(bmax, x->bytes);
+  }
+  std::vector<int> cols;
+  for (int c = 0; c < 3; ++c) {
+    if (mask & (1 << c)) cols.push_back(c);
+  }
+  const int n = static_cast<int>(cols.size());
+  if (static_cast<int>(s.size()) < n) return false;
+  std::array<std::array<double, 3>, 3> ata{};
+  std::array<double, 3> atb{};
+  for (const Sample* x : s) {
+    const double w = 1.0 / x->ms;
+    const double feat[3] = {x->flops / fmax * w, x->bytes / bmax * w, w};
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j < n; ++j) ata[i][j] += feat[cols[i]] * feat[cols[j]];
+      atb[i] += feat[cols[i]] * 1.0;  // y / y
+    }
+  }
+  std::array<double, 3> coef{};
+  if (!solve(ata, atb, n, &coef)) return false;
+  RegressionFit f = *out;
+  f.a_ms_per_flop = f.b_ms_per_byte = f.c_ms = 0;
+  for (int i = 0; i < n; ++i) {
+    if (cols[i] == 0) f.a_ms_per_flop = coef[i] / fmax;
+    if (cols[i] == 1) f.b_ms_per_byte = coef[i] / bmax;
+    if (cols[i] == 2) f.c_ms = coef[i];
+  }
+  // A negative coefficient would predict negative times for some layer shapes: reject the fit.
+  if (f.a_ms_per_flop < 0 || f.b_ms_per_byte < 0 || f.c_ms < 0) return false;
+  *out = f;
+  return true;
+}
+
+RegressionFit fit_samples(const std::vector<const Sample*>& s, const std::string& op) {
+  RegressionFit f;
+  f.op = op;
+  f.samples = static_cast<int>(s.size());
+  // Richest model first, then simpler ones; the constant (mean relative) model always works.
+  for (int mask : {7, 5, 3, 6, 1, 2, 4}) {
+    if (fit_mask(s, mask, &f)) return f;
+  }
+  f.c_ms = 0;
+  for (const Sample* x : s) f.c_ms += x->ms;
+  f.c_ms = s.empty() ? 0 : f.c_ms / static_cast<double>(s.size());
+  return f;
+}
+
+double predict(const RegressionFit& f, double flops, double bytes) {
+  return std::max(1e-6, f.a_ms_per_flop * flops + f.b_ms_per_byte * bytes + f.c_ms);
+}
+
+constexpr int kMinPerOp = 4;
+
+// Per-op fits plus the pooled fit (last), trained on `train`.
+std::vector<RegressionFit> fit_all(const std::vector<const Sample*>& train) {
+  std::map<std::string, std::vector<const Sample*>> by_op;
+  for (const Sample* s : train) by_op[s->op].push_back(s);
+  std::vector<RegressionFit> fits;
+  for (const auto& [op, v] : by_op) {
+    if (static_cast<int>(v.size()) >= kMinPerOp) fits.push_back(fit_samples(v, op));
+  }
+  fits.push_back(fit_samples(train, ""));
+  return fits;
+}
+
+const RegressionFit& choose(const std::vector<RegressionFit>& fits, const std::string& op) {
+  for (const RegressionFit& f : fits) {
+    if (f.op == op) return f;
+  }
+  return fits.back();
+}
+
+// k-fold cross-validation: fills each fit's cv_error and returns the overall error.
+double cross_validate(const std::vector<Sample>& samples, std::vector<RegressionFit>* fits) {
+  const int n = static_cast<int>(samples.size());
+  if (n < 3) {
+    for (RegressionFit& f : *fits) f.cv_error = std::nan("");
+    return std::nan("");
+  }
+  const int k = std::min(5, n);
+  std::map<std::string, std::pair<double, int>> per_op;  // sum of errors, count
+  double total = 0;
+  for (int fold = 0; fold < k; ++fold) {
+    std::vector<const Sample*> train;
+    for (int i = 0; i < n; ++i) {
+      if (i % k != fold) train.push_back(&samples[static_cast<size_t>(i)]);
+    }
+    const std::vector<RegressionFit> trained = fit_all(train);
+    for (int i = fold; i < n; i += k) {
+      const Sample& s = samples[static_cast<size_t>(i)];
+      const double err = std::abs(predict(choose(trained, s.op), s.flops, s.bytes) - s.ms) / s.ms;
+      total += err;
+      auto& e = per_op[choose(*fits, s.op).op];
+      e.first += err;
+      e.second += 1;
+    }
+  }
+  for (RegressionFit& f : *fits) {
+    auto it = per_op.find(f.op);
+    f.cv_error = it == per_op.end() ? std::nan("") : it->second.first / it->second.second;
+  }
+  return total / n;
+}
+
+}  // namespace
+
+// ---- build ----
+
+Result<CostModel> CostModel::build(const Profile& profile, const LayerGraph& lg) {
+  RETURN_IF_ERROR(profile.check_matches(lg));
+  CostModel m;
+  m.profile_ = profile;
+  m.lg_ = &lg;
+  const int L = lg.num_layers();
+  m.L_ = L;
+  const Graph& g = lg.graph();
+
+  // Boundary tables: inputs grow with `last` for a fixed `first`; outputs accumulate downward
+  // in `first` for a fixed `last`.
+  const size_t cells = static_cast<size_t>(L + 1) * static_cast<size_t>(L + 1);
+  m.in_bytes_.assign(cells, 0);
+  m.out_bytes_.assign(cells, 0);
+  m.in_count_.assign(cells, 0);
+  m.out_count_.assign(cells, 0);
+  std::vector<int> produced(g.num_values(), -1), last_use(g.num_values(), -1);
+  for (int i = 0; i < L; ++i) {
+    for (ValueId v : lg.layer(i).outputs) produced[static_cast<size_t>(v)] = i;
+    for (ValueId v : lg.layer(i).inputs) {
+      last_use[static_cast<size_t>(v)] = std::max(last_use[static_cast<size_t>(v)], i);
+    }
+  }
+  for (ValueId v : lg.cut(L).live) last_use[static_cast<size_t>(v)] = L;  // model outputs
+  auto bytes_of = [&](ValueId v) { return g.value(v).info.byte_size(); };
+  for (int first = 0; first < L; ++first) {
+    std::vector<char> seen(g.num_values(), 0);
+    uint64_t bytes = 0;
+    int count = 0;
+    for (int last = first + 1; last <= L; ++last) {
+      for (ValueId v : lg.layer(last - 1).inputs) {
+        if (produced[static_cast<size_t>(v)] < first && !seen[static_cast<size_t>(v)]) {
+          seen[static_cast<size_t>(v)] = 1;
+          bytes += bytes_of(v);
+          ++count;
+        }
+      }
+      m.in_bytes_[m.range(first, last)] = bytes;
+      m.in_count_[m.range(first, last)] = count;
+    }
+  }
+  for (int last = 1; last <= L; ++last) {
+    uint64_t bytes = 0;
+    int count = 0;
+    for (int first = last - 1; first >= 0; --first) {
+      for (ValueId v : lg.layer(first).outputs) {
+        if (last_use[static_cast<size_t>(v)] >= last) {
+          bytes += bytes_of(v);
+          ++count;
+        }
+      }
+      m.out_bytes_[m.range(first, last)] = bytes;
+      m.out_count_[m.range(first, last)] = count;
+    }
+  }
+  m.weight_prefix_.assign(static_cast<size_t>(L + 1), 0);
+  for (int i = 0; i < L; ++i) {
+    m.weight_prefix_[static_cast<size_t>(i + 1)] =
+        m.weight_prefix_[static_cast<size_t>(i)] + lg.layer(i).cost.weight_bytes;
+  }
+
+  // Virtual devices: every platform level of every profiled device.
+  for (const DeviceProfile& dp : profile.devices) {
+    const PlatformDevice* pd = profile.platform.find(dp.device);
+    if (pd == nullptr) {
+      return invalid_argument("profile device '" + dp.device + "' is not in its platform");
+    }
+    const int di = static_cast<int>(m.devices_.size());
+    m.devices_.push_back(*pd);
+    for (size_t lv = 0; lv < pd->dvfs.size(); ++lv) {
+      VirtualDevice vd;
+      vd.device = dp.device;
+      vd.mhz = pd->dvfs[lv].mhz;
+      vd.device_index = di;
+      vd.level = static_cast<int>(lv);
+      vd.top = lv + 1 == pd->dvfs.size();
+      vd.measured = dp.level(vd.mhz) != nullptr;
+      vd.label = pd->dvfs.size() > 1 ? dp.device + "@" + std::to_string(vd.mhz) : dp.device;
+      m.vds_.push_back(std::move(vd));
+    }
+  }
+  const size_t V = m.vds_.size();
+  m.exec_ms_.assign(V * static_cast<size_t>(L), kInfiniteCost);
+  m.power_w_.assign(V * static_cast<size_t>(L), 0);
+  m.estimated_.assign(V * static_cast<size_t>(L), 0);
+  m.transfer_level_.assign(V, nullptr);
+  m.gamma_eps_.assign(m.devices_.size(), {});
+  m.regression_.assign(m.devices_.size(), {});
+  m.regression_error_.assign(m.devices_.size(), std::nan(""));
+
+  for (size_t di = 0; di < m.devices_.size(); ++di) {
+    const DeviceProfile& dp = profile.devices[di];
+    const PlatformDevice& pd = m.devices_[di];
+    // Transfer fits per virtual device: the measured level, else the nearest measured one.
+    for (size_t v = 0; v < V; ++v) {
+      if (m.vds_[v].device_index != static_cast<int>(di)) continue;
+      const LevelProfile* best = &dp.levels.front();
+      for (const LevelProfile& l : dp.levels) {
+        if (std::abs(l.mhz - m.vds_[v].mhz) < std::abs(best->mhz - m.vds_[v].mhz)) best = &l;
+      }
+      m.transfer_level_[v] = best;
+    }
+    // Execution = measured total minus the layer's own transfers, per measured level.
+    auto exec_at = [&](const LevelProfile& lp, int l) -> double {
+      const double total = *lp.layer_ms[static_cast<size_t>(l)];
+      const double c_in =
+          lp.upload.ms(m.in_bytes_[m.range(l, l + 1)], m.in_count_[m.range(l, l + 1)]);
+      const double c_out =
+          lp.download.ms(m.out_bytes_[m.range(l, l + 1)], m.out_count_[m.range(l, l + 1)]);
+      return std::max(0.0, total - c_in - c_out);
+    };
+    // Regression samples from the top measured level.
+    const LevelProfile& ref = dp.levels.back();
+    std::vector<Sample> samples;
+    for (int l = 0; l < L; ++l) {
+      if (dp.unsupported.count(l) || !ref.layer_ms[static_cast<size_t>(l)]) continue;
+      const double e = exec_at(ref, l);
+      if (e <= 0) continue;
+      const ProfileLayer& pl = profile.layers[static_cast<size_t>(l)];
+      samples.push_back(
+          Sample{pl.flops, static_cast<double>(pl.input_bytes + pl.weight_bytes + pl.output_bytes),
+                 e, pl.op});
+    }
+    std::vector<const Sample*> all;
+    for (const Sample& s : samples) all.push_back(&s);
+    if (!all.empty()) {
+      m.regression_[di] = fit_all(all);
+      m.regression_error_[di] = cross_validate(samples, &m.regression_[di]);
+    }
+
+    // Eq. 3 per layer.
+    m.gamma_eps_[di].assign(static_cast<size_t>(L), {0.0, 0.0});
+    std::vector<char> regressed(static_cast<size_t>(L), 0);
+    for (int l = 0; l < L; ++l) {
+      if (dp.unsupported.count(l)) continue;
+      std::vector<std::pair<int, double>> pts;  // mhz, exec ms
+      for (const LevelProfile& lp : dp.levels) {
+        if (lp.layer_ms[static_cast<size_t>(l)]) pts.emplace_back(lp.mhz, exec_at(lp, l));
+      }
+      double gamma = 0, eps = 0;
+      if (pts.empty()) {
+        if (m.regression_[di].empty()) continue;  // nothing measured on this device at all
+        const ProfileLayer& pl = profile.layers[static_cast<size_t>(l)];
+        const double e =
+            predict(choose(m.regression_[di], pl.op), pl.flops,
+                    static_cast<double>(pl.input_bytes + pl.weight_bytes + pl.output_bytes));
+        pts.emplace_back(ref.mhz, e);
+        regressed[static_cast<size_t>(l)] = 1;
+      }
+      const auto [f_lo, t_lo] = pts.front();
+      const auto [f_hi, t_hi] = pts.back();
+      if (pts.size() >= 2 && f_lo > 0 && f_hi > f_lo) {
+        gamma = (t_lo - t_hi) / (1.0 / f_lo - 1.0 / f_hi);
+        eps = t_hi - gamma / f_hi;
+        if (gamma < 0) {  // noise: slower at the higher level; no frequency dependence
+          gamma = 0;
+          eps = 0.5 * (t_lo + t_hi);
+        } else if (eps < 0) {  // superlinear: all of it scales with 1/f
+          gamma = t_hi * f_hi;
+          eps = 0;
+        }
+      } else if (f_hi > 0) {
+        gamma = t_hi * f_hi;
+      } else {
+        eps = t_hi;
+      }
+      m.gamma_eps_[di][static_cast<size_t>(l)] = {gamma, eps};
+      for (size_t v = 0; v < V; ++v) {
+        const VirtualDevice& vd = m.vds_[v];
+        if (vd.device_index != static_cast<int>(di)) continue;
+        const LevelProfile* lp = dp.level(vd.mhz);
+        double e;
+        if (lp != nullptr && lp->layer_ms[static_cast<size_t>(l)]) {
+          e = exec_at(*lp, l);
+        } else if (vd.mhz > 0) {
+          e = gamma / vd.mhz + eps;
+        } else {
+          e = t_hi;
+        }
+        m.exec_ms_[m.cell(static_cast<int>(v), l)] = e;
+        m.estimated_[m.cell(static_cast<int>(v), l)] = regressed[static_cast<size_t>(l)];
+      }
+    }
+
+    // Power per layer (eq. 4-5): measured dynamic power at the top level, or back-scaled from a
+    // lower measured level, or the platform's.
+    for (int l = 0; l < L; ++l) {
+      double dyn_max = -1;
+      for (auto it = dp.levels.rbegin(); it != dp.levels.rend() && dyn_max < 0; ++it) {
+        if (it->layer_dynamic_w.empty() || !it->layer_dynamic_w[static_cast<size_t>(l)]) continue;
+        auto idx = pd.level_index(it->mhz);
+        if (!idx.ok()) continue;
+        const double scale = dynamic_power_scale(pd, *idx);
+        if (scale > 0) dyn_max = *it->layer_dynamic_w[static_cast<size_t>(l)] / scale;
+      }
+      for (size_t v = 0; v < V; ++v) {
+        if (m.vds_[v].device_index != static_cast<int>(di)) continue;
+        m.power_w_[m.cell(static_cast<int>(v), l)] = tessera::power_w(pd, m.vds_[v].level, dyn_max);
+      }
+    }
+  }
+
+  // Prefix sums.
+  m.exec_prefix_.assign(V, std::vector<double>(static_cast<size_t>(L + 1), 0));
+  m.energy_prefix_.assign(V, std::vector<double>(static_cast<size_t>(L + 1), 0));
+  m.unsupported_prefix_.assign(V, std::vector<int>(static_cast<size_t>(L + 1), 0));
+  for (size_t v = 0; v < V; ++v) {
+    for (int l = 0; l < L; ++l) {
+      const double e = m.exec_ms_[m.cell(static_cast<int>(v), l)];
+      const bool ok = std::isfinite(e);
+      const size_t i = static_cast<size_t>(l);
+      m.exec_prefix_[v][i + 1] = m.exec_prefix_[v][i] + (ok ? e : 0);
+      m.energy_prefix_[v][i + 1] =
+          m.energy_prefix_[v][i] + (ok ? e * m.power_w_[m.cell(static_cast<int>(v), l)] : 0);
+      m.unsupported_prefix_[v][i + 1] = m.unsupported_prefix_[v][i] + (ok ? 0 : 1);
+    }
+  }
+  return m;
+}
+
+// ---- queries ----
+
+std::vector<int> CostModel::latency_devices() const {
+  std::vector<int> out;
+  for (size_t v = 0; v < vds_.size(); ++v) {
+    if (vds_[v].top) out.push_back(static_cast<int>(v));
+  }
+  return out;
+}
+
+std::vector<int> CostModel::energy_devices() const {
+  std::vector<int> out;
+  for (size_t v = 0; v < vds_.size(); ++v) out.push_back(static_cast<int>(v));
+  return out;
+}
+
+Result<int> CostModel::find(const std::string& name) const {
+  for (size_t v = 0; v < vds_.size(); ++v) {
+    if (vds_[v].label == name || (vds_[v].top && vds_[v].device == name) ||
+        vds_[v].device + "@" + std::to_string(vds_[v].mhz) == name) {
+      return static_cast<int>(v);
+    }
+  }
+  std::string all;
+  for (const VirtualDevice& vd : vds_) all += (all.empty() ? "" : ", ") + vd.label;
+  return not_found("the profile has no device '" + name + "' (it has " + all + ")");
+}
+
+bool CostModel::can_run(int vd, int layer) const {
+  return std::isfinite(exec_ms_[cell(vd, layer)]);
+}
+
+double CostModel::exec_ms(int vd, int layer) const {
+  return exec_ms_[cell(vd, layer)];
+}
+
+bool CostModel::estimated(int vd, int layer) const {
+  return estimated_[cell(vd, layer)] != 0;
+}
+
+double CostModel::power_w(int vd, int layer) const {
+  return power_w_[cell(vd, layer)];
+}
+
+std::pair<double, double> CostModel::gamma_eps(int device_index, int layer) const {
+  return gamma_eps_[static_cast<size_t>(device_index)][static_cast<size_t>(layer)];
+}
+
+double CostModel::upload_ms(int vd, uint64_t bytes, int tensors) const {
+  return transfer_level_[static_cast<size_t>(vd)]->upload.ms(bytes, tensors);
+}
+
+double CostModel::download_ms(int vd, uint64_t bytes, int tensors) const {
+  return transfer_level_[static_cast<size_t>(vd)]->download.ms(bytes, tensors);
+}
+
+uint64_t CostModel::slice_input_bytes(int first, int last) const {
+  return in_bytes_[range(first, last)];
+}
+int CostModel::slice_input_count(int first, int last) const {
+  return in_count_[range(first, last)];
+}
+uint64_t CostModel::slice_output_bytes(int first, int last) const {
+  return out_bytes_[range(first, last)];
+}
+int CostModel::slice_output_count(int first, int last) const {
+  return out_count_[range(first, last)];
+}
+
+uint64_t CostModel::slice_memory_bytes(int first, int last) const {
+  uint64_t live = 0;
+  for (int k = first; k <= last; ++k) {
+    live = std::max(live, profile_.cut_live_bytes[static_cast<size_t>(k)]);
+  }
+  return weight_prefix_[static_cast<size_t>(last)] - weight_prefix_[static_cast<size_t>(first)] +
+         live;
+}
+
+bool CostModel::can_run_slice(int vd, int first, int last) const {
+  if (first < 0 || last > L_ || first >= last) return false;
+  const auto& un = unsupported_prefix_[static_cast<size_t>(vd)];
+  if (un[static_cast<size_t>(last)] - un[static_cast<size_t>(first)] != 0) return false;
+  const PlatformDevice& pd =
+      devices_[static_cast<size_t>(vds_[static_cast<size_t>(vd)].device_index)];
+  return slice_memory_bytes(first, last) <= pd.memory_bytes;
+}
+
+double CostModel::slice_exec_ms(int vd, int first, int last) const {
+  if (!can_run_slice(vd, first, last)) return kInfiniteCost;
+  const auto& p = exec_prefix_[static_cast<size_t>(vd)];
+  return p[static_cast<size_t>(last)] - p[static_cast<size_t>(first)];
+}
+
+double CostModel::slice_ms(int vd, int first, int last) const {
+  const double e = slice_exec_ms(vd, first, last);
+  if (!std::isfinite(e)) return kInfiniteCost;
+  return e + upload_ms(vd, slice_input_bytes(first, last), slice_input_count(first, last)) +
+         download_ms(vd, slice_output_bytes(first, last), slice_output_count(first, last));
+}
+
+double CostModel::transfer_power_w(int vd) const {
+  const VirtualDevice& v = vds_[static_cast<size_t>(vd)];
+  return tessera::power_w(devices_[static_cast<size_t>(v.device_index)], v.level);
+}
+
+double CostModel::slice_energy_mj(int vd, int first, int last) const {
+  if (!can_run_slice(vd, first, last)) return kInfiniteCost;
+  const auto& p = energy_prefix_[static_cast<size_t>(vd)];
+  const double exec = p[static_cast<size_t>(last)] - p[static_cast<size_t>(first)];
+  const double moves =
+      upload_ms(vd, slice_input_bytes(first, last), slice_input_count(first, last)) +
+      download_ms(vd, slice_output_bytes(first, last), slice_output_count(first, last));
+  return exec + moves * transfer_power_w(vd);
+}
+
+}  // namespace tessera

@@ -1,0 +1,156 @@
+// CostModel: execution, transfer, power and energy estimates from a Profile (seed 000 Sect. V-B),
+// in the shape the planners consume (scheduler/ planners, issue "Scheduler I").
+//
+// The unit a planner chooses between is a VirtualDevice: one device at one DVFS level (seed 000
+// treats "the same physical device at different frequencies as different devices", eq. 6-7).
+// Every level of the platform's DVFS table is a virtual device; levels the profiler did not
+// measure are estimated with eq. 3.
+//
+//   transfer   c_in  = alpha_d,f * T_in  + beta_d,f  (eq. 1)   upload fit of the device/level
+//              c_out = alpha_d,f * T_out + beta_d,f  (eq. 2)   download fit
+//              Each tensor moved pays beta once.
+//   execution  e_l,d,f = measured total of layer l alone - c_in(l) - c_out(l)   (Sect. V-B 2)
+//              t_l,d,f = gamma_l,d / f + eps_l,d                               (eq. 3)
+//              fitted from the minimum and maximum levels where both were measured; from one
+//              level at frequency f0, eps = 0 and gamma = t0 * f0 (time scales with 1/f).
+//              Layers not measured on a device: per-op-type regression on FLOPs and bytes
+//              (weighted least squares on relative error, cross-validated; see regression()).
+//   power      P = P_static(d,f) + (V_f^2 f)/(V_fmax^2 fmax) * P_dyn(l,d,fmax)   (eq. 4-5)
+//              P_dyn measured per layer where a meter existed, else the platform's dynamic_w.
+//   slice      C_m,n,d = sum_k e_k,d + c_in(m) + c_out(n)   (eq. 8), infinite when a layer
+//              cannot run on d or the slice does not fit its memory. c_in(m) moves the tensors
+//              the slice reads from outside, c_out(n) those it produces for later layers or as
+//              model outputs: subsets of the LayerGraph's live tensors at cuts m and n, so skip
+//              connections crossing a boundary are priced.
+//   energy     exec_ms * P(l) + transfer_ms * P_transfer(d,f), in millijoules (ms x W), where
+//              P_transfer uses the platform's device-wide dynamic power.
+//
+// Slices are half-open layer ranges [first, last). All queries are O(1) after build (prefix sums
+// and per-range boundary tables), so an O(L^2 D) dynamic program can call them freely.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "graph/layer_graph.h"
+#include "scheduler/profile.h"
+
+namespace tessera {
+
+inline constexpr double kInfiniteCost = std::numeric_limits<double>::infinity();
+
+struct VirtualDevice {
+  std::string device;     // backend device name
+  int mhz = 0;            // 0: fixed level of unknown frequency
+  int device_index = 0;   // into CostModel::devices()
+  int level = 0;          // index into the platform device's DVFS table
+  bool top = false;       // the device's maximum level (the latency set, eq. 6)
+  bool measured = false;  // profiled at this level; otherwise estimated with eq. 3
+  // "cpu:4-7@2362"; the bare device name when the device has one level.
+  std::string label;
+};
+
+// One regression line: ms = a * flops + b * bytes + c (bytes: activations read + weights +
+// activations written) for one op type on one device, or pooled over all ops.
+struct RegressionFit {
+  std::string op;  // "" for the pooled fit
+  int samples = 0;
+  double a_ms_per_flop = 0;
+  double b_ms_per_byte = 0;
+  double c_ms = 0;
+  // Mean absolute relative error of k-fold cross-validation (k = min(5, samples)); NaN when
+  // there are too few samples to validate.
+  double cv_error = 0;
+};
+
+class CostModel {
+ public:
+  // `lg` must be the model profiled (Profile::check_matches); it must outlive the CostModel.
+  static Result<CostModel> build(const Profile& profile, const LayerGraph& lg);
+
+  int num_layers() const { return L_; }
+  const Profile& profile() const { return profile_; }
+  // The profiled devices (platform entries) in profile order.
+  const std::vector<PlatformDevice>& devices() const { return devices_; }
+  const std::vector<VirtualDevice>& virtual_devices() const { return vds_; }
+  // Seed 000 eq. 6: the top level of every device (latency); eq. 7: every level (energy).
+  std::vector<int> latency_devices() const;
+  std::vector<int> energy_devices() const;
+  // A virtual device by "DEVICE" (its top level) or "DEVICE@MHz"; NotFound lists the choices.
+  Result<int> find(const std::string& name) const;
+
+  // ---- per layer ----
+  bool can_run(int vd, int layer) const;
+  // e_{l,d,f}: execution without transfers, ms; kInfiniteCost when the layer cannot run.
+  double exec_ms(int vd, int layer) const;
+  // Whether exec_ms(vd, layer) comes from the regression (the layer was not measured).
+  bool estimated(int vd, int layer) const;
+  // Eq. 4-5, watts.
+  double power_w(int vd, int layer) const;
+  // gamma (ms * MHz) and eps (ms) of eq. 3 for a device and layer.
+  std::pair<double, double> gamma_eps(int device_index, int layer) const;
+
+  // ---- transfers ----
+  double upload_ms(int vd, uint64_t bytes, int tensors = 1) const;    // eq. 1
+  double download_ms(int vd, uint64_t bytes, int tensors = 1) const;  // eq. 2
+  // Bytes and tensor counts crossing the boundary of slice [first, last).
+  uint64_t slice_input_bytes(int first, int last) const;
+  int slice_input_count(int first, int last) const;
+  uint64_t slice_output_bytes(int first, int last) const;
+  int slice_output_count(int first, int last) const;
+  // Weights of the slice plus the largest live set inside it: what must fit the device memory.
+  uint64_t slice_memory_bytes(int first, int last) const;
+
+  // ---- slices (eq. 8) ----
+  bool can_run_slice(int vd, int first, int last) const;
+  double slice_exec_ms(int vd, int first, int last) const;
+  double slice_ms(int vd, int first, int last) const;         // latency, ms
+  double slice_energy_mj(int vd, int first, int last) const;  // energy, mJ
+
+  // The regression of a device: per-op fits and the pooled fit (op ""), with their errors.
+  const std::vector<RegressionFit>& regression(int device_index) const {
+    return regression_[static_cast<size_t>(device_index)];
+  }
+  // Cross-validated mean absolute relative error of the regression over all measured layers of
+  // the device (what the estimates of unmeasured layers can be expected to miss by).
+  double regression_error(int device_index) const {
+    return regression_error_[static_cast<size_t>(device_index)];
+  }
+
+ private:
+  size_t cell(int vd, int layer) const {
+    return static_cast<size_t>(vd) * static_cast<size_t>(L_) + static_cast<size_t>(layer);
+  }
+  size_t range(int first, int last) const {
+    return static_cast<size_t>(first) * static_cast<size_t>(L_ + 1) + static_cast<size_t>(last);
+  }
+  double transfer_power_w(int vd) const;
+
+  Profile profile_;
+  const LayerGraph* lg_ = nullptr;
+  int L_ = 0;
+  std::vector<PlatformDevice> devices_;
+  std::vector<VirtualDevice> vds_;
+  // Per (vd, layer).
+  std::vector<double> exec_ms_;
+  std::vector<double> power_w_;
+  std::vector<char> estimated_;
+  // Per vd: prefix sums over layers of exec ms, exec energy mJ, and unsupported counts.
+  std::vector<std::vector<double>> exec_prefix_;
+  std::vector<std::vector<double>> energy_prefix_;
+  std::vector<std::vector<int>> unsupported_prefix_;
+  std::vector<const LevelProfile*> transfer_level_;  // per vd: the measured level priced
+  // Per device, per layer: gamma, eps.
+  std::vector<std::vector<std::pair<double, double>>> gamma_eps_;
+  // Per (first, last) with first <= last.
+  std::vector<uint64_t> in_bytes_, out_bytes_;
+  std::vector<int> in_count_, out_count_;
+  std::vector<uint64_t> weight_prefix_;
+  std::vector<std::vector<RegressionFit>> regression_;
+  std::vector<double> regression_error_;
+};
+
+}  // namespace tessera

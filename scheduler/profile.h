@@ -1,0 +1,123 @@
+// Profile: what the profiler measured for one model on the devices of one platform (seed 000
+// Sect. V-A). Plain data with a versioned JSON form, so a profile measured on a board can be
+// planned and simulated anywhere. The CostModel (scheduler/cost_model.h) turns it into estimates.
+//
+// Per device and DVFS level it holds
+//   layer_ms[l]         the median time of layer l compiled and run alone (Program::run, which
+//                       includes the layer's own upload/download: the "total cost" of seed 000
+//                       Sect. V-B); unset when the layer was not measured (the cost model then
+//                       estimates it by regression);
+//   layer_dynamic_w[l]  dynamic power of layer l (eq. 4) where a power meter exists;
+//   upload, download    the transfer microbenchmark and its least-squares fit (eq. 1-2).
+// Per device, `unsupported` names the layers it cannot run (op support, memory), each with why:
+// their cost is infinite (seed 000 Sect. V-A).
+//
+// JSON (version 1): {"format": "tessera-profile", "version": 1, "model": {...name, hash, layers
+// [{name, op, flops, input_bytes, weight_bytes, output_bytes}], cut_live_bytes}, "platform":
+// <platform JSON>, "conditions": {...}, "devices": [{"device", "description", "memory_bytes",
+// "unsupported": {"<layer>": "why"}, "levels": [{"mhz", "set_by_governor", "energy_source",
+// "layer_ms": [..|null], "layer_dynamic_w": [..|null], "upload": {fit}, "download": {fit}}]}]}.
+// Loading refuses other formats/versions, a model hash other than the expected one, negative or
+// non-finite times, lengths that disagree with the layer count, and devices the embedded platform
+// does not list; every message names the field.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "energy/platform.h"
+#include "graph/layer_graph.h"
+
+namespace tessera {
+
+// A least-squares line ms = alpha * bytes + beta over measured (bytes, ms) points (eq. 1-2).
+struct TransferFit {
+  double alpha_ms_per_byte = 0;
+  double beta_ms = 0;
+  double r2 = 0;
+  std::vector<std::pair<uint64_t, double>> points;  // bytes, median ms
+
+  // Cost of moving `tensors` tensors totalling `bytes` (each tensor pays beta once).
+  double ms(uint64_t bytes, int tensors = 1) const {
+    return tensors <= 0 ? 0 : alpha_ms_per_byte * static_cast<double>(bytes) + beta_ms * tensors;
+  }
+  // Fits alpha and beta to `points` (at least two distinct sizes), and R^2.
+  static Result<TransferFit> fit(std::vector<std::pair<uint64_t, double>> points);
+};
+
+struct LevelProfile {
+  int mhz = 0;                   // 0: the frequency is unknown (no DVFS control or reading)
+  bool set_by_governor = false;  // the governor put the device at mhz; else it ran as it was
+  std::string energy_source;     // the meter used; "" when power was not measured
+  std::vector<std::optional<double>> layer_ms;
+  std::vector<std::optional<double>> layer_dynamic_w;  // empty, or one per layer
+  TransferFit upload;
+  TransferFit download;
+};
+
+struct DeviceProfile {
+  std::string device;
+  std::string description;
+  uint64_t memory_bytes = 0;
+  std::map<int, std::string> unsupported;  // layer index -> why it cannot run here
+  std::vector<LevelProfile> levels;        // ascending mhz
+
+  const LevelProfile* level(int mhz) const;
+};
+
+struct ProfileLayer {
+  std::string name;
+  std::string op;
+  double flops = 0;
+  uint64_t input_bytes = 0;
+  uint64_t weight_bytes = 0;
+  uint64_t output_bytes = 0;
+};
+
+struct ProfileConditions {
+  int threads = 1;
+  int repeat = 0;
+  int warmup = 0;
+  std::string statistic = "median";  // of the repeats: median or min
+  std::string date;                  // ISO 8601, UTC
+  std::string host;
+  std::string tessera_version;
+  double profiling_seconds = 0;
+};
+
+struct Profile {
+  static constexpr int kVersion = 1;
+
+  std::string model_name;
+  std::string model_hash;
+  std::vector<ProfileLayer> layers;
+  std::vector<uint64_t> cut_live_bytes;  // num_layers + 1
+  Platform platform;
+  ProfileConditions conditions;
+  std::vector<DeviceProfile> devices;
+
+  int num_layers() const { return static_cast<int>(layers.size()); }
+  const DeviceProfile* find(const std::string& device) const;
+
+  // Fills name/op/cost of every layer and the live bytes at every cut from `lg`.
+  void describe_model(const LayerGraph& lg);
+  // Checks that `lg` is the model profiled (same layer count, names and ops); names the layer.
+  Status check_matches(const LayerGraph& lg) const;
+
+  std::string to_json_text() const;
+  Status save(const std::string& path) const;
+  // `expected_hash`: when not empty, the profile must be of the model with that hash.
+  static Result<Profile> from_json_text(const std::string& text, const std::string& origin,
+                                        const std::string& expected_hash = "");
+  static Result<Profile> load(const std::string& path, const std::string& expected_hash = "");
+};
+
+// "fnv1a64:<16 hex digits>" of the bytes of a file (the model hash a profile records).
+Result<std::string> model_file_hash(const std::string& path);
+std::string bytes_hash(const void* data, size_t size);
+
+}  // namespace tessera

@@ -1,0 +1,345 @@
+#include "scheduler/profiler.h"
+
+#include <unistd.h>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <memory>
+#include <random>
+#include <thread>
+
+#include "backends/registry.h"
+#include "energy/governor.h"
+#include "energy/meter.h"
+#include "energy/power_model.h"
+
+namespace tessera {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// Median (or minimum) time of `repeat` calls of `fn` after `warmup` calls.
+template <typename Fn>
+Result<double> time_stat(bool use_min, int warmup, int repeat, Fn&& fn) {
+  for (int i = 0; i < warmup; ++i) RETURN_IF_ERROR(fn());
+  std::vector<double> ms;
+  ms.reserve(static_cast<size_t>(repeat));
+  for (int i = 0; i < repeat; ++i) {
+    const auto t0 = Clock::now();
+    RETURN_IF_ERROR(fn());
+    ms.push_back(ms_since(t0));
+  }
+  return use_min ? *std::min_element(ms.begin(), ms.end()) : median(std::move(ms));
+}
+
+// A layer compiled alone, with inputs of the right shapes.
+struct LayerRun {
+  std::unique_ptr<Program> program;
+  std::vector<Tensor> inputs;
+  std::vector<Tensor> outputs;
+  // Fresh outputs every run: inside a slice a layer's outputs are intermediates the program
+  // allocates on each run, and that allocation is part of the layer's cost.
+  Status run() {
+    for (Tensor& t : outputs) t = Tensor();
+    return program->run(inputs, outputs);
+  }
+};
+
+// Which levels to measure: min and max (seed 000), or all.
+std::vector<int> wanted_levels(const PlatformDevice& d, bool all) {
+  std::vector<int> idx;
+  if (all) {
+    for (size_t i = 0; i < d.dvfs.size(); ++i) idx.push_back(static_cast<int>(i));
+  } else {
+    idx.push_back(0);
+    if (d.dvfs.size() > 1) idx.push_back(static_cast<int>(d.dvfs.size()) - 1);
+  }
+  return idx;
+}
+
+// The level index nearest `mhz`.
+int nearest_level(const PlatformDevice& d, int mhz) {
+  int best = static_cast<int>(d.dvfs.size()) - 1;
+  for (size_t i = 0; i < d.dvfs.size(); ++i) {
+    if (std::abs(d.dvfs[i].mhz - mhz) < std::abs(d.dvfs[static_cast<size_t>(best)].mhz - mhz)) {
+      best = static_cast<int>(i);
+    }
+  }
+  return best;
+}
+
+Result<TransferFit> transfer_benchmark(Device& device, const std::vector<uint64_t>& sizes,
+                                       bool use_min, int warmup, int repeat, bool upload_side) {
+  std::vector<std::pair<uint64_t, double>> points;
+  for (uint64_t bytes : sizes) {
+    const int64_t n = static_cast<int64_t>(std::max<uint64_t>(bytes / 4, 1));
+    ASSIGN_OR_RETURN(Tensor host, Tensor::create(DType::kF32, Shape({n})));
+    std::fill(host.data<float>(), host.data<float>() + n, 1.0f);
+    double ms = 0;
+    if (upload_side) {
+      ASSIGN_OR_RETURN(ms, time_stat(use_min, warmup, repeat, [&]() -> Status {
+                         auto buf = device.upload(host);
+                         return buf.status();
+                       }));
+    } else {
+      ASSIGN_OR_RETURN(std::unique_ptr<Buffer> buf, device.upload(host));
+      ASSIGN_OR_RETURN(Tensor back, Tensor::create(DType::kF32, Shape({n})));
+      ASSIGN_OR_RETURN(ms, time_stat(use_min, warmup, repeat,
+                                     [&]() -> Status { return device.download(*buf, &back); }));
+    }
+    points.emplace_back(static_cast<uint64_t>(n) * 4, ms);
+  }
+  return TransferFit::fit(std::move(points));
+}
+
+}  // namespace
+
+Result<std::vector<Tensor>> make_inputs(const Graph& g, const std::vector<ValueId>& values) {
+  std::vector<Tensor> out;
+  std::mt19937 rng(12345);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (ValueId v : values) {
+    const Value& val = g.value(v);
+    if (val.is_constant) {
+      out.push_back(val.data);
+      continue;
+    }
+    ASSIGN_OR_RETURN(Tensor t, Tensor::create(val.info.dtype, val.info.shape));
+    if (t.dtype() == DType::kF32) {
+      for (float& x : t.span<float>()) x = dist(rng);
+    } else {
+      std::fill(static_cast<unsigned char*>(t.raw()),
+                static_cast<unsigned char*>(t.raw()) + t.byte_size(), 0);
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
+                              const ProfileOptions& options, const std::string& model_name,
+                              const std::string& model_hash) {
+  if (options.repeat < 1) return invalid_argument("repeat must be at least 1");
+  if (options.warmup < 0) return invalid_argument("warmup must be >= 0");
+  if (options.statistic != "median" && options.statistic != "min") {
+    return invalid_argument("statistic must be median or min, not '" + options.statistic + "'");
+  }
+  const bool use_min = options.statistic == "min";
+  auto warn = options.warn ? options.warn : [](const std::string& m) {
+    std::fprintf(stderr, "warning: %s\n", m.c_str());
+  };
+  const auto t_start = Clock::now();
+  const Graph& g = lg.graph();
+  const int L = lg.num_layers();
+
+  Profile profile;
+  profile.model_name = model_name;
+  profile.model_hash = model_hash;
+  profile.describe_model(lg);
+  profile.conditions.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  profile.conditions.repeat = options.repeat;
+  profile.conditions.warmup = options.warmup;
+  profile.conditions.statistic = options.statistic;
+  profile.conditions.date = utc_now();
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) == 0) profile.conditions.host = host;
+  profile.conditions.tessera_version = "0.1.0";
+
+  std::vector<uint64_t> sizes = options.transfer_sizes;
+  if (sizes.empty()) {
+    for (uint64_t b = 4096; b <= (16u << 20); b *= 4) sizes.push_back(b);
+  }
+
+  // The devices to profile, in platform order (or the order asked).
+  std::vector<const PlatformDevice*> targets;
+  if (options.devices.empty()) {
+    for (const PlatformDevice& d : platform.devices) targets.push_back(&d);
+  } else {
+    for (const std::string& name : options.devices) {
+      const PlatformDevice* d = platform.find(name);
+      if (d == nullptr) {
+        return not_found("device '" + name + "' is not in platform '" + platform.name +
+                         "' (see `tessera devices`)");
+      }
+      targets.push_back(d);
+    }
+  }
+  Platform recorded = platform;
+  recorded.devices.clear();
+
+  int total = 0;
+  for (const PlatformDevice* d : targets) {
+    total += static_cast<int>(wanted_levels(*d, options.all_levels).size()) *
+             (L + 2 * static_cast<int>(sizes.size()));
+  }
+  int done = 0;
+  auto tick = [&](const std::string& what) {
+    ++done;
+    if (options.progress) options.progress(done, total, what);
+  };
+
+  for (const PlatformDevice* pd : targets) {
+    const int planned = static_cast<int>(wanted_levels(*pd, options.all_levels).size()) *
+                        (L + 2 * static_cast<int>(sizes.size()));
+    auto opened = open_device(pd->device);
+    if (!opened.ok()) {
+      warn("skipping device " + pd->device + ": " + opened.status().to_string());
+      total -= planned;
+      continue;
+    }
+    Device& device = **opened;
+    DeviceProfile dp;
+    dp.device = pd->device;
+    dp.description = device.description();
+    dp.memory_bytes = std::min<uint64_t>(
+        device.memory_capacity() ? device.memory_capacity() : pd->memory_bytes, pd->memory_bytes);
+
+    // Compile every layer alone once; unsupported layers get their reason.
+    std::vector<std::unique_ptr<LayerRun>> runs(static_cast<size_t>(L));
+    for (int i = 0; i < L; ++i) {
+      const Layer& layer = lg.layer(i);
+      const Capability cap = device.capabilities(g, g.node(layer.node));
+      if (!cap.supported) {
+        dp.unsupported[i] = cap.reason;
+        continue;
+      }
+      const uint64_t need =
+          layer.cost.weight_bytes + layer.cost.input_bytes + layer.cost.output_bytes;
+      if (need > dp.memory_bytes) {
+        dp.unsupported[i] = "needs " + std::to_string(need) + " bytes, the device holds " +
+                            std::to_string(dp.memory_bytes);
+        continue;
+      }
+      const NodeId node = layer.node;
+      auto program = device.compile(g, std::span<const NodeId>(&node, 1));
+      if (!program.ok()) {
+        dp.unsupported[i] = program.status().to_string();
+        continue;
+      }
+      auto run = std::make_unique<LayerRun>();
+      run->program = std::move(*program);
+      auto inputs = make_inputs(g, run->program->input_values());
+      if (!inputs.ok()) return inputs.status().with_context("layer " + layer.name);
+      run->inputs = std::move(*inputs);
+      run->outputs.resize(run->program->output_values().size());
+      runs[static_cast<size_t>(i)] = std::move(run);
+    }
+
+    Governor governor(options.sysfs_root, *pd);
+    std::vector<int> levels = wanted_levels(*pd, options.all_levels);
+    bool governed = governor.has_domain() && pd->dvfs.size() > 1;
+    if (governed && !set_level_or_warn(governor, pd->device, pd->dvfs[levels[0]].mhz)) {
+      governed = false;
+    }
+    if (!governed) {
+      // Only the level the device runs at is reachable: measure once and label it.
+      auto cur = current_mhz(options.sysfs_root, *pd);
+      const int level = cur.ok() ? nearest_level(*pd, *cur) : static_cast<int>(pd->dvfs.size()) - 1;
+      if (levels.size() > 1) {
+        warn(pd->device + ": DVFS levels cannot be set here; profiling only the current level (" +
+             (cur.ok() ? std::to_string(*cur) + " MHz" : std::string("frequency unknown")) + ")");
+      }
+      total -= static_cast<int>(levels.size() - 1) * (L + 2 * static_cast<int>(sizes.size()));
+      levels = {level};
+    }
+
+    for (size_t li = 0; li < levels.size(); ++li) {
+      const int level = levels[li];
+      if (governed && li > 0 && !set_level_or_warn(governor, pd->device, pd->dvfs[level].mhz)) {
+        total -= L + 2 * static_cast<int>(sizes.size());
+        continue;
+      }
+      LevelProfile lp;
+      lp.mhz = pd->dvfs[static_cast<size_t>(level)].mhz;
+      lp.set_by_governor = governed;
+      std::unique_ptr<EnergyMeter> meter = make_meter(options.sysfs_root, *pd, level);
+      const bool metered = meter->measured();
+      if (metered) lp.energy_source = meter->source();
+      lp.layer_ms.resize(static_cast<size_t>(L));
+      if (metered) lp.layer_dynamic_w.resize(static_cast<size_t>(L));
+      for (int i = 0; i < L; ++i) {
+        LayerRun* run = runs[static_cast<size_t>(i)].get();
+        if (run != nullptr) {
+          auto ms = time_stat(use_min, options.warmup, options.repeat, [&] { return run->run(); });
+          if (!ms.ok()) {
+            // A kernel that compiled but fails at run time: the layer cannot run here.
+            dp.unsupported[i] = ms.status().to_string();
+            runs[static_cast<size_t>(i)].reset();
+          } else {
+            lp.layer_ms[static_cast<size_t>(i)] = *ms;
+            if (metered) {
+              // Eq. 4: dynamic = measured total - static at this level.
+              RETURN_IF_ERROR(meter->begin());
+              for (int r = 0; r < options.repeat; ++r) RETURN_IF_ERROR(run->run());
+              ASSIGN_OR_RETURN(EnergyReading e, meter->end());
+              lp.layer_dynamic_w[static_cast<size_t>(i)] =
+                  std::max(0.0, e.watts() - pd->dvfs[static_cast<size_t>(level)].static_w);
+            }
+          }
+        }
+        tick(pd->device + " " + lg.layer(i).name);
+      }
+      auto up = transfer_benchmark(device, sizes, use_min, options.warmup, options.repeat, true);
+      if (!up.ok()) return up.status().with_context(pd->device + " upload benchmark");
+      for (size_t s = 0; s < sizes.size(); ++s) tick(pd->device + " upload");
+      auto down = transfer_benchmark(device, sizes, use_min, options.warmup, options.repeat, false);
+      if (!down.ok()) return down.status().with_context(pd->device + " download benchmark");
+      for (size_t s = 0; s < sizes.size(); ++s) tick(pd->device + " download");
+      lp.upload = std::move(*up);
+      lp.download = std::move(*down);
+      dp.levels.push_back(std::move(lp));
+    }
+    std::sort(dp.levels.begin(), dp.levels.end(),
+              [](const LevelProfile& a, const LevelProfile& b) { return a.mhz < b.mhz; });
+    if (dp.levels.empty()) {
+      warn("skipping device " + pd->device + ": no level could be profiled");
+      continue;
+    }
+    recorded.devices.push_back(*pd);
+    profile.devices.push_back(std::move(dp));
+  }
+  if (options.progress) options.progress(done, done, "done");
+  if (profile.devices.empty()) return failed_precondition("no device could be profiled");
+  profile.platform = std::move(recorded);
+  profile.conditions.profiling_seconds = ms_since(t_start) / 1000;
+  return profile;
+}
+
+Result<double> measure_slice_ms(const LayerGraph& lg, const std::string& device_name, int first,
+                                int last, int warmup, int repeat, const std::string& statistic) {
+  if (first < 0 || last > lg.num_layers() || first >= last) {
+    return invalid_argument("slice [" + std::to_string(first) + ", " + std::to_string(last) +
+                            ") is not a non-empty layer range");
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<Device> device, open_device(device_name));
+  std::vector<NodeId> nodes;
+  for (int i = first; i < last; ++i) nodes.push_back(lg.layer(i).node);
+  ASSIGN_OR_RETURN(std::unique_ptr<Program> program, device->compile(lg.graph(), nodes));
+  ASSIGN_OR_RETURN(std::vector<Tensor> inputs, make_inputs(lg.graph(), program->input_values()));
+  std::vector<Tensor> outputs(program->output_values().size());
+  return time_stat(statistic == "min", warmup, repeat,
+                   [&] { return program->run(inputs, outputs); });
+}
+
+}  // namespace tessera

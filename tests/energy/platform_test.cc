@@ -1,0 +1,186 @@
+#include "energy/platform.h"
+
+#include <gtest/gtest.h>
+
+#include "energy/power_model.h"
+#include "tests/energy/fixture_tree.h"
+
+namespace tessera {
+namespace {
+
+const char kMinimal[] = R"({
+  "format": "tessera-platform", "version": 1, "name": "board",
+  "devices": [
+    {"id": "big", "kind": "cpu", "device": "cpu:4-7", "cores": [4,5,6,7],
+     "memory_bytes": 1000000,
+     "dvfs": [{"mhz": 500, "mv": 700, "static_w": 0.1}, {"mhz": 1000, "mv": 1000, "static_w": 0.3}],
+     "dynamic_w": 2.0, "sources": {"dvfs": "test"}}
+  ]})";
+
+// Replaces the first occurrence of `from` in kMinimal by `to`.
+std::string variant(const std::string& from, const std::string& to) {
+  std::string s = kMinimal;
+  const size_t at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return s.replace(at, from.size(), to);
+}
+
+void expect_refused(const std::string& text, const std::string& field) {
+  auto p = Platform::from_json_text(text, "test.json");
+  ASSERT_FALSE(p.ok()) << "accepted; expected an error naming " << field;
+  EXPECT_NE(p.status().message().find(field), std::string::npos) << p.status().to_string();
+}
+
+TEST(PlatformTest, LoadsMinimalAndRoundTrips) {
+  auto p = Platform::from_json_text(kMinimal, "test.json");
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  ASSERT_EQ(p->devices.size(), 1u);
+  const PlatformDevice& d = p->devices[0];
+  EXPECT_EQ(d.device, "cpu:4-7");
+  EXPECT_EQ(d.dvfs.size(), 2u);
+  EXPECT_EQ(d.max_level().mhz, 1000);
+  EXPECT_EQ(d.sources.at("dvfs"), "test");
+  EXPECT_EQ(*d.level_index(500), 0);
+  EXPECT_FALSE(d.level_index(700).ok());
+  auto again = Platform::from_json_text(p->to_json_text(), "again");
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  EXPECT_EQ(again->to_json_text(), p->to_json_text());
+  EXPECT_EQ(p->find("big"), &p->devices[0]);
+  EXPECT_EQ(p->find("cpu:4-7"), &p->devices[0]);
+  EXPECT_EQ(p->find("npu:0"), nullptr);
+}
+
+TEST(PlatformTest, RefusesBadDocuments) {
+  expect_refused("{\"format\": ", "malformed JSON at byte");
+  expect_refused("[1,2]", "expected a JSON object");
+  expect_refused(variant("\"version\": 1", "\"version\": 2"), "version: 2 is not supported");
+  expect_refused(variant("\"tessera-platform\"", "\"tessera-plan\""), "format");
+  expect_refused(variant("\"name\": \"board\",", ""), "name: required field missing");
+  expect_refused(variant("\"kind\": \"cpu\"", "\"kind\": \"fpga\""), "devices[0].kind");
+  expect_refused(variant("\"device\": \"cpu:4-7\"", "\"device\": \"tpu:0\""), "devices[0].device");
+  expect_refused(variant("\"device\": \"cpu:4-7\"", "\"device\": \"cpu:4-7@1000\""),
+                 "devices[0].device");
+  expect_refused(variant("\"memory_bytes\": 1000000", "\"memory_bytes\": 0"),
+                 "devices[0].memory_bytes");
+  expect_refused(variant("\"memory_bytes\": 1000000", "\"memory_bytes\": \"1MB\""),
+                 "devices[0].memory_bytes: expected an integer");
+  expect_refused(variant("\"mhz\": 1000", "\"mhz\": 400"), "devices[0].dvfs[1].mhz");
+  expect_refused(variant("\"mhz\": 500", "\"mhz\": -5"), "devices[0].dvfs[0].mhz");
+  expect_refused(variant("\"mhz\": 500", "\"mhz\": 0"), "devices[0].dvfs[0].mhz");
+  expect_refused(variant("\"mv\": 700", "\"mv\": 0"), "devices[0].dvfs[1].mv");
+  expect_refused(variant("\"static_w\": 0.1", "\"static_w\": -0.1"), "devices[0].dvfs[0].static_w");
+  expect_refused(variant("\"dynamic_w\": 2.0", "\"dynamic_w\": 1e9"), "devices[0].dynamic_w");
+  expect_refused(variant("\"cores\": [4,5,6,7]", "\"cores\": [4,4]"), "devices[0].cores[1]");
+  expect_refused(variant("\"dvfs\": [{\"mhz\": 500, \"mv\": 700, \"static_w\": 0.1}, ",
+                         "\"dvfs\": [], \"x\": [{\"mhz\": 500, \"mv\": 700, \"static_w\": 0.1}, "),
+                 "devices[0].dvfs: empty DVFS table");
+  expect_refused(variant("\"devices\": [", "\"devices\": [], \"y\": ["), "devices: a platform");
+  // Two devices with the same id.
+  std::string twice = kMinimal;
+  const size_t open = twice.find("{\"id\"");
+  const size_t close = twice.rfind("}\n  ]");
+  const std::string dev = twice.substr(open, close + 1 - open);
+  std::string dup = dev;
+  dup.replace(dup.find("cpu:4-7"), 7, "cpu:0-3");
+  twice.insert(close + 1, ",\n" + dup);
+  expect_refused(twice, "devices[1].id: 'big' is used twice");
+}
+
+TEST(PlatformTest, SingleFixedLevelMayHaveUnknownFrequency) {
+  auto p = Platform::from_json_text(
+      variant("[{\"mhz\": 500, \"mv\": 700, \"static_w\": 0.1}, {\"mhz\": 1000, \"mv\": 1000, "
+              "\"static_w\": 0.3}]",
+              "[{\"mhz\": 0, \"mv\": 0, \"static_w\": 0.2}]"),
+      "fixed");
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  EXPECT_DOUBLE_EQ(dynamic_power_scale(p->devices[0], 0), 1.0);
+  EXPECT_DOUBLE_EQ(power_w(p->devices[0], 0), 2.2);
+}
+
+TEST(PlatformTest, PowerModelFollowsEquation5) {
+  auto p = Platform::from_json_text(kMinimal, "t");
+  ASSERT_TRUE(p.ok());
+  const PlatformDevice& d = p->devices[0];
+  // (0.7^2 * 500) / (1.0^2 * 1000) = 0.245
+  EXPECT_NEAR(dynamic_power_scale(d, 0), 0.245, 1e-12);
+  EXPECT_NEAR(dynamic_power_scale(d, 1), 1.0, 1e-12);
+  EXPECT_NEAR(power_w(d, 0), 0.1 + 0.245 * 2.0, 1e-12);
+  EXPECT_NEAR(power_w(d, 0, 4.0), 0.1 + 0.245 * 4.0, 1e-12);
+  EXPECT_NEAR(power_w(d, 1), 2.3, 1e-12);
+}
+
+TEST(PlatformTest, ShippedBoardsLoad) {
+  for (const char* board : {"hikey970", "jetson_tx2", "jetson_agx_xavier", "raspberry_pi3"}) {
+    SCOPED_TRACE(board);
+    auto p = Platform::load(shipped_platform_dir() + "/" + board + ".json");
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    EXPECT_EQ(p->name, board);
+    EXPECT_FALSE(p->sources.empty());
+    for (const PlatformDevice& d : p->devices) {
+      // Every figure names its source.
+      for (const char* field : {"dvfs", "memory_bytes", "static_w", "dynamic_w"}) {
+        EXPECT_TRUE(d.sources.count(field)) << d.id << " lacks a source for " << field;
+      }
+    }
+  }
+  auto hikey = Platform::load(shipped_platform_dir() + "/hikey970.json");
+  ASSERT_TRUE(hikey.ok());
+  // Seed 000 Table II: 9 big, 7 little, 8 GPU levels; the NPU has one and a 100 MB cap.
+  EXPECT_EQ(hikey->find("big")->dvfs.size(), 9u);
+  EXPECT_EQ(hikey->find("big")->max_level().mhz, 2362);
+  EXPECT_EQ(hikey->find("big")->max_level().mv, 1100);
+  EXPECT_EQ(hikey->find("little")->dvfs.size(), 7u);
+  EXPECT_EQ(hikey->find("little")->min_level().mhz, 509);
+  EXPECT_EQ(hikey->find("gpu")->dvfs.size(), 8u);
+  EXPECT_EQ(hikey->find("gpu")->max_level().mhz, 767);
+  EXPECT_EQ(hikey->find("npu")->dvfs.size(), 1u);
+  EXPECT_EQ(hikey->find("npu")->memory_bytes, 100u * 1000 * 1000);
+  // Seed 000 eq. 7: 9 + 7 + 8 + 1 = 25 virtual devices for energy optimisation.
+  size_t levels = 0;
+  for (const PlatformDevice& d : hikey->devices) levels += d.dvfs.size();
+  EXPECT_EQ(levels, 25u);
+}
+
+TEST(PlatformTest, DetectReadsCpufreqPolicies) {
+  testing::FixtureTree t;
+  t.write("sys/devices/system/cpu/online", "0-7");
+  t.write("sys/devices/system/cpu/cpufreq/policy0/related_cpus", "0 1 2 3");
+  t.write("sys/devices/system/cpu/cpufreq/policy0/scaling_available_frequencies",
+          "509000 1018000 1844000 ");
+  t.write("sys/devices/system/cpu/cpufreq/policy4/related_cpus", "4 5 6 7");
+  t.write("sys/devices/system/cpu/cpufreq/policy4/cpuinfo_min_freq", "682000");
+  t.write("sys/devices/system/cpu/cpufreq/policy4/cpuinfo_max_freq", "2362000");
+  const Platform p = Platform::detect(t.root());
+  const PlatformDevice* little = p.find("cpu:0-3");
+  const PlatformDevice* big = p.find("cpu:4-7");
+  ASSERT_NE(little, nullptr) << p.to_json_text();
+  ASSERT_NE(big, nullptr);
+  EXPECT_EQ(little->dvfs.size(), 3u);
+  EXPECT_EQ(little->max_level().mhz, 1844);
+  EXPECT_EQ(little->cpufreq_policy, "policy0");
+  EXPECT_EQ(big->dvfs.size(), 2u);
+  EXPECT_EQ(big->min_level().mhz, 682);
+  EXPECT_EQ(big->cores, (std::vector<int>{4, 5, 6, 7}));
+  // The registry's reference device is always there.
+  ASSERT_NE(p.find("reference"), nullptr);
+  // What detect() writes loads back.
+  auto again = Platform::from_json_text(p.to_json_text(), "detected");
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+}
+
+TEST(PlatformTest, DetectWithoutCpufreqGivesOneUnknownLevel) {
+  testing::FixtureTree t;
+  t.write("sys/devices/system/cpu/online", "0-1");
+  const Platform p = Platform::detect(t.root());
+  const PlatformDevice* ref = p.find("reference");
+  ASSERT_NE(ref, nullptr);
+  EXPECT_EQ(ref->cores, (std::vector<int>{0, 1}));
+  ASSERT_EQ(ref->dvfs.size(), 1u);
+  EXPECT_EQ(ref->dvfs[0].mhz, 0);
+  EXPECT_GT(ref->memory_bytes, 0u);
+  auto again = Platform::from_json_text(p.to_json_text(), "detected");
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+}
+
+}  // namespace
+}  // namespace tessera

@@ -1,0 +1,60 @@
+// Small graphs for the profiler and cost-model tests.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/tessera.h"
+#include "graph/graph.h"
+#include "graph/layer_graph.h"
+
+namespace tessera::testing {
+
+// x[4,32] -> MatMul(W) -> Relu -> Add(x) -> Sigmoid: four layers; x skips over the first two.
+inline Graph skip_graph() {
+  Graph g;
+  ValueId x = g.add_value("x", TensorInfo{DType::kF32, Shape{4, 32}});
+  g.inputs().push_back(x);
+  std::vector<float> w(32 * 32);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * static_cast<float>(i % 7) - 0.03f;
+  ValueId wv = g.add_constant("w", Tensor::from_floats(Shape{32, 32}, w));
+  ValueId mm = g.add_value("mm"), r = g.add_value("r"), a = g.add_value("a"), y = g.add_value("y");
+  g.add_node(Node{"matmul", OpKind::kMatMul, {}, {x, wv}, {mm}});
+  g.add_node(Node{"relu", OpKind::kRelu, {}, {mm}, {r}});
+  g.add_node(Node{"add", OpKind::kAdd, {}, {r, x}, {a}});
+  g.add_node(Node{"sigmoid", OpKind::kSigmoid, {}, {a}, {y}});
+  g.outputs() = {y};
+  return g;
+}
+
+// A chain of `n` MatMuls of varying widths (for the regression).
+inline Graph matmul_chain(int n) {
+  Graph g;
+  auto width = [](int i) { return 8 + 8 * ((i * 5) % 7); };
+  ValueId cur = g.add_value("x", TensorInfo{DType::kF32, Shape{2, width(0)}});
+  g.inputs().push_back(cur);
+  for (int i = 0; i < n; ++i) {
+    const int64_t k = width(i), m = width(i + 1);
+    std::vector<float> w(static_cast<size_t>(k * m), 0.01f);
+    ValueId wv = g.add_constant("w" + std::to_string(i), Tensor::from_floats(Shape{k, m}, w));
+    ValueId out = g.add_value("h" + std::to_string(i));
+    g.add_node(Node{"mm" + std::to_string(i), OpKind::kMatMul, {}, {cur, wv}, {out}});
+    cur = out;
+  }
+  g.outputs() = {cur};
+  return g;
+}
+
+struct TestModel {
+  std::shared_ptr<const Model> model;
+  std::unique_ptr<LayerGraph> lg;
+};
+
+inline TestModel make_model(Graph g) {
+  TestModel t;
+  t.model = Model::from_graph(std::move(g)).value();
+  t.lg = std::make_unique<LayerGraph>(LayerGraph::build(t.model->graph()).value());
+  return t;
+}
+
+}  // namespace tessera::testing

@@ -1,0 +1,196 @@
+#include "scheduler/profiler.h"
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "scheduler/cost_model.h"
+#include "scheduler/profile.h"
+#include "tests/scheduler/profile_test_util.h"
+
+namespace tessera {
+namespace {
+
+// A platform holding the reference device (and optionally one that cannot be opened here).
+Platform test_platform(bool with_absent_device) {
+  std::string text = R"({"format": "tessera-platform", "version": 1, "name": "test",
+    "devices": [
+      {"id": "ref", "kind": "reference", "device": "reference", "memory_bytes": 1000000000,
+       "dvfs": [{"mhz": 0, "mv": 0, "static_w": 1.0}], "dynamic_w": 4.0})";
+  if (with_absent_device) {
+    text += R"(,
+      {"id": "npu", "kind": "npu", "device": "npu:7", "memory_bytes": 1000,
+       "dvfs": [{"mhz": 0, "mv": 0, "static_w": 0.1}], "dynamic_w": 1.0})";
+  }
+  text += "]}";
+  return Platform::from_json_text(text, "test").value();
+}
+
+ProfileOptions quick_options() {
+  ProfileOptions o;
+  o.warmup = 0;
+  o.repeat = 2;
+  o.transfer_sizes = {4096, 65536, 262144};
+  o.sysfs_root = "/nonexistent-sysfs";
+  return o;
+}
+
+TEST(ProfilerTest, ProfilesEveryLayerOnTheReferenceDevice) {
+  auto m = testing::make_model(testing::skip_graph());
+  std::vector<std::string> warnings;
+  ProfileOptions o = quick_options();
+  o.warn = [&](const std::string& w) { warnings.push_back(w); };
+  int last_done = 0, last_total = 0;
+  o.progress = [&](int done, int total, const std::string&) {
+    last_done = done;
+    last_total = total;
+  };
+  auto p = profile_model(*m.lg, test_platform(true), o, "skip", "fnv1a64:0123456789abcdef");
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  // The absent NPU is skipped with a warning naming it, not an error.
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("npu:7"), std::string::npos) << warnings[0];
+  EXPECT_EQ(last_done, last_total);
+  ASSERT_EQ(p->devices.size(), 1u);
+  EXPECT_EQ(p->platform.devices.size(), 1u);  // the platform records what was profiled
+  const DeviceProfile& d = p->devices[0];
+  EXPECT_EQ(d.device, "reference");
+  EXPECT_TRUE(d.unsupported.empty());
+  ASSERT_EQ(d.levels.size(), 1u);
+  const LevelProfile& l = d.levels[0];
+  ASSERT_EQ(l.layer_ms.size(), 4u);
+  for (const auto& ms : l.layer_ms) {
+    ASSERT_TRUE(ms.has_value());
+    EXPECT_GT(*ms, 0);
+  }
+  EXPECT_TRUE(l.layer_dynamic_w.empty());  // no sensor: power is not measured
+  EXPECT_EQ(l.upload.points.size(), 3u);
+  EXPECT_GE(l.upload.alpha_ms_per_byte, 0);
+  EXPECT_EQ(p->conditions.repeat, 2);
+  EXPECT_FALSE(p->conditions.date.empty());
+  EXPECT_EQ(p->cut_live_bytes.size(), 5u);
+
+  // The JSON form round-trips and the cost model builds from it.
+  auto again = Profile::from_json_text(p->to_json_text(), "p.json", "fnv1a64:0123456789abcdef");
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  EXPECT_EQ(again->to_json_text(), p->to_json_text());
+  auto cm = CostModel::build(*again, *m.lg);
+  ASSERT_TRUE(cm.ok()) << cm.status().to_string();
+  const int vd = cm->find("reference").value();
+  EXPECT_TRUE(std::isfinite(cm->slice_ms(vd, 0, 4)));
+  EXPECT_GT(cm->slice_ms(vd, 0, 4), 0);
+
+  // The whole model measured as one program is within reach of the estimate (loose: CI noise).
+  auto whole = measure_slice_ms(*m.lg, "reference", 0, 4, 1, 3);
+  ASSERT_TRUE(whole.ok()) << whole.status().to_string();
+  EXPECT_GT(*whole, 0);
+}
+
+TEST(ProfilerTest, RefusesUnknownDevicesAndBadOptions) {
+  auto m = testing::make_model(testing::skip_graph());
+  ProfileOptions o = quick_options();
+  o.devices = {"vulkan:3"};
+  auto p = profile_model(*m.lg, test_platform(false), o, "skip", "h");
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("vulkan:3"), std::string::npos);
+  o.devices = {"npu:7"};
+  o.warn = [](const std::string&) {};
+  p = profile_model(*m.lg, test_platform(true), o, "skip", "h");
+  ASSERT_FALSE(p.ok());  // the only device asked for cannot be opened
+  EXPECT_NE(p.status().message().find("no device could be profiled"), std::string::npos);
+  o = quick_options();
+  o.repeat = 0;
+  EXPECT_FALSE(profile_model(*m.lg, test_platform(false), o, "skip", "h").ok());
+  EXPECT_FALSE(measure_slice_ms(*m.lg, "reference", 2, 2, 0, 1).ok());
+  EXPECT_FALSE(measure_slice_ms(*m.lg, "reference", 0, 5, 0, 1).ok());
+}
+
+TEST(TransferFitTest, RecoversALineAndReportsR2) {
+  std::vector<std::pair<uint64_t, double>> pts;
+  for (uint64_t b : {1000u, 5000u, 20000u, 80000u}) pts.emplace_back(b, 2e-6 * b + 0.05);
+  auto f = TransferFit::fit(pts);
+  ASSERT_TRUE(f.ok());
+  EXPECT_NEAR(f->alpha_ms_per_byte, 2e-6, 1e-12);
+  EXPECT_NEAR(f->beta_ms, 0.05, 1e-9);
+  EXPECT_NEAR(f->r2, 1.0, 1e-12);
+  EXPECT_NEAR(f->ms(10000, 2), 2e-6 * 10000 + 0.1, 1e-9);
+  EXPECT_EQ(f->ms(10000, 0), 0);
+  // Noisy points: R^2 below one.
+  pts[1].second *= 1.5;
+  f = TransferFit::fit(pts);
+  ASSERT_TRUE(f.ok());
+  EXPECT_LT(f->r2, 1.0);
+  EXPECT_GT(f->r2, 0.9);
+  EXPECT_FALSE(TransferFit::fit({{1000, 1.0}, {1000, 1.1}}).ok());
+  EXPECT_FALSE(TransferFit::fit({{1000, -1.0}, {2000, 1.1}}).ok());
+}
+
+// ---- profile JSON refusals ----
+
+class ProfileJsonTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_ = testing::make_model(testing::skip_graph());
+    ProfileOptions o = quick_options();
+    o.repeat = 1;
+    text_ = profile_model(*m_.lg, test_platform(false), o, "skip", "fnv1a64:00000000000000aa")
+                .value()
+                .to_json_text();
+  }
+  void expect_refused(const std::string& from, const std::string& to, const std::string& field,
+                      const std::string& hash = "") {
+    std::string t = text_;
+    const size_t at = t.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    t.replace(at, from.size(), to);
+    auto p = Profile::from_json_text(t, "p.json", hash);
+    ASSERT_FALSE(p.ok()) << "accepted " << to;
+    EXPECT_NE(p.status().message().find(field), std::string::npos) << p.status().to_string();
+  }
+  testing::TestModel m_;
+  std::string text_;
+};
+
+TEST_F(ProfileJsonTest, RefusesWhatCannotBeTrusted) {
+  ASSERT_TRUE(Profile::from_json_text(text_, "p.json", "fnv1a64:00000000000000aa").ok());
+  auto p = Profile::from_json_text(text_, "p.json", "fnv1a64:00000000000000bb");
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("model.hash"), std::string::npos);
+  EXPECT_NE(p.status().message().find("p.json"), std::string::npos);
+  expect_refused("\"version\": 1", "\"version\": 9", "version: 9 is not supported");
+  expect_refused("\"tessera-profile\"", "\"tessera-plan\"", "format");
+  {
+    auto j = nlohmann::json::parse(text_);
+    j["devices"][0]["levels"][0]["layer_ms"][1] = -1.5;
+    auto neg = Profile::from_json_text(j.dump(), "p.json");
+    ASSERT_FALSE(neg.ok());
+    EXPECT_NE(neg.status().message().find("devices[0].levels[0].layer_ms[1]"), std::string::npos)
+        << neg.status().to_string();
+  }
+  expect_refused("\"layer_ms\": [\n", "\"layer_ms\": [\n 1.0,", "layer_ms: has 5 entries");
+  expect_refused("\"device\": \"reference\",\n   \"levels\"",
+                 "\"device\": \"opencl:0\",\n   \"levels\"", "devices[0].device: 'opencl:0'");
+  expect_refused("\"cut_live_bytes\": [", "\"cut_live_bytes\": [1,", "model.cut_live_bytes");
+  expect_refused("\"unsupported\": {}", "\"unsupported\": {\"9\": \"x\"}", "unsupported.9");
+  expect_refused("\"repeat\": 1", "\"repeat\": 0", "conditions.repeat");
+  expect_refused("\"beta_ms\": ", "\"beta_ms\": -1, \"x\": ", "download.beta_ms");
+  expect_refused("{", "{,", "malformed JSON at byte");
+  // A profile of another model (layer names) is caught by check_matches.
+  auto other = testing::make_model(testing::matmul_chain(4));
+  auto ok = Profile::from_json_text(text_, "p.json");
+  ASSERT_TRUE(ok.ok());
+  Status s = ok->check_matches(*other.lg);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("model.layers[0]"), std::string::npos) << s.to_string();
+}
+
+TEST(ModelHashTest, HashesBytes) {
+  EXPECT_EQ(bytes_hash("", 0), "fnv1a64:cbf29ce484222325");
+  EXPECT_EQ(bytes_hash("a", 1), "fnv1a64:af63dc4c8601ec8c");
+  EXPECT_NE(bytes_hash("ab", 2), bytes_hash("ba", 2));
+  EXPECT_FALSE(model_file_hash("/nonexistent/model.tsr").ok());
+}
+
+}  // namespace
+}  // namespace tessera

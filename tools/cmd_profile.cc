@@ -1,0 +1,293 @@
+// tessera profile MODEL.tsr -o profile.json [--devices a,b] [--repeat N] [--warmup N]
+// tessera profile MODEL.tsr --check profile.json [--slices N]   (cost-model accuracy)
+#include <unistd.h>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <sstream>
+
+#include "core/tessera.h"
+#include "energy/platform.h"
+#include "graph/format/model_file.h"
+#include "graph/layer_graph.h"
+#include "scheduler/cost_model.h"
+#include "scheduler/profiler.h"
+#include "tools/cli.h"
+#include "tools/commands.h"
+
+namespace tessera::tools {
+
+namespace {
+
+const std::vector<cli::FlagSpec> kFlags = {
+    {"--output", "-o", true, false, "write the profile JSON here"},
+    {"--devices", "-d", true, false,
+     "comma-separated devices to profile (default: every device of the platform)"},
+    {"--platform", "-p", true, false,
+     "platform JSON describing the board (default: detect this machine)"},
+    {"--repeat", "-r", true, false, "timed runs per layer and transfer size (default 5)"},
+    {"--warmup", "-w", true, false, "untimed runs before them (default 1)"},
+    {"--statistic", "", true, false,
+     "median (default, seed 000) or min of the repeats (robust on a loaded machine)"},
+    {"--all-levels", "", false, false,
+     "profile every DVFS level instead of the minimum and maximum"},
+    {"--sysfs", "", true, false, "sysfs root for sensors and governors (default /)"},
+    {"--check", "", true, false,
+     "instead of profiling: compare PROFILE's predictions with measured runs"},
+    {"--slices", "", true, false,
+     "with --check: random slices and split plans per device "
+     "(default 10)"},
+    {"--seed", "", true, false, "with --check: random seed (default 1)"},
+    {"--markdown", "", false, false, "with --check: print the table as Markdown"},
+    {"--help", "-h", false, false, "show this help"},
+};
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    if (!part.empty()) out.push_back(part);
+  }
+  return out;
+}
+
+// A one-line progress bar on stderr, redrawn at most every 100 ms.
+class ProgressBar {
+ public:
+  void update(int done, int total, const std::string& what) {
+    const auto now = std::chrono::steady_clock::now();
+    if (done < total && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    const int width = 30;
+    const double frac = total > 0 ? std::min(1.0, static_cast<double>(done) / total) : 1;
+    const int filled = static_cast<int>(frac * width);
+    std::fprintf(stderr, "\r[%s%s] %3d%% %-40.40s", std::string(filled, '#').c_str(),
+                 std::string(width - filled, '.').c_str(), static_cast<int>(frac * 100),
+                 what.c_str());
+    if (done >= total) std::fputc('\n', stderr);
+    std::fflush(stderr);
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_{};
+};
+
+struct LoadedGraph {
+  std::shared_ptr<const Model> model;
+  std::unique_ptr<LayerGraph> lg;
+  std::string hash;
+  std::string name;
+};
+
+Result<LoadedGraph> load(const std::string& path) {
+  LoadedGraph out;
+  ASSIGN_OR_RETURN(LoadedModel loaded, load_model_file(path));
+  auto model = Model::from_graph(std::move(loaded.graph));
+  if (!model.ok()) return model.status().with_context(path);
+  out.model = std::move(*model);
+  ASSIGN_OR_RETURN(LayerGraph lg, LayerGraph::build(out.model->graph()));
+  out.lg = std::make_unique<LayerGraph>(std::move(lg));
+  ASSIGN_OR_RETURN(out.hash, model_file_hash(path));
+  out.name = std::filesystem::path(path).stem().string();
+  return out;
+}
+
+void print_summary(const Profile& p, const CostModel& cm) {
+  std::printf("profile of %s (%s), %d layers, %.1f s\n", p.model_name.c_str(), p.model_hash.c_str(),
+              p.num_layers(), p.conditions.profiling_seconds);
+  std::printf("%-14s %8s %6s %12s %14s %10s %8s %10s\n", "device", "MHz", "layers", "sum ms",
+              "upload GB/s", "beta us", "R^2", "regr err");
+  for (size_t di = 0; di < p.devices.size(); ++di) {
+    const DeviceProfile& d = p.devices[di];
+    for (const LevelProfile& l : d.levels) {
+      double sum = 0;
+      int n = 0;
+      for (const auto& ms : l.layer_ms) {
+        if (ms) {
+          sum += *ms;
+          ++n;
+        }
+      }
+      const double gbs =
+          l.upload.alpha_ms_per_byte > 0 ? 1e-6 / l.upload.alpha_ms_per_byte : INFINITY;
+      std::printf("%-14s %8d %6d %12.3f %14.2f %10.2f %8.4f %9.1f%%\n", d.device.c_str(), l.mhz, n,
+                  sum, gbs, l.upload.beta_ms * 1e3, l.upload.r2,
+                  100 * cm.regression_error(static_cast<int>(di)));
+    }
+    if (!d.unsupported.empty()) {
+      std::printf("  %zu layer(s) cannot run on %s, e.g. %s: %s\n", d.unsupported.size(),
+                  d.device.c_str(),
+                  p.layers[static_cast<size_t>(d.unsupported.begin()->first)].name.c_str(),
+                  d.unsupported.begin()->second.c_str());
+    }
+  }
+}
+
+struct CheckRow {
+  std::string device;
+  std::string what;
+  double predicted = 0;
+  double measured = 0;
+  double error() const { return measured > 0 ? (predicted - measured) / measured : 0; }
+};
+
+// Predicted vs measured latency of the whole model, random slices and random split plans (each
+// slice compiled alone, run through host memory, as the executor runs a plan).
+int run_check(const LoadedGraph& m, const cli::Args& args) {
+  auto profile = Profile::load(args.get("--check"), m.hash);
+  if (!profile.ok()) return report_error("profile", profile.status());
+  auto cm = CostModel::build(*profile, *m.lg);
+  if (!cm.ok()) return report_error("profile", cm.status());
+  auto slices = args.get_int("--slices", 10, 0, 100000);
+  auto seed = args.get_int("--seed", 1, 0, 1 << 30);
+  auto repeat = args.get_int("--repeat", 5, 1, 100000);
+  auto warmup = args.get_int("--warmup", 1, 0, 100000);
+  for (const auto* r : {&slices, &seed, &repeat, &warmup}) {
+    if (!r->ok()) return report_error("profile", r->status());
+  }
+  const int L = m.lg->num_layers();
+  std::mt19937 rng(static_cast<unsigned>(*seed));
+  std::vector<CheckRow> rows;
+  const std::vector<int> vds = cm->latency_devices();
+  auto measure = [&](int vd, int first, int last) -> Result<double> {
+    return measure_slice_ms(*m.lg, cm->virtual_devices()[static_cast<size_t>(vd)].device, first,
+                            last, *warmup, *repeat, profile->conditions.statistic);
+  };
+  for (int vd : vds) {
+    const std::string& dev = cm->virtual_devices()[static_cast<size_t>(vd)].label;
+    if (!cm->can_run_slice(vd, 0, L)) continue;
+    auto whole = measure(vd, 0, L);
+    if (!whole.ok()) return report_error("profile", whole.status());
+    rows.push_back({dev, "whole model", cm->slice_ms(vd, 0, L), *whole});
+    for (int s = 0; s < *slices && L > 1; ++s) {
+      int a = static_cast<int>(rng() % static_cast<unsigned>(L));
+      int b = static_cast<int>(rng() % static_cast<unsigned>(L));
+      if (a > b) std::swap(a, b);
+      ++b;
+      if (!cm->can_run_slice(vd, a, b)) continue;
+      auto ms = measure(vd, a, b);
+      if (!ms.ok()) return report_error("profile", ms.status());
+      rows.push_back({dev, "slice [" + std::to_string(a) + "," + std::to_string(b) + ")",
+                      cm->slice_ms(vd, a, b), *ms});
+    }
+  }
+  // Split plans over the devices: 2 or 3 slices, each on a random device, transfers at the cuts.
+  for (int s = 0; s < *slices && L > 2 && !vds.empty(); ++s) {
+    const int k = 2 + static_cast<int>(rng() % 2u);
+    std::vector<int> cuts = {0, L};
+    while (static_cast<int>(cuts.size()) < k + 1) {
+      const int c = 1 + static_cast<int>(rng() % static_cast<unsigned>(L - 1));
+      if (std::find(cuts.begin(), cuts.end(), c) == cuts.end()) cuts.push_back(c);
+    }
+    std::sort(cuts.begin(), cuts.end());
+    double pred = 0, meas = 0;
+    std::string what = "split";
+    bool ok = true;
+    for (size_t i = 0; i + 1 < cuts.size() && ok; ++i) {
+      const int vd = vds[rng() % vds.size()];
+      ok = cm->can_run_slice(vd, cuts[i], cuts[i + 1]);
+      if (!ok) break;
+      auto ms = measure(vd, cuts[i], cuts[i + 1]);
+      if (!ms.ok()) return report_error("profile", ms.status());
+      pred += cm->slice_ms(vd, cuts[i], cuts[i + 1]);
+      meas += *ms;
+      what += " " + cm->virtual_devices()[static_cast<size_t>(vd)].label + "[" +
+              std::to_string(cuts[i]) + "," + std::to_string(cuts[i + 1]) + ")";
+    }
+    if (ok) rows.push_back({"plan", what, pred, meas});
+  }
+  const bool md = args.has("--markdown");
+  if (md) {
+    std::printf(
+        "| device | what | predicted ms | measured ms | error |\n|---|---|---:|---:|---:|\n");
+  } else {
+    std::printf("%-14s %-44s %12s %12s %8s\n", "device", "what", "predicted ms", "measured ms",
+                "error");
+  }
+  double sum_abs = 0, whole_abs = 0;
+  int whole_n = 0;
+  for (const CheckRow& r : rows) {
+    if (md) {
+      std::printf("| %s | %s | %.3f | %.3f | %+.1f%% |\n", r.device.c_str(), r.what.c_str(),
+                  r.predicted, r.measured, 100 * r.error());
+    } else {
+      std::printf("%-14s %-44.44s %12.3f %12.3f %+7.1f%%\n", r.device.c_str(), r.what.c_str(),
+                  r.predicted, r.measured, 100 * r.error());
+    }
+    sum_abs += std::abs(r.error());
+    if (r.what == "whole model") {
+      whole_abs += std::abs(r.error());
+      ++whole_n;
+    }
+  }
+  if (!rows.empty()) {
+    std::printf("%s%s: mean absolute error %.2f%% over %zu runs (whole model %.2f%%)\n",
+                md ? "\n" : "", m.name.c_str(), 100 * sum_abs / static_cast<double>(rows.size()),
+                rows.size(), whole_n ? 100 * whole_abs / whole_n : 0.0);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int cmd_profile(int argc, char** argv) {
+  auto args = cli::parse(argc, argv, 2, kFlags);
+  if (!args.ok()) return report_error("profile", args.status());
+  if (args->has("--help") || args->positional.size() != 1 ||
+      (!args->has("--output") && !args->has("--check"))) {
+    std::printf(
+        "usage: tessera profile MODEL.tsr -o PROFILE.json [--devices a,b] [--repeat N]\n"
+        "       tessera profile MODEL.tsr --check PROFILE.json [--slices N]\n\n"
+        "Runs every layer of the model alone on every device (at the minimum and maximum DVFS\n"
+        "levels where they can be set), fits the transfer cost of each device, and writes the\n"
+        "profile the planners read. --check compares the cost model's predictions with\n"
+        "measured runs of the whole model, random slices and random split plans.\n\n%s",
+        cli::usage(kFlags).c_str());
+    return args->has("--help") ? 0 : 2;
+  }
+  auto model = load(args->positional[0]);
+  if (!model.ok()) return report_error("profile", model.status());
+  if (args->has("--check")) return run_check(*model, *args);
+
+  auto repeat = args->get_int("--repeat", 5, 1, 100000);
+  if (!repeat.ok()) return report_error("profile", repeat.status());
+  auto warmup = args->get_int("--warmup", 1, 0, 100000);
+  if (!warmup.ok()) return report_error("profile", warmup.status());
+  const std::string sysfs = args->get("--sysfs", "/");
+  Platform platform;
+  if (args->has("--platform")) {
+    auto p = Platform::load(args->get("--platform"));
+    if (!p.ok()) return report_error("profile", p.status());
+    platform = std::move(*p);
+  } else {
+    platform = Platform::detect(sysfs);
+  }
+  ProfileOptions options;
+  options.devices = split_commas(args->get("--devices"));
+  options.repeat = *repeat;
+  options.warmup = *warmup;
+  options.all_levels = args->has("--all-levels");
+  options.statistic = args->get("--statistic", "median");
+  options.sysfs_root = sysfs;
+  ProgressBar bar;
+  if (isatty(STDERR_FILENO)) {
+    options.progress = [&bar](int done, int total, const std::string& what) {
+      bar.update(done, total, what);
+    };
+  }
+  auto profile = profile_model(*model->lg, platform, options, model->name, model->hash);
+  if (!profile.ok()) return report_error("profile", profile.status());
+  Status st = profile->save(args->get("--output"));
+  if (!st.ok()) return report_error("profile", st);
+  auto cm = CostModel::build(*profile, *model->lg);
+  if (!cm.ok()) return report_error("profile", cm.status());
+  print_summary(*profile, *cm);
+  std::printf("wrote %s\n", args->get("--output").c_str());
+  return 0;
+}
+
+}  // namespace tessera::tools
