@@ -82,8 +82,7 @@ namespace {
 
 // The backends built into this Tessera, in the order `tessera devices` lists them.
 const Backend* const kBackends[] = {
-    &kReferenceBackend,
-    &kCpuBackend,
+    &kReferenceBackend, &kCpuBackend,
 #ifdef TESSERA_HAVE_OPENCL
     &kOpenCLBackend,
 #endif

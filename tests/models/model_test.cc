@@ -108,8 +108,8 @@ TEST_P(ModelTest, MatchesPyTorch) {
   ASSERT_TRUE(expected.ok()) << expected.status().to_string();
 
   auto session = Session::create(*model, test_device());
-  if (!session.ok() && is_gpu(test_device()) &&
-      session.status().code() == StatusCode::kNotFound && !device_required(test_device())) {
+  if (!session.ok() && is_gpu(test_device()) && session.status().code() == StatusCode::kNotFound &&
+      !device_required(test_device())) {
     GTEST_SKIP() << test_device() << " is not available here: " << session.status().message();
   }
   ASSERT_TRUE(session.ok()) << session.status().to_string();
