@@ -48,32 +48,11 @@ constexpr bool kBuiltWithVulkan = false;
   }                                                                            \
   std::unique_ptr<Device> dev = std::move(*dev##_result)
 
-// Builds a one-node graph like testing::run_op.
+// A one-node graph (testing::single_node_graph) whose outputs are graph outputs, shape-inferred.
 Graph one_node_graph(OpKind kind, const Attributes& attrs, const std::vector<OpInput>& inputs,
                      int num_outputs) {
-  Graph g;
-  Node n;
-  n.name = "test_node";
-  n.kind = kind;
-  n.attrs = attrs;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].omitted) {
-      n.inputs.push_back(kNoValue);
-    } else if (inputs[i].constant) {
-      n.inputs.push_back(g.add_constant("in" + std::to_string(i), inputs[i].tensor));
-    } else {
-      const Tensor& t = inputs[i].tensor;
-      ValueId v = g.add_value("in" + std::to_string(i), TensorInfo{t.dtype(), t.shape()});
-      g.inputs().push_back(v);
-      n.inputs.push_back(v);
-    }
-  }
-  for (int i = 0; i < num_outputs; ++i) {
-    ValueId v = g.add_value("out" + std::to_string(i));
-    n.outputs.push_back(v);
-    g.outputs().push_back(v);
-  }
-  g.add_node(n);
+  Graph g = testing::single_node_graph(kind, attrs, inputs, num_outputs);
+  for (ValueId v : g.node(0).outputs) g.outputs().push_back(v);
   EXPECT_TRUE(g.infer_shapes().ok());
   return g;
 }
