@@ -4,30 +4,35 @@
 #      reference models exported into ~/.cache/tessera/models, or $TESSERA_MODEL_CACHE);
 #   2. an AddressSanitizer + UndefinedBehaviorSanitizer build running the unit tests, which
 #      include every bad-input test (malformed model files, ONNX files, .npy files, CLI misuse).
-# Installs missing Debian packages first (scripts/install-deps.sh).
+# Installs missing Debian packages first (scripts/install-deps.sh). Compilation goes through
+# ccache when it is installed, so repeated runs on one machine rebuild only what changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${TESSERA_JOBS:-$(nproc)}
-# The Vulkan tests run on lavapipe (mesa-vulkan-drivers) and must not skip for want of a device.
-export TESSERA_REQUIRE_VULKAN=1
 
 scripts/install-deps.sh
-# The OpenCL tests run on PoCL's CPU device; here they must run, not skip.
-export TESSERA_REQUIRE_OPENCL=1
 
-# The reference NPU driver is built here, so its tests must run rather than skip.
-export TESSERA_REQUIRE_NPU=1
+# Every backend whose packages install-deps.sh provides must run its tests here, not skip:
+# Vulkan on lavapipe, OpenCL on PoCL's CPU device, the reference NPU driver built alongside.
+export TESSERA_REQUIRE_VULKAN=1 TESSERA_REQUIRE_OPENCL=1 TESSERA_REQUIRE_NPU=1
+
+launcher=()
+if command -v ccache >/dev/null 2>&1; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+fi
 
 echo "== format check"
 git ls-files '*.h' '*.cc' | xargs clang-format --dry-run --Werror
 
 echo "== release build"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSERA_WERROR=ON
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSERA_WERROR=ON "${launcher[@]}"
 cmake --build build -j "$jobs"
 
 echo "== sanitizer build"
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_WERROR=ON \
-  -DTESSERA_SANITIZE=ON -DTESSERA_MODEL_TESTS=OFF -DTESSERA_BUILD_BENCHMARKS=OFF
+# -O1 with line tables only: readable sanitizer reports at a fraction of a debug build's cost.
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O1 -g1" \
+  -DCMAKE_C_FLAGS="-O1 -g1" -DTESSERA_WERROR=ON -DTESSERA_SANITIZE=ON -DTESSERA_MODEL_TESTS=OFF \
+  -DTESSERA_BUILD_BENCHMARKS=OFF "${launcher[@]}"
 cmake --build build-asan -j "$jobs"
 
 echo "== unit tests under ASan+UBSan"
