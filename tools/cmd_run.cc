@@ -1,4 +1,5 @@
 // tessera run model.tsr --input x.npy --output y.npy [--device NAME] [--repeat N] [--top K]
+// tessera run model.tsr --plan plan.json [--trace trace.json] ...   (a plan over several devices)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -6,6 +7,10 @@
 
 #include "core/npy.h"
 #include "core/tessera.h"
+#include "graph/layer_graph.h"
+#include "scheduler/executor.h"
+#include "scheduler/plan.h"
+#include "scheduler/profile.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 
@@ -20,6 +25,8 @@ const std::vector<cli::FlagSpec> kFlags = {
     {"--device", "-d", true, false, "device to run on (default: reference; see `tessera devices`)"},
     {"--repeat", "-r", true, false, "timed runs after one warm-up run (default 1)"},
     {"--top", "", true, false, "print the K largest entries of the first output"},
+    {"--plan", "", true, false, "run by this plan (from `tessera plan`) instead of on one device"},
+    {"--trace", "", true, false, "with --plan: write a Chrome trace (open in Perfetto)"},
     {"--help", "-h", false, false, "show this help"},
 };
 
@@ -63,6 +70,73 @@ Result<std::vector<Tensor>> gather_inputs(const Model& model, const cli::Args& a
   return inputs;
 }
 
+// Writes the outputs and prints the top-K of the first (both run paths).
+int finish(const Model& model, const cli::Args& args, const std::vector<Tensor>& outputs, int top) {
+  const auto& out_paths = args.all("--output");
+  for (size_t i = 0; i < out_paths.size(); ++i) {
+    Status st = write_npy(out_paths[i], outputs[i]);
+    if (!st.ok()) return report_error("run", st);
+  }
+  if (top > 0 && !outputs.empty() && outputs[0].dtype() == DType::kF32) {
+    const Tensor& y = outputs[0];
+    std::vector<int64_t> idx(static_cast<size_t>(y.numel()));
+    std::iota(idx.begin(), idx.end(), 0);
+    const size_t k = std::min(idx.size(), static_cast<size_t>(top));
+    const float* p = y.data<float>();
+    std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(),
+                      [p](int64_t a, int64_t b) { return p[a] > p[b]; });
+    std::printf("top-%zu of '%s':\n", k, model.outputs()[0].name.c_str());
+    for (size_t i = 0; i < k; ++i) {
+      std::printf("  %zu. class %lld  score %.5f\n", i + 1, static_cast<long long>(idx[i]),
+                  p[idx[i]]);
+    }
+  }
+  return 0;
+}
+
+Result<std::vector<Tensor>> run_plan(const std::string& path, const Model& model,
+                                     const std::vector<Tensor>& inputs, const cli::Args& args,
+                                     int repeat) {
+  ASSIGN_OR_RETURN(Plan plan, Plan::load(args.get("--plan")));
+  ASSIGN_OR_RETURN(std::string hash, model_file_hash(path));
+  if (!plan.model_hash.empty() && plan.model_hash != hash) {
+    return failed_precondition(args.get("--plan") + ": the plan is for model " + plan.model_hash +
+                               ", " + path + " is " + hash);
+  }
+  ASSIGN_OR_RETURN(LayerGraph lg, LayerGraph::build(model.graph()));
+  ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex, Executor::create(lg, plan));
+  print_plan_table(plan, lg);
+  std::vector<Tensor> outputs;
+  RETURN_IF_ERROR(ex->run(inputs, &outputs));  // warm-up
+  std::vector<double> ms;
+  for (int r = 0; r < repeat; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    RETURN_IF_ERROR(ex->run(inputs, &outputs));
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  // Per stage: the mean over the timed runs (run 0 was the warm-up).
+  std::vector<double> stage_ms(plan.stages.size(), 0);
+  for (const StageRun& r : ex->stage_runs()) {
+    if (r.run > 0) stage_ms[static_cast<size_t>(r.stage)] += r.ms / repeat;
+  }
+  std::printf("%5s  %-20s %12s %12s\n", "stage", "device", "measured ms", "estimated ms");
+  for (size_t i = 0; i < plan.stages.size(); ++i) {
+    const Stage& s = plan.stages[i];
+    std::printf("%5zu  %-20s %12.3f %12.3f\n", i, s.placement.label().c_str(), stage_ms[i],
+                s.estimate.exec_ms + s.estimate.transfer_ms);
+  }
+  std::printf("plan %s: latency median %.3f ms, min %.3f ms over %d run(s); estimated %.3f ms\n",
+              plan.notation().c_str(), ms[ms.size() / 2], ms.front(), repeat,
+              plan.estimated_latency_ms);
+  if (args.has("--trace")) {
+    RETURN_IF_ERROR(ex->write_trace(args.get("--trace")));
+    std::printf("wrote trace %s\n", args.get("--trace").c_str());
+  }
+  return outputs;
+}
+
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
@@ -86,6 +160,14 @@ int cmd_run(int argc, char** argv) {
   }
   auto inputs = gather_inputs(**model, *args);
   if (!inputs.ok()) return report_error("run", inputs.status());
+  if (args->has("--plan")) {
+    if (args->has("--device")) {
+      return report_error("run", invalid_argument("give --device or --plan, not both"));
+    }
+    auto outputs = run_plan(args->positional[0], **model, *inputs, *args, *repeat);
+    if (!outputs.ok()) return report_error("run", outputs.status());
+    return finish(**model, *args, *outputs, *top);
+  }
   const std::string device = args->get("--device", "reference");
   auto session = Session::create(*model, device);
   if (!session.ok()) return report_error("run", session.status());
@@ -109,26 +191,7 @@ int cmd_run(int argc, char** argv) {
                 static_cast<double>((*session)->peak_memory_bytes()) / (1024.0 * 1024.0));
   }
 
-  const auto& out_paths = args->all("--output");
-  for (size_t i = 0; i < out_paths.size(); ++i) {
-    Status st = write_npy(out_paths[i], (*outputs)[i]);
-    if (!st.ok()) return report_error("run", st);
-  }
-  if (*top > 0 && !outputs->empty() && (*outputs)[0].dtype() == DType::kF32) {
-    const Tensor& y = (*outputs)[0];
-    std::vector<int64_t> idx(static_cast<size_t>(y.numel()));
-    std::iota(idx.begin(), idx.end(), 0);
-    const size_t k = std::min(idx.size(), static_cast<size_t>(*top));
-    const float* p = y.data<float>();
-    std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(),
-                      [p](int64_t a, int64_t b) { return p[a] > p[b]; });
-    std::printf("top-%zu of '%s':\n", k, (*model)->outputs()[0].name.c_str());
-    for (size_t i = 0; i < k; ++i) {
-      std::printf("  %zu. class %lld  score %.5f\n", i + 1, static_cast<long long>(idx[i]),
-                  p[idx[i]]);
-    }
-  }
-  return 0;
+  return finish(**model, *args, *outputs, *top);
 }
 
 }  // namespace tessera::tools

@@ -3,6 +3,11 @@
 
 #include "core/status.h"
 
+namespace tessera {
+class LayerGraph;
+struct Plan;
+}  // namespace tessera
+
 namespace tessera::tools {
 
 int cmd_convert(int argc, char** argv);
@@ -10,6 +15,10 @@ int cmd_info(int argc, char** argv);
 int cmd_run(int argc, char** argv);
 int cmd_devices(int argc, char** argv);
 int cmd_profile(int argc, char** argv);
+int cmd_plan(int argc, char** argv);
+
+// Prints the plan's notation and its per-stage table of estimates (tessera plan, run --plan).
+void print_plan_table(const Plan& p, const LayerGraph& lg);
 
 // Prints "error: <message>" to stderr and returns 1.
 int report_error(const char* command, const Status& s);

@@ -13,9 +13,10 @@ const char kUsage[] =
     "commands:\n"
     "  convert   convert an ONNX model to a .tsr file (graph passes applied)\n"
     "  info      print the layers, parameters, FLOPs and live bytes at each cut of a model\n"
-    "  run       run a model on .npy inputs and print its latency\n"
+    "  run       run a model (on one device or by a plan) on .npy inputs; print its latency\n"
     "  devices   list the devices this machine offers\n"
     "  profile   measure every layer on every device; fit the cost models\n"
+    "  plan      slice a model across devices from its profile (latency or energy)\n"
     "\n"
     "Run `tessera <command> --help` for the options of a command.\n";
 
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
   if (cmd == "run") return tessera::tools::cmd_run(argc, argv);
   if (cmd == "devices") return tessera::tools::cmd_devices(argc, argv);
   if (cmd == "profile") return tessera::tools::cmd_profile(argc, argv);
+  if (cmd == "plan") return tessera::tools::cmd_plan(argc, argv);
   std::fprintf(stderr, "tessera: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
   return 2;
 }

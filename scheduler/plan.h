@@ -1,0 +1,121 @@
+// Plan: how a model is spread over devices (ARCHITECTURE.md, "The one idea").
+//
+//   Plan      = ordered Stages + a Mode
+//   Stage     = a set of layers (LayerGraph indices) + a Placement (+ a packing policy for a
+//               remote hop, later)
+//   Placement = one device at one DVFS level, or (later) a split of each layer across several
+//               devices along a dimension with ratios
+//   Mode      = sequential (one input at a time) | streaming (stages run concurrently)
+//
+// MOSAIC slicing (seed 000) produces a sequential Plan whose stages are contiguous layer ranges;
+// pipelining, intra-layer splits and remote stages reuse the same types.
+//
+// A Plan is plain data: it prints as one line in the notation of seed 000 Tables III/IV, one
+// entry per stage, DEVICE[first layer] with @MHz for a DVFS level, e.g.
+//     cpu[0] opencl:0@600[5] cpu[12]
+// and saves as JSON (version 1):
+//   {"format": "tessera-plan", "version": 1, "model": {"name", "hash", "layers"},
+//    "mode": "sequential"|"streaming", "planner", "objective",
+//    "stages": [{"layers": [first, last) as {"first", "last"} or a list [..],
+//                "placement": {"devices": [{"device", "mhz", "ratio"}], "split": ""},
+//                "packing": "", "estimate": {"exec_ms", "transfer_ms", "energy_mj"}}],
+//    "estimate": {"latency_ms", "energy_mj"}}
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace tessera {
+
+enum class PlanMode { kSequential, kStreaming };
+
+const char* plan_mode_name(PlanMode mode);
+
+// One device (at one DVFS level) taking part in a placement.
+struct DeviceShare {
+  std::string device;  // backend device name, e.g. "cpu:0-3", "opencl:0", "remote:h:5000"
+  int mhz = 0;         // DVFS level; 0: the device's current or only level
+  double ratio = 1.0;  // share of each layer's work when the placement splits layers
+
+  // "cpu:0-3@1800", or the bare name when mhz is 0.
+  std::string label() const;
+  bool operator==(const DeviceShare&) const = default;
+};
+
+// Where a stage runs. One device share today; a split over several devices (seed 004) names the
+// dimension in `split` and gives one share per device.
+struct Placement {
+  std::vector<DeviceShare> devices;
+  std::string split;  // "" for a single device
+
+  static Placement on(std::string device, int mhz = 0);
+  bool single() const { return devices.size() == 1 && split.empty(); }
+  // The single device's label, or "a+b/split" for a split.
+  std::string label() const;
+  bool operator==(const Placement&) const = default;
+};
+
+// What the cost model expects a stage to cost (0 when not estimated).
+struct StageEstimate {
+  double exec_ms = 0;
+  double transfer_ms = 0;  // inputs in plus outputs out (eq. 1-2)
+  double energy_mj = 0;
+  bool operator==(const StageEstimate&) const = default;
+};
+
+struct Stage {
+  std::vector<int> layers;  // LayerGraph layer indices, ascending
+  Placement placement;
+  std::string packing;  // remote hop packing policy; "" for none
+  StageEstimate estimate;
+
+  // Whether the layers form one range [first, last).
+  bool contiguous() const;
+  int first() const { return layers.empty() ? -1 : layers.front(); }
+  bool operator==(const Stage&) const = default;
+};
+
+struct Plan {
+  static constexpr int kVersion = 1;
+
+  std::string model_name;
+  std::string model_hash;
+  int num_layers = 0;
+  PlanMode mode = PlanMode::kSequential;
+  std::string planner;    // which planner made it ("slice", "preferred", "hca", "manual"...)
+  std::string objective;  // "latency" | "energy" | ""
+  std::vector<Stage> stages;
+  double estimated_latency_ms = 0;
+  double estimated_energy_mj = 0;
+
+  // Seed 000 notation: "cpu[0] opencl:0@600[5] cpu[12]".
+  std::string notation() const;
+
+  // Checks the plan against a model of `num_layers` layers and the devices that may be used
+  // (empty: any device name). Every layer in exactly one stage, every stage non-empty with
+  // ascending layers, each placement naming an available device with ratios that sum to 1, and
+  // (when `require_contiguous`) every stage a contiguous range, stages in layer order. Messages
+  // name the stage: "stage 2 (opencl:0[5]): layer 7 is also in stage 1".
+  Status validate(int num_layers, const std::vector<std::string>& available_devices,
+                  bool require_contiguous) const;
+
+  std::string to_json_text() const;
+  Status save(const std::string& path) const;
+  static Result<Plan> from_json_text(const std::string& text, const std::string& origin);
+  static Result<Plan> load(const std::string& path);
+
+  bool operator==(const Plan&) const = default;
+};
+
+// A sequential plan of contiguous stages from (first layer, device label) pairs; each stage
+// runs to the next one's first layer. Labels are "DEVICE" or "DEVICE@MHz".
+Result<Plan> plan_from_slices(int num_layers,
+                              const std::vector<std::pair<int, std::string>>& starts);
+
+// Parses the one-line notation back ("cpu[0] opencl:0@600[5]") for a model of `num_layers`.
+Result<Plan> parse_plan_notation(const std::string& text, int num_layers);
+
+}  // namespace tessera

@@ -1,0 +1,107 @@
+// Slicing planners (seed 000 Sect. V-C and VI): cut a model into contiguous slices, one virtual
+// device (a device at one DVFS level) per slice.
+//
+//   slice       Algorithm 1 / eq. 9: dynamic programming over the last slice,
+//                 C_tot(0) = 0,  C_tot(l) = min_{0<=k<l, d} C_tot(k) + C(k, l, d)
+//               where C is eq. 8 (execution plus the transfers of the live tensors at both cuts,
+//               infinite when d cannot run a layer or the slice does not fit its memory).
+//               O(L^2 D) cost queries, each O(1) in the CostModel.
+//   exhaustive  every slicing and every assignment; exponential, for verification only.
+//   hca         heterogeneity- and constraint-aware but communication-oblivious (Sect. VI-E):
+//               minimises execution alone, then is priced with transfers.
+//   preferred   the device-preferred versions (TF-X-P, Sect. VI-A): as many consecutive layers
+//               as fit on the preferred device; a layer it cannot run goes alone to the first
+//               device of the fallback order that can.
+//
+// The planners work on SliceCosts, so they can be verified on synthetic cost instances;
+// CostModelSlices prices slices with a CostModel for one objective.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "scheduler/cost_model.h"
+#include "scheduler/plan.h"
+
+namespace tessera {
+
+// What a slicing planner chooses between.
+class SliceCosts {
+ public:
+  virtual ~SliceCosts() = default;
+  virtual int num_layers() const = 0;
+  virtual int num_options() const = 0;
+  // Eq. 8 for layers [first, last) on option `o`, in the objective's unit; kInfiniteCost when
+  // the option cannot run the slice (op support, memory).
+  virtual double cost(int o, int first, int last) const = 0;
+  // The execution part alone (no transfers), for the communication-oblivious baseline;
+  // kInfiniteCost when the slice cannot run.
+  virtual double exec_cost(int o, int first, int last) const = 0;
+};
+
+struct Slice {
+  int first = 0;
+  int last = 0;  // exclusive
+  int option = 0;
+  bool operator==(const Slice&) const = default;
+};
+
+struct Slicing {
+  std::vector<Slice> slices;
+  double cost = kInfiniteCost;  // kInfiniteCost: no feasible slicing
+  bool feasible() const { return cost < kInfiniteCost; }
+};
+
+// Sum of `costs.cost` over the slices (kInfiniteCost if any is infeasible).
+double slicing_cost(const SliceCosts& costs, const std::vector<Slice>& slices);
+
+Slicing plan_slice_dp(const SliceCosts& costs);
+Slicing plan_slice_exhaustive(const SliceCosts& costs);
+Slicing plan_slice_hca(const SliceCosts& costs);
+// `order`: the preferred option first, then the fallback options in order.
+Slicing plan_slice_preferred(const SliceCosts& costs, const std::vector<int>& order);
+
+enum class Objective { kLatency, kEnergy };
+Result<Objective> parse_objective(const std::string& name);
+const char* objective_name(Objective o);
+
+// Slices priced by a CostModel over a set of its virtual devices (the options).
+class CostModelSlices : public SliceCosts {
+ public:
+  CostModelSlices(const CostModel& cm, Objective objective, std::vector<int> virtual_devices)
+      : cm_(cm), objective_(objective), vds_(std::move(virtual_devices)) {}
+  int num_layers() const override { return cm_.num_layers(); }
+  int num_options() const override { return static_cast<int>(vds_.size()); }
+  double cost(int o, int first, int last) const override;
+  double exec_cost(int o, int first, int last) const override;
+  int virtual_device(int o) const { return vds_[static_cast<size_t>(o)]; }
+
+ private:
+  const CostModel& cm_;
+  Objective objective_;
+  std::vector<int> vds_;
+};
+
+struct SlicePlanRequest {
+  std::string planner = "slice";  // slice | exhaustive | hca | preferred
+  Objective objective = Objective::kLatency;
+  // Device names to use ("cpu", or "cpu@1800" for one level); empty: every profiled device.
+  // Latency uses each device's top level (eq. 6), energy every level (eq. 7), unless a level is
+  // named. Every name must be in the profile.
+  std::vector<std::string> devices;
+  // For `preferred`: the preferred device then the fallback order (names as above).
+  std::vector<std::string> preference;
+};
+
+// Runs a slicing planner and returns its Plan with per-stage estimates from the CostModel.
+// An exhaustive search is refused beyond 16 layers.
+Result<Plan> make_slice_plan(const CostModel& cm, const SlicePlanRequest& request);
+
+// The Plan of a slicing over virtual devices `vds` (option o -> vds[o]), with estimates.
+Plan slicing_to_plan(const CostModel& cm, const Slicing& s, const std::vector<int>& vds);
+
+// Estimates of an arbitrary contiguous plan (placements must name profiled levels).
+Status estimate_plan(const CostModel& cm, Plan* plan);
+
+}  // namespace tessera

@@ -1,0 +1,144 @@
+#include "scheduler/plan.h"
+
+#include <gtest/gtest.h>
+
+namespace tessera {
+namespace {
+
+Plan three_stage() {
+  Plan p = plan_from_slices(10, {{0, "cpu"}, {4, "opencl:0@600"}, {7, "cpu:0-1"}}).value();
+  p.model_name = "m";
+  p.model_hash = "fnv1a64:0123";
+  p.planner = "slice";
+  p.objective = "energy";
+  p.stages[1].estimate = StageEstimate{1.25, 0.5, 3.0625};
+  p.estimated_latency_ms = 1.75;
+  p.estimated_energy_mj = 0.1 + 0.2;  // not exactly representable: JSON must round-trip it
+  return p;
+}
+
+TEST(PlanTest, NotationIsDeviceFirstLayerAndLevel) {
+  Plan p = three_stage();
+  EXPECT_EQ(p.notation(), "cpu[0] opencl:0@600[4] cpu:0-1[7]");
+  ASSERT_EQ(p.stages.size(), 3u);
+  EXPECT_EQ(p.stages[1].layers, (std::vector<int>{4, 5, 6}));
+  EXPECT_EQ(p.stages[1].placement.devices[0].mhz, 600);
+  EXPECT_EQ(p.stages[1].placement.devices[0].device, "opencl:0");
+  auto back = parse_plan_notation(p.notation(), 10);
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(back->stages,
+            plan_from_slices(10, {{0, "cpu"}, {4, "opencl:0@600"}, {7, "cpu:0-1"}}).value().stages);
+}
+
+TEST(PlanTest, JsonRoundTrip) {
+  Plan p = three_stage();
+  auto back = Plan::from_json_text(p.to_json_text(), "t.json");
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(*back, p);
+
+  // Non-contiguous stages and split placements (later planners) round-trip too.
+  Plan q;
+  q.num_layers = 4;
+  q.mode = PlanMode::kStreaming;
+  Stage a;
+  a.layers = {0, 2};
+  a.placement = Placement::on("cpu:0");
+  Stage b;
+  b.layers = {1, 3};
+  b.placement.devices = {{"cpu:1", 0, 0.25}, {"opencl:0", 700, 0.75}};
+  b.placement.split = "output_channels";
+  b.packing = "int8";
+  q.stages = {a, b};
+  ASSERT_TRUE(q.validate(4, {}, false).ok());
+  auto qb = Plan::from_json_text(q.to_json_text(), "q.json");
+  ASSERT_TRUE(qb.ok()) << qb.status().to_string();
+  EXPECT_EQ(*qb, q);
+  EXPECT_EQ(q.notation(), "cpu:0[0] cpu:1+opencl:0@700/output_channels[1]");
+}
+
+TEST(PlanTest, ValidationNamesTheStage) {
+  Plan p = three_stage();
+  EXPECT_TRUE(p.validate(10, {"cpu", "opencl:0", "cpu:0-1"}, true).ok());
+
+  auto absent = p.validate(10, {"cpu", "cpu:0-1"}, true);
+  ASSERT_FALSE(absent.ok());
+  EXPECT_NE(absent.to_string().find("stage 1 (opencl:0@600[4])"), std::string::npos)
+      << absent.to_string();
+  EXPECT_NE(absent.to_string().find("not available"), std::string::npos);
+
+  Plan overlap = p;
+  overlap.stages[2].layers.insert(overlap.stages[2].layers.begin(), 6);
+  auto o = overlap.validate(10, {}, false);
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.to_string().find("stage 2 (cpu:0-1[6]): layer 6 is also in stage 1"),
+            std::string::npos)
+      << o.to_string();
+
+  Plan missing = p;
+  missing.stages[2].layers.pop_back();
+  auto m = missing.validate(10, {}, false);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.to_string().find("layer 9 is in no stage"), std::string::npos) << m.to_string();
+
+  Plan gap = p;
+  gap.stages[1].layers = {4, 6};
+  gap.stages[2].layers = {5, 7, 8, 9};
+  EXPECT_TRUE(gap.validate(10, {}, false).ok());
+  auto g = gap.validate(10, {}, true);
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.to_string().find("stage 1 (opencl:0@600[4]): layers are not one contiguous"),
+            std::string::npos)
+      << g.to_string();
+
+  Plan order = plan_from_slices(10, {{0, "cpu"}, {4, "cpu:0-1"}}).value();
+  std::swap(order.stages[0], order.stages[1]);
+  auto ord = order.validate(10, {}, true);
+  ASSERT_FALSE(ord.ok());
+  EXPECT_NE(ord.to_string().find("stage 0 (cpu:0-1[4]): starts at layer 4, expected 0"),
+            std::string::npos)
+      << ord.to_string();
+
+  Plan ratio = p;
+  ratio.stages[0].placement.devices.push_back({"cpu:1", 0, 0.5});
+  ratio.stages[0].placement.split = "spatial";
+  auto r = ratio.validate(10, {}, true);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.to_string().find("stage 0"), std::string::npos);
+  EXPECT_NE(r.to_string().find("sum to 1.5"), std::string::npos) << r.to_string();
+
+  EXPECT_FALSE(p.validate(11, {}, true).ok());
+}
+
+TEST(PlanTest, BadJsonAndNotationNameTheField) {
+  std::string text = three_stage().to_json_text();
+  auto pos = text.find("\"first\": 4");
+  ASSERT_NE(pos, std::string::npos);
+  std::string overlapping = text;
+  overlapping.replace(pos, 10, "\"first\": 3");
+  auto o = Plan::from_json_text(overlapping, "o.json");
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.status().to_string().find("layer 3 is also in stage 0"), std::string::npos)
+      << o.status().to_string();
+  EXPECT_NE(o.status().to_string().find("o.json"), std::string::npos);
+
+  std::string bad_mhz = text;
+  bad_mhz.replace(bad_mhz.find("\"mhz\": 600"), 10, "\"mhz\": -6");
+  auto b = Plan::from_json_text(bad_mhz, "b.json");
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().to_string().find("stages[1].placement.devices[0].mhz"), std::string::npos)
+      << b.status().to_string();
+
+  auto fmt = Plan::from_json_text(R"({"format": "tessera-profile", "version": 1})", "f.json");
+  ASSERT_FALSE(fmt.ok());
+  EXPECT_NE(fmt.status().to_string().find("format"), std::string::npos);
+
+  EXPECT_FALSE(parse_plan_notation("cpu[1] npu:0[3]", 5).ok());         // must start at 0
+  EXPECT_FALSE(parse_plan_notation("cpu[0] npu:0[9]", 5).ok());         // past the end
+  EXPECT_FALSE(parse_plan_notation("cpu[0] npu:0[x]", 5).ok());         // not a number
+  EXPECT_FALSE(parse_plan_notation("cpu@fast[0]", 5).ok());             // not MHz
+  EXPECT_FALSE(parse_plan_notation("cpu[0] npu:0[3] cpu[2]", 5).ok());  // descending
+  EXPECT_FALSE(parse_plan_notation("", 5).ok());
+}
+
+}  // namespace
+}  // namespace tessera

@@ -1,0 +1,311 @@
+#include "scheduler/planners/slice.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "tests/scheduler/profile_test_util.h"
+
+namespace tessera {
+namespace {
+
+// A synthetic instance of eq. 8, independent of the CostModel: per-layer execution per option,
+// transfer lines alpha*bytes + beta, live bytes at every cut (skip connections make them
+// arbitrary), unsupported layers and per-option memory caps against weights + largest live set.
+struct RandomCosts : SliceCosts {
+  int L = 0, D = 0;
+  std::vector<std::vector<double>> exec;       // [o][l]
+  std::vector<std::vector<char>> unsupported;  // [o][l]
+  std::vector<double> alpha, beta;
+  std::vector<double> live;        // L + 1 cuts
+  std::vector<double> weights;     // per layer
+  std::vector<double> activation;  // per layer
+  std::vector<double> memory;      // per option
+
+  int num_layers() const override { return L; }
+  int num_options() const override { return D; }
+  bool feasible(int o, int f, int l) const {
+    double w = 0, act = 0;
+    for (int k = f; k < l; ++k) {
+      if (unsupported[o][k]) return false;
+      w += weights[k];
+      act = std::max(act, activation[k]);
+    }
+    return w + act <= memory[o];
+  }
+  double exec_cost(int o, int f, int l) const override {
+    if (!feasible(o, f, l)) return kInfiniteCost;
+    double e = 0;
+    for (int k = f; k < l; ++k) e += exec[o][k];
+    return e;
+  }
+  double cost(int o, int f, int l) const override {
+    const double e = exec_cost(o, f, l);
+    if (!(e < kInfiniteCost)) return e;
+    return e + alpha[o] * live[f] + beta[o] + alpha[o] * live[l] + beta[o];
+  }
+};
+
+RandomCosts random_costs(std::mt19937& rng, int L, int D) {
+  std::uniform_real_distribution<double> u(0, 1);
+  RandomCosts c;
+  c.L = L;
+  c.D = D;
+  c.exec.assign(D, std::vector<double>(L));
+  c.unsupported.assign(D, std::vector<char>(L, 0));
+  const double p_unsupported = u(rng) * 0.3;
+  for (int o = 0; o < D; ++o) {
+    const double speed = 0.2 + 5 * u(rng);
+    for (int l = 0; l < L; ++l) {
+      c.exec[o][l] = speed * (0.05 + 10 * u(rng) * u(rng));
+      c.unsupported[o][l] = u(rng) < p_unsupported;
+    }
+    c.alpha.push_back(u(rng) < 0.2 ? 0 : 1e-3 * u(rng));
+    c.beta.push_back(u(rng) < 0.2 ? 0 : 2 * u(rng));
+  }
+  for (int k = 0; k <= L; ++k) c.live.push_back(std::floor(5000 * u(rng)));
+  double total = 0;
+  for (int l = 0; l < L; ++l) {
+    c.weights.push_back(std::floor(1000 * u(rng)));
+    c.activation.push_back(std::floor(500 * u(rng)));
+    total += c.weights.back();
+  }
+  for (int o = 0; o < D; ++o) {
+    // Sometimes unlimited, sometimes binding.
+    c.memory.push_back(u(rng) < 0.4 ? 1e18 : 500 + total * u(rng));
+  }
+  return c;
+}
+
+void expect_valid(const RandomCosts& c, const Slicing& s, const char* who) {
+  ASSERT_TRUE(s.feasible()) << who;
+  int next = 0;
+  for (const Slice& sl : s.slices) {
+    ASSERT_EQ(sl.first, next) << who;
+    ASSERT_GT(sl.last, sl.first) << who;
+    ASSERT_TRUE(sl.option >= 0 && sl.option < c.D) << who;
+    // Constraints: every layer supported, the slice fits the option's memory.
+    EXPECT_TRUE(c.feasible(sl.option, sl.first, sl.last)) << who;
+    next = sl.last;
+  }
+  ASSERT_EQ(next, c.L) << who;
+  EXPECT_NEAR(slicing_cost(c, s.slices), s.cost, 1e-9 * std::max(1.0, s.cost)) << who;
+}
+
+TEST(SliceTest, DynamicProgramEqualsExhaustiveOnRandomInstances) {
+  std::mt19937 rng(20261121);
+  int feasible = 0, multi_slice = 0, infeasible = 0;
+  constexpr int kInstances = 4000;
+  for (int i = 0; i < kInstances; ++i) {
+    const int L = 1 + static_cast<int>(rng() % 8);
+    const int D = 1 + static_cast<int>(rng() % 4);
+    RandomCosts c = random_costs(rng, L, D);
+    Slicing dp = plan_slice_dp(c);
+    Slicing ex = plan_slice_exhaustive(c);
+    ASSERT_EQ(dp.feasible(), ex.feasible()) << "instance " << i;
+    if (!ex.feasible()) {
+      ++infeasible;
+      EXPECT_TRUE(dp.slices.empty());
+      continue;
+    }
+    ++feasible;
+    if (ex.slices.size() > 1) ++multi_slice;
+    ASSERT_NEAR(dp.cost, ex.cost, 1e-9 * std::max(1.0, ex.cost))
+        << "instance " << i << " L=" << L << " D=" << D;
+    expect_valid(c, dp, "slice");
+    expect_valid(c, ex, "exhaustive");
+    // The baselines obey the constraints and can never beat the optimum.
+    Slicing hca = plan_slice_hca(c);
+    ASSERT_TRUE(hca.feasible());
+    expect_valid(c, hca, "hca");
+    EXPECT_GE(hca.cost, dp.cost - 1e-9 * dp.cost);
+    std::vector<int> order(static_cast<size_t>(D));
+    for (int o = 0; o < D; ++o) order[static_cast<size_t>(o)] = o;
+    Slicing pref = plan_slice_preferred(c, order);
+    if (pref.feasible()) {
+      expect_valid(c, pref, "preferred");
+      EXPECT_GE(pref.cost, dp.cost - 1e-9 * dp.cost);
+    }
+  }
+  // The generator exercises every case.
+  EXPECT_GT(feasible, kInstances / 2);
+  EXPECT_GT(multi_slice, kInstances / 10);
+  EXPECT_GT(infeasible, 10);
+}
+
+TEST(SliceTest, HcaIgnoresTransfersAndCanLoseToSlice) {
+  // Two options; option 1 is slightly faster per layer but every transfer on it is expensive.
+  RandomCosts c;
+  c.L = 4;
+  c.D = 2;
+  c.exec = {{1, 1, 1, 1}, {0.9, 0.9, 2, 0.9}};
+  c.unsupported.assign(2, std::vector<char>(4, 0));
+  c.alpha = {0, 0};
+  c.beta = {0, 5};
+  c.live = {1, 1, 1, 1, 1};
+  c.weights = {0, 0, 0, 0};
+  c.activation = {0, 0, 0, 0};
+  c.memory = {1, 1};
+  Slicing hca = plan_slice_hca(c);
+  ASSERT_EQ(hca.slices.size(), 3u);  // 1 | 0 | 1: per-layer best execution
+  EXPECT_EQ(hca.slices[1], (Slice{2, 3, 0}));
+  Slicing dp = plan_slice_dp(c);
+  ASSERT_EQ(dp.slices.size(), 1u);
+  EXPECT_EQ(dp.slices[0], (Slice{0, 4, 0}));
+  EXPECT_DOUBLE_EQ(dp.cost, 4);
+  EXPECT_DOUBLE_EQ(hca.cost, 0.9 + 0.9 + 10 + 1 + 0.9 + 10);
+}
+
+TEST(SliceTest, PreferredFallsBackPerLayerInOrder) {
+  RandomCosts c;
+  c.L = 5;
+  c.D = 3;
+  c.exec.assign(3, std::vector<double>(5, 1.0));
+  c.unsupported.assign(3, std::vector<char>(5, 0));
+  c.unsupported[0][2] = 1;  // preferred cannot run layer 2
+  c.unsupported[1][2] = 1;  // nor the first fallback
+  c.alpha = {0, 0, 0};
+  c.beta = {0, 0, 0};
+  c.live.assign(6, 0);
+  c.weights = {10, 10, 0, 10, 10};
+  c.activation.assign(5, 0);
+  c.memory = {20, 1e9, 1e9};  // preferred holds two layers' weights at a time
+  Slicing s = plan_slice_preferred(c, {0, 1, 2});
+  ASSERT_TRUE(s.feasible());
+  EXPECT_EQ(s.slices, (std::vector<Slice>{{0, 2, 0}, {2, 3, 2}, {3, 5, 0}}));
+  c.unsupported[2][2] = 1;
+  EXPECT_FALSE(plan_slice_preferred(c, {0, 1, 2}).feasible());
+  EXPECT_FALSE(plan_slice_dp(c).feasible());
+}
+
+// ---- on a real model priced by the CostModel ----
+
+Platform two_devices(uint64_t npu_memory) {
+  return Platform::from_json_text(
+             R"({"format": "tessera-platform", "version": 1, "name": "t", "devices": [
+      {"id": "cpu", "kind": "cpu", "device": "cpu:0-1", "memory_bytes": 1000000000,
+       "dvfs": [{"mhz": 1000, "mv": 800, "static_w": 0.2}, {"mhz": 1500, "mv": 900, "static_w": 0.3},
+                {"mhz": 2000, "mv": 1000, "static_w": 0.5}], "dynamic_w": 3.0},
+      {"id": "npu", "kind": "npu", "device": "npu:0", "memory_bytes": )" +
+                 std::to_string(npu_memory) + R"(,
+       "dvfs": [{"mhz": 0, "mv": 0, "static_w": 0.1}], "dynamic_w": 1.0}]})",
+             "t")
+      .value();
+}
+
+TransferFit line(double alpha, double beta) {
+  TransferFit f;
+  f.alpha_ms_per_byte = alpha;
+  f.beta_ms = beta;
+  f.r2 = 1;
+  return f;
+}
+
+Profile random_profile(const LayerGraph& lg, std::mt19937& rng, uint64_t npu_memory) {
+  std::uniform_real_distribution<double> u(0.1, 3.0);
+  Profile p;
+  p.model_name = "chain";
+  p.model_hash = "h";
+  p.describe_model(lg);
+  p.platform = two_devices(npu_memory);
+  const int L = lg.num_layers();
+  DeviceProfile cpu;
+  cpu.device = "cpu:0-1";
+  for (int mhz : {1000, 2000}) {
+    LevelProfile lv;
+    lv.mhz = mhz;
+    for (int l = 0; l < L; ++l) lv.layer_ms.push_back(u(rng) * 2000.0 / mhz);
+    lv.upload = line(0, 0.01);
+    lv.download = line(0, 0.01);
+    cpu.levels.push_back(lv);
+  }
+  DeviceProfile npu;
+  npu.device = "npu:0";
+  LevelProfile lv;
+  for (int l = 0; l < L; ++l) lv.layer_ms.push_back(u(rng) * 0.5 + 0.3);
+  lv.upload = line(1e-4 * u(rng), 0.1 * u(rng));
+  lv.download = line(1e-4 * u(rng), 0.1 * u(rng));
+  npu.levels.push_back(lv);
+  if (rng() % 2) npu.unsupported[static_cast<int>(rng() % static_cast<unsigned>(L))] = "op";
+  p.devices = {cpu, npu};
+  return p;
+}
+
+TEST(SliceTest, CostModelPlansMatchExhaustiveOnRealModels) {
+  std::mt19937 rng(7);
+  for (int n : {4, 6, 9}) {
+    auto m = testing::make_model(testing::matmul_chain(n));
+    for (int trial = 0; trial < 20; ++trial) {
+      const uint64_t mem = trial % 3 == 0 ? 6000 : 1000000000;
+      Profile p = random_profile(*m.lg, rng, mem);
+      auto cm = CostModel::build(p, *m.lg);
+      ASSERT_TRUE(cm.ok()) << cm.status().to_string();
+      for (Objective obj : {Objective::kLatency, Objective::kEnergy}) {
+        SlicePlanRequest req;
+        req.objective = obj;
+        auto dp = make_slice_plan(*cm, req);
+        req.planner = "exhaustive";
+        auto ex = make_slice_plan(*cm, req);
+        ASSERT_EQ(dp.ok(), ex.ok());
+        if (!dp.ok()) continue;
+        const double a =
+            obj == Objective::kLatency ? dp->estimated_latency_ms : dp->estimated_energy_mj;
+        const double b =
+            obj == Objective::kLatency ? ex->estimated_latency_ms : ex->estimated_energy_mj;
+        EXPECT_NEAR(a, b, 1e-9 * b) << dp->notation() << " vs " << ex->notation();
+        EXPECT_TRUE(dp->validate(n, {"cpu:0-1", "npu:0"}, true).ok());
+        // Re-pricing the plan gives the planner's estimate.
+        Plan again = *dp;
+        ASSERT_TRUE(estimate_plan(*cm, &again).ok());
+        EXPECT_NEAR(again.estimated_latency_ms, dp->estimated_latency_ms, 1e-9);
+        EXPECT_NEAR(again.estimated_energy_mj, dp->estimated_energy_mj, 1e-9);
+        if (obj == Objective::kLatency) {
+          for (const Stage& s : dp->stages) {
+            // Eq. 6: latency uses top levels only.
+            EXPECT_TRUE(s.placement.devices[0].mhz == 2000 || s.placement.devices[0].mhz == 0);
+          }
+        }
+        for (const char* base : {"hca", "preferred"}) {
+          req.planner = base;
+          req.preference = {"npu:0", "cpu:0-1"};
+          auto b2 = make_slice_plan(*cm, req);
+          if (!b2.ok()) continue;
+          const double c2 =
+              obj == Objective::kLatency ? b2->estimated_latency_ms : b2->estimated_energy_mj;
+          EXPECT_GE(c2, a - 1e-9 * a) << base;
+        }
+      }
+    }
+  }
+}
+
+TEST(SliceTest, RequestErrors) {
+  std::mt19937 rng(3);
+  auto m = testing::make_model(testing::matmul_chain(4));
+  Profile p = random_profile(*m.lg, rng, 1000000000);
+  auto cm = CostModel::build(p, *m.lg).value();
+  SlicePlanRequest req;
+  req.devices = {"opencl:0"};
+  auto r = make_slice_plan(cm, req);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().to_string().find("no device 'opencl:0'"), std::string::npos)
+      << r.status().to_string();
+  req.devices = {};
+  req.planner = "greedy";
+  EXPECT_FALSE(make_slice_plan(cm, req).ok());
+  req.planner = "preferred";
+  EXPECT_FALSE(make_slice_plan(cm, req).ok());
+  EXPECT_FALSE(parse_objective("throughput").ok());
+  // Restricting to one device at one level.
+  req.planner = "slice";
+  req.objective = Objective::kEnergy;
+  req.devices = {"cpu:0-1@1000"};
+  auto one = make_slice_plan(cm, req);
+  ASSERT_TRUE(one.ok()) << one.status().to_string();
+  EXPECT_EQ(one->notation(), "cpu:0-1@1000[0]");
+}
+
+}  // namespace
+}  // namespace tessera

@@ -1,0 +1,98 @@
+// `tessera plan` and `tessera run --plan` end to end: profile, plan, run, refuse bad input.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "graph/format/model_file.h"
+#include "graph/graph.h"
+#include "scheduler/plan.h"
+#include "scheduler/profile.h"
+#include "tests/scheduler/profile_test_util.h"
+
+namespace tessera {
+namespace {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;
+};
+
+CommandResult run_cli(const std::string& args) {
+  CommandResult r;
+  const std::string cmd = std::string(TESSERA_CLI_PATH) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int status = pclose(p);
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  return r;
+}
+
+TEST(PlanCli, PlansRunsAndRefuses) {
+  const std::string dir = ::testing::TempDir();
+  const std::string model = dir + "plan_cli_skip.tsr";
+  const std::string profile = dir + "plan_cli_profile.json";
+  const std::string plan = dir + "plan_cli_plan.json";
+  const std::string trace = dir + "plan_cli_trace.json";
+  Graph skip = testing::skip_graph();
+  ASSERT_TRUE(skip.infer_shapes().ok());
+  ASSERT_TRUE(save_model(skip, model, ModelMetadata{"plan_cli_test", {}}).ok());
+
+  CommandResult r = run_cli("profile " + model + " -o " + profile +
+                            " --devices reference,cpu --repeat 2 --warmup 0");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+
+  for (const char* objective : {"latency", "energy"}) {
+    r = run_cli("plan " + model + " --profile " + profile + " --objective " + objective + " -o " +
+                plan);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("plan (slice, " + std::string(objective)), std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("estimated latency"), std::string::npos) << r.output;
+    auto p = Plan::load(plan);
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    EXPECT_EQ(p->num_layers, 4);
+    EXPECT_NE(r.output.find(p->notation()), std::string::npos) << r.output;
+  }
+
+  r = run_cli("run " + model + " --plan " + plan + " --repeat 2 --trace " + trace);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("measured ms"), std::string::npos) << r.output;
+  std::ifstream tf(trace);
+  std::string text((std::istreambuf_iterator<char>(tf)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("traceEvents"), std::string::npos);
+
+  // A hand-written plan over two devices runs too.
+  Plan manual = plan_from_slices(4, {{0, "cpu"}, {2, "reference"}}).value();
+  ASSERT_TRUE(manual.save(plan).ok());
+  r = run_cli("run " + model + " --plan " + plan);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("cpu[0] reference[2]"), std::string::npos) << r.output;
+
+  // Refusals: an absent device in the plan, a device the profile lacks, a bad objective, a plan
+  // for another model.
+  manual = plan_from_slices(4, {{0, "cpu"}, {2, "opencl:97"}}).value();
+  ASSERT_TRUE(manual.save(plan).ok());
+  r = run_cli("run " + model + " --plan " + plan);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("stage 1 (opencl:97[2])"), std::string::npos) << r.output;
+  r = run_cli("plan " + model + " --profile " + profile + " --devices npu:0");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("no device 'npu:0'"), std::string::npos) << r.output;
+  r = run_cli("plan " + model + " --profile " + profile + " --objective speed");
+  EXPECT_EQ(r.exit_code, 1);
+  manual.model_hash = "fnv1a64:0000000000000000";
+  manual.stages[1].placement = Placement::on("reference");
+  ASSERT_TRUE(manual.save(plan).ok());
+  r = run_cli("run " + model + " --plan " + plan);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("the plan is for model"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace tessera

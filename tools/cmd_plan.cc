@@ -1,0 +1,121 @@
+// tessera plan MODEL.tsr --profile profile.json --objective latency|energy
+//              [--planner slice|preferred|hca|exhaustive] [--devices a,b] [--prefer a,b]
+//              [-o plan.json]
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+
+#include "core/tessera.h"
+#include "graph/layer_graph.h"
+#include "scheduler/cost_model.h"
+#include "scheduler/planners/slice.h"
+#include "tools/cli.h"
+#include "tools/commands.h"
+
+namespace tessera::tools {
+
+namespace {
+
+const std::vector<cli::FlagSpec> kFlags = {
+    {"--profile", "-p", true, false, "profile JSON from `tessera profile` (required)"},
+    {"--objective", "", true, false, "latency (default) or energy"},
+    {"--planner", "", true, false,
+     "slice (default: seed 000 Algorithm 1), preferred, hca or exhaustive (small models)"},
+    {"--devices", "-d", true, false,
+     "comma-separated devices to use, DEVICE or DEVICE@MHz (default: every profiled device)"},
+    {"--prefer", "", true, false,
+     "for --planner preferred: the preferred device, then the fallback order"},
+    {"--output", "-o", true, false, "write the plan JSON here"},
+    {"--help", "-h", false, false, "show this help"},
+};
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    if (!part.empty()) out.push_back(part);
+  }
+  return out;
+}
+
+}  // namespace
+
+void print_plan_table(const Plan& p, const LayerGraph& lg) {
+  std::printf("plan (%s, %s, %s): %s\n", p.planner.c_str(), p.objective.c_str(),
+              plan_mode_name(p.mode), p.notation().c_str());
+  std::printf("%5s  %-20s %-28s %11s %11s %11s\n", "stage", "device", "layers", "exec ms",
+              "xfer ms", "energy mJ");
+  for (size_t i = 0; i < p.stages.size(); ++i) {
+    const Stage& s = p.stages[i];
+    std::string range = std::to_string(s.layers.front()) + ".." + std::to_string(s.layers.back()) +
+                        " " + lg.layer(s.layers.front()).name;
+    if (s.layers.size() > 1) range += " .. " + lg.layer(s.layers.back()).name;
+    std::printf("%5zu  %-20s %-28.28s %11.3f %11.3f %11.3f\n", i, s.placement.label().c_str(),
+                range.c_str(), s.estimate.exec_ms, s.estimate.transfer_ms, s.estimate.energy_mj);
+  }
+  std::printf("estimated latency %.3f ms, energy %.3f mJ\n", p.estimated_latency_ms,
+              p.estimated_energy_mj);
+}
+
+int cmd_plan(int argc, char** argv) {
+  auto args = cli::parse(argc, argv, 2, kFlags);
+  if (!args.ok()) return report_error("plan", args.status());
+  if (args->has("--help") || args->positional.size() != 1 || !args->has("--profile")) {
+    std::printf(
+        "usage: tessera plan MODEL.tsr --profile profile.json [--objective latency|energy]"
+        " [-o plan.json]\n\n%s",
+        cli::usage(kFlags).c_str());
+    return args->has("--help") ? 0 : 2;
+  }
+  const std::string path = args->positional[0];
+  auto model = Model::load(path);
+  if (!model.ok()) return report_error("plan", model.status());
+  auto lg = LayerGraph::build((*model)->graph());
+  if (!lg.ok()) return report_error("plan", lg.status());
+  auto hash = model_file_hash(path);
+  if (!hash.ok()) return report_error("plan", hash.status());
+  auto profile = Profile::load(args->get("--profile"), *hash);
+  if (!profile.ok()) return report_error("plan", profile.status());
+  auto cm = CostModel::build(*profile, *lg);
+  if (!cm.ok()) return report_error("plan", cm.status());
+
+  SlicePlanRequest req;
+  auto objective = parse_objective(args->get("--objective", "latency"));
+  if (!objective.ok()) return report_error("plan", objective.status());
+  req.objective = *objective;
+  req.planner = args->get("--planner", "slice");
+  req.devices = split_commas(args->get("--devices"));
+  req.preference = split_commas(args->get("--prefer"));
+  if (req.planner == "preferred" && req.preference.empty()) req.preference = req.devices;
+  auto plan = make_slice_plan(*cm, req);
+  if (!plan.ok()) return report_error("plan", plan.status());
+  plan->model_name = std::filesystem::path(path).stem().string();
+  plan->model_hash = *hash;
+  print_plan_table(*plan, *lg);
+
+  // For comparison: every requested device alone at its top level.
+  for (int vd : cm->latency_devices()) {
+    const VirtualDevice& v = cm->virtual_devices()[static_cast<size_t>(vd)];
+    if (!req.devices.empty() &&
+        std::find(req.devices.begin(), req.devices.end(), v.device) == req.devices.end()) {
+      continue;
+    }
+    const int L = cm->num_layers();
+    if (!cm->can_run_slice(vd, 0, L)) {
+      std::printf("  %-20s alone: cannot run the whole model\n", v.label.c_str());
+    } else {
+      std::printf("  %-20s alone: %.3f ms, %.3f mJ\n", v.label.c_str(), cm->slice_ms(vd, 0, L),
+                  cm->slice_energy_mj(vd, 0, L));
+    }
+  }
+  if (args->has("--output")) {
+    Status s = plan->save(args->get("--output"));
+    if (!s.ok()) return report_error("plan", s);
+    std::printf("wrote %s\n", args->get("--output").c_str());
+  }
+  return 0;
+}
+
+}  // namespace tessera::tools
