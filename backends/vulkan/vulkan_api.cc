@@ -22,7 +22,7 @@ Status VulkanApi::open_loader() {
   if (library != nullptr) return Status();
   const char* override_path = std::getenv("TESSERA_VULKAN_LOADER");
   const char* path = override_path != nullptr ? override_path : "libvulkan.so.1";
-  library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  library = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);  // ICDs keep threads and TLS
   if (library == nullptr) {
     const char* err = dlerror();
     return not_found(std::string("Vulkan loader '") + path + "' cannot be opened (" +
