@@ -10,27 +10,13 @@
 #include "graph/graph.h"
 #include "scheduler/profile.h"
 #include "tests/scheduler/profile_test_util.h"
+#include "tests/tools/cli_test_util.h"
 
 namespace tessera {
 namespace {
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;
-};
-
-CommandResult run_cli(const std::string& args) {
-  CommandResult r;
-  const std::string cmd = std::string(TESSERA_CLI_PATH) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  const int status = pclose(p);
-  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-  return r;
-}
+using testing::CommandResult;
+using testing::run_cli;
 
 TEST(ProfileCli, ProfilesChecksAndRefuses) {
   const std::string dir = ::testing::TempDir();
