@@ -37,6 +37,13 @@ void slice_boundary(const Graph& g, std::span<const NodeId> layers, std::vector<
 }
 
 Status check_capabilities(const Device& device, const Graph& g, std::span<const NodeId> layers) {
+  for (NodeId n : layers) {
+    if (n < 0 || n >= g.num_nodes()) {
+      return invalid_argument("device '" + device.name() + "': layer id " + std::to_string(n) +
+                              " out of range (the graph has " + std::to_string(g.num_nodes()) +
+                              " nodes)");
+    }
+  }
   std::string missing;
   int count = 0;
   for (NodeId n : layers) {

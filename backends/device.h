@@ -30,7 +30,6 @@ namespace tessera {
 struct Capability {
   bool supported = false;
   std::string reason;  // empty when supported
-  std::string detail;  // optional: how the device would run it (e.g. "xnnpack conv 3x3/1")
 
   static Capability yes() { return Capability{true, {}}; }
   static Capability no(std::string why) { return Capability{false, std::move(why)}; }
@@ -54,6 +53,8 @@ class Program {
   // Runs the layers. `outputs` are allocated by the program when undefined, or written in place
   // when they already have the right dtype and shape.
   virtual Status run(std::span<const Tensor> inputs, std::span<Tensor> outputs) = 0;
+  // (optional) One line per step naming the kernel that runs it, for diagnostics and tests.
+  virtual std::string describe() const { return {}; }
   // Bytes the program holds while it runs: its activation memory (the arena, for backends that
   // plan one) plus weights it packed for its kernels. 0 when the backend does not know.
   virtual uint64_t peak_memory_bytes() const { return 0; }
@@ -85,7 +86,8 @@ class Device {
 void slice_boundary(const Graph& g, std::span<const NodeId> layers, std::vector<ValueId>* inputs,
                     std::vector<ValueId>* outputs);
 
-// Checks every layer against device.capabilities(); the error lists all unsupported layers.
+// Checks that every layer id is in range, then every layer against device.capabilities(); the
+// error lists all unsupported layers. Every backend's compile() starts with it.
 Status check_capabilities(const Device& device, const Graph& g, std::span<const NodeId> layers);
 
 }  // namespace tessera

@@ -3,7 +3,6 @@
 #include <cpuinfo.h>
 
 #include "backends/cpu/cpu_program.h"
-#include "backends/cpu/kernel_table.h"
 #include "backends/cpu/openblas.h"
 #include "backends/cpu/xnn_util.h"
 #include "backends/reference/reference_device.h"
@@ -66,22 +65,14 @@ std::string CpuDevice::description() const {
                                    : ", threads confined to the core set");
 }
 
-Capability CpuDevice::capabilities(const Graph& g, const Node& node) const {
+Capability CpuDevice::capabilities(const Graph& /*g*/, const Node& node) const {
   if (!op_is_registered(node.kind)) {
     return Capability::no(std::string("operator ") + op_name(node.kind) + " has no kernel");
   }
-  Capability c = Capability::yes();
-  for (ValueId v : node.inputs) {
-    if (v != kNoValue && !g.value(v).has_info && !g.value(v).is_constant) {
-      c.detail = "unknown (shapes not inferred)";
-      return c;
-    }
-  }
-  NodeContext nc(g, node);
-  Result<std::unique_ptr<Kernel>> k = build_kernel(KernelRequest{g, node, nc.ctx(), *pool_});
-  if (!k.ok()) return Capability::no(k.status().message());
-  c.detail = (*k)->describe();
-  return c;
+  // Every registered op runs: on an optimised kernel where a kernel-table entry accepts its
+  // configuration, else on the reference kernel inside the device. Which one is decided (and its
+  // weights packed) once, at compile(); CpuProgram::describe() names it.
+  return Capability::yes();
 }
 
 uint64_t CpuDevice::memory_capacity() const {
@@ -90,14 +81,7 @@ uint64_t CpuDevice::memory_capacity() const {
 
 Result<std::unique_ptr<Program>> CpuDevice::compile(const Graph& g,
                                                     std::span<const NodeId> layers) {
-  for (NodeId n : layers) {
-    if (n < 0 || n >= g.num_nodes())
-      return invalid_argument("layer id " + std::to_string(n) + " out of range");
-    if (!op_is_registered(g.node(n).kind)) {
-      return unimplemented("device '" + name_ + "' cannot run node '" + g.node(n).name + "' (" +
-                           op_name(g.node(n).kind) + "): no kernel");
-    }
-  }
+  RETURN_IF_ERROR(check_capabilities(*this, g, layers));
   ASSIGN_OR_RETURN(std::unique_ptr<CpuProgram> p, CpuProgram::compile(g, layers, pool_));
   return std::unique_ptr<Program>(std::move(p));
 }

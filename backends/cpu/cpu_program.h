@@ -26,7 +26,7 @@ class CpuProgram final : public Program {
 
   uint64_t arena_bytes() const { return arena_bytes_; }
   // One line per step: what runs and in which layouts.
-  std::string describe() const;
+  std::string describe() const override;
   int num_reference_steps() const;
   int num_conversions() const;
 

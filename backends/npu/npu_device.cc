@@ -578,10 +578,6 @@ Capability NpuDevice::capabilities(const Graph& g, const Node& node) const {
 Result<std::unique_ptr<Program>> NpuDevice::compile(const Graph& g,
                                                     std::span<const NodeId> layers) {
   if (layers.empty()) return invalid_argument("device '" + name_ + "': nothing to compile");
-  for (NodeId n : layers) {
-    if (n < 0 || n >= g.num_nodes())
-      return invalid_argument("layer id " + std::to_string(n) + " out of range");
-  }
   RETURN_IF_ERROR(check_capabilities(*this, g, layers));
   std::vector<ValueId> ins, outs;
   slice_boundary(g, layers, &ins, &outs);

@@ -373,11 +373,6 @@ Capability OpenCLDevice::capabilities(const Graph& g, const Node& node) const {
 
 Result<std::unique_ptr<Program>> OpenCLDevice::compile(const Graph& g,
                                                        std::span<const NodeId> layers) {
-  for (NodeId n : layers) {
-    if (n < 0 || n >= g.num_nodes()) {
-      return invalid_argument("layer id " + std::to_string(n) + " out of range");
-    }
-  }
   RETURN_IF_ERROR(check_capabilities(*this, g, layers));
   Result<std::unique_ptr<OpenCLProgram>> p = OpenCLProgram::create(rt_, g, layers);
   if (!p.ok()) return p.status().with_context("compiling for " + name_);

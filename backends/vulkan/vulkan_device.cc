@@ -106,10 +106,6 @@ uint64_t VulkanDevice::memory_capacity() const {
 
 Result<std::unique_ptr<Program>> VulkanDevice::compile(const Graph& g,
                                                        std::span<const NodeId> layers) {
-  for (NodeId n : layers) {
-    if (n < 0 || n >= g.num_nodes())
-      return invalid_argument("layer id " + std::to_string(n) + " out of range");
-  }
   RETURN_IF_ERROR(check_capabilities(*this, g, layers));
   ASSIGN_OR_RETURN(std::unique_ptr<VulkanProgram> p, VulkanProgram::create(gpu_, g, layers));
   return std::unique_ptr<Program>(std::move(p));

@@ -69,11 +69,11 @@ inline DiffResult diff_op(const std::string& device, OpKind kind, const Attribut
     auto dev = open_device(devices[d]);
     EXPECT_TRUE(dev.ok()) << dev.status().to_string();
     if (!dev.ok()) return r;
-    if (d == 0) r.kernel = (*dev)->capabilities(g, g.node(0)).detail;
     const NodeId layers[1] = {0};
     auto prog = (*dev)->compile(g, layers);
     EXPECT_TRUE(prog.ok()) << prog.status().to_string();
     if (!prog.ok()) return r;
+    if (d == 0) r.kernel = (*prog)->describe();
     outs[d].resize(static_cast<size_t>(num_outputs));
     // Run twice: results must not depend on arena contents left by the previous run.
     for (int rep = 0; rep < 2; ++rep) {
