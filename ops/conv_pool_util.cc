@@ -289,4 +289,26 @@ Window3 to_window3(const WindowGeometry& g) {
   return w;
 }
 
+Status infer_global_pool(const OpContext& ctx, int /*num_outputs*/,
+                         std::vector<TensorInfo>* outputs) {
+  RETURN_IF_ERROR(require_f32(ctx, 0));
+  const Shape& x = ctx.input(0).shape;
+  if (x.rank() < 3) {
+    return ctx.error("input X has shape " + x.to_string() + ", expected [N, C, spatial...]");
+  }
+  std::vector<int64_t> dims = {x[0], x[1]};
+  for (int i = 2; i < x.rank(); ++i) {
+    if (x[i] == 0) return ctx.error("input X " + x.to_string() + " has an empty spatial extent");
+    dims.push_back(1);
+  }
+  outputs->push_back(TensorInfo{DType::kF32, Shape(std::move(dims))});
+  return Status();
+}
+
+OpCost cost_global_pool(const OpContext& ctx, std::span<const TensorInfo> outputs) {
+  OpCost c = default_cost(ctx, outputs);
+  c.flops = static_cast<double>(ctx.input(0).shape.numel());
+  return c;
+}
+
 }  // namespace tessera

@@ -92,6 +92,11 @@ Result<std::vector<int64_t>> read_spatial_ints(const OpContext& ctx, const char*
 // Checks that a [N, C, spatial...] input has 1..kMaxSpatialRank spatial dims.
 Status check_spatial_input(const OpContext& ctx, const Shape& x, const char* what);
 
+// GlobalAveragePool / GlobalMaxPool: X [N, C, D1..Dk] (k >= 1, no empty extent) -> Y [N, C, 1..1].
+Status infer_global_pool(const OpContext& ctx, int num_outputs, std::vector<TensorInfo>* outputs);
+// One FLOP (add or comparison) per input element.
+OpCost cost_global_pool(const OpContext& ctx, std::span<const TensorInfo> outputs);
+
 // Reads the required kernel_shape attribute of a pool (one positive value per spatial dim).
 Result<std::vector<int64_t>> read_pool_kernel(const OpContext& ctx, int rank);
 

@@ -6,33 +6,12 @@
 #include <algorithm>
 #include <string>
 
+#include "ops/conv_pool_util.h"
 #include "ops/registry.h"
 
 namespace tessera {
 
 namespace {
-
-Status infer_global_average_pool(const OpContext& ctx, int /*num_outputs*/,
-                                 std::vector<TensorInfo>* outputs) {
-  RETURN_IF_ERROR(require_f32(ctx, 0));
-  const Shape& x = ctx.input(0).shape;
-  if (x.rank() < 3) {
-    return ctx.error("input X has shape " + x.to_string() + ", expected [N, C, spatial...]");
-  }
-  std::vector<int64_t> dims = {x[0], x[1]};
-  for (int i = 2; i < x.rank(); ++i) {
-    if (x[i] == 0) return ctx.error("input X " + x.to_string() + " has an empty spatial extent");
-    dims.push_back(1);
-  }
-  outputs->push_back(TensorInfo{DType::kF32, Shape(std::move(dims))});
-  return Status();
-}
-
-OpCost cost_global_average_pool(const OpContext& ctx, std::span<const TensorInfo> outputs) {
-  OpCost c = default_cost(ctx, outputs);
-  c.flops = static_cast<double>(ctx.input(0).shape.numel());
-  return c;
-}
 
 Status reference_global_average_pool(const OpContext& /*ctx*/, std::span<const Tensor> inputs,
                                      std::span<Tensor> outputs) {
@@ -58,8 +37,8 @@ const OpSchema kGlobalAveragePoolSchema = {
     .min_outputs = 1,
     .max_outputs = 1,
     .accepts_fused_activation = false,
-    .infer = infer_global_average_pool,
-    .cost = cost_global_average_pool,
+    .infer = infer_global_pool,
+    .cost = cost_global_pool,
     .reference = reference_global_average_pool,
 };
 
