@@ -57,17 +57,6 @@ Status infer_average_pool(const OpContext& ctx, int /*num_outputs*/,
   return Status();
 }
 
-OpCost cost_average_pool(const OpContext& ctx, std::span<const TensorInfo> outputs) {
-  OpCost c = default_cost(ctx, outputs);
-  Result<std::vector<int64_t>> kernel = ctx.attrs().get_ints("kernel_shape");
-  double window = 1;
-  if (kernel.ok()) {
-    for (int64_t k : *kernel) window *= static_cast<double>(k);
-  }
-  c.flops = static_cast<double>(outputs[0].shape.numel()) * window;
-  return c;
-}
-
 // The divisor contribution of output position o along one dim (see the header comment).
 int64_t window_count(const Window3& w, int dim, int64_t o, bool count_include_pad) {
   const int64_t start = o * w.s[dim] - w.pb[dim];
@@ -139,7 +128,7 @@ const OpSchema kAveragePoolSchema = {
     .max_outputs = 1,
     .accepts_fused_activation = false,
     .infer = infer_average_pool,
-    .cost = cost_average_pool,
+    .cost = cost_windowed_pool,
     .reference = reference_average_pool,
 };
 

@@ -311,4 +311,15 @@ OpCost cost_global_pool(const OpContext& ctx, std::span<const TensorInfo> output
   return c;
 }
 
+OpCost cost_windowed_pool(const OpContext& ctx, std::span<const TensorInfo> outputs) {
+  OpCost c = default_cost(ctx, outputs);
+  Result<std::vector<int64_t>> kernel = ctx.attrs().get_ints("kernel_shape");
+  double window = 1;
+  if (kernel.ok()) {
+    for (int64_t k : *kernel) window *= static_cast<double>(k);
+  }
+  c.flops = static_cast<double>(outputs[0].shape.numel()) * window;
+  return c;
+}
+
 }  // namespace tessera

@@ -96,6 +96,8 @@ Status check_spatial_input(const OpContext& ctx, const Shape& x, const char* wha
 Status infer_global_pool(const OpContext& ctx, int num_outputs, std::vector<TensorInfo>* outputs);
 // One FLOP (add or comparison) per input element.
 OpCost cost_global_pool(const OpContext& ctx, std::span<const TensorInfo> outputs);
+// MaxPool / AveragePool: one FLOP per output element per kernel tap.
+OpCost cost_windowed_pool(const OpContext& ctx, std::span<const TensorInfo> outputs);
 
 // Reads the required kernel_shape attribute of a pool (one positive value per spatial dim).
 Result<std::vector<int64_t>> read_pool_kernel(const OpContext& ctx, int rank);

@@ -49,17 +49,6 @@ Status infer_max_pool(const OpContext& ctx, int num_outputs, std::vector<TensorI
   return Status();
 }
 
-OpCost cost_max_pool(const OpContext& ctx, std::span<const TensorInfo> outputs) {
-  OpCost c = default_cost(ctx, outputs);
-  Result<std::vector<int64_t>> kernel = ctx.attrs().get_ints("kernel_shape");
-  double window = 1;
-  if (kernel.ok()) {
-    for (int64_t k : *kernel) window *= static_cast<double>(k);
-  }
-  c.flops = static_cast<double>(outputs[0].shape.numel()) * window;
-  return c;
-}
-
 // NaN-propagating max: v wins if larger or NaN.
 inline float max_nan(float cur, float v) {
   return (v > cur || v != v) ? v : cur;
@@ -121,7 +110,7 @@ const OpSchema kMaxPoolSchema = {
     .max_outputs = 2,
     .accepts_fused_activation = false,
     .infer = infer_max_pool,
-    .cost = cost_max_pool,
+    .cost = cost_windowed_pool,
     .reference = reference_max_pool,
 };
 
