@@ -10,27 +10,8 @@
 namespace tessera {
 namespace {
 
-// A two-device platform: "cpu:0-1" with three levels (1000, 1500, 2000 MHz) and "npu:0" with one.
-Platform two_devices(uint64_t npu_memory) {
-  return Platform::from_json_text(
-             R"({"format": "tessera-platform", "version": 1, "name": "t", "devices": [
-      {"id": "cpu", "kind": "cpu", "device": "cpu:0-1", "memory_bytes": 1000000000,
-       "dvfs": [{"mhz": 1000, "mv": 800, "static_w": 0.2}, {"mhz": 1500, "mv": 900, "static_w": 0.3},
-                {"mhz": 2000, "mv": 1000, "static_w": 0.5}], "dynamic_w": 3.0},
-      {"id": "npu", "kind": "npu", "device": "npu:0", "memory_bytes": )" +
-                 std::to_string(npu_memory) + R"(,
-       "dvfs": [{"mhz": 0, "mv": 0, "static_w": 0.1}], "dynamic_w": 1.0}]})",
-             "t")
-      .value();
-}
-
-TransferFit line(double alpha, double beta) {
-  TransferFit f;
-  f.alpha_ms_per_byte = alpha;
-  f.beta_ms = beta;
-  f.r2 = 1;
-  return f;
-}
+using testing::line;
+using testing::two_devices;
 
 LevelProfile level(int mhz, std::vector<std::optional<double>> ms, TransferFit up,
                    TransferFit down) {

@@ -11,6 +11,9 @@
 namespace tessera {
 namespace {
 
+using testing::line;
+using testing::two_devices;
+
 // A synthetic instance of eq. 8, independent of the CostModel: per-layer execution per option,
 // transfer lines alpha*bytes + beta, live bytes at every cut (skip connections make them
 // arbitrary), unsupported layers and per-option memory caps against weights + largest live set.
@@ -181,27 +184,6 @@ TEST(SliceTest, PreferredFallsBackPerLayerInOrder) {
 }
 
 // ---- on a real model priced by the CostModel ----
-
-Platform two_devices(uint64_t npu_memory) {
-  return Platform::from_json_text(
-             R"({"format": "tessera-platform", "version": 1, "name": "t", "devices": [
-      {"id": "cpu", "kind": "cpu", "device": "cpu:0-1", "memory_bytes": 1000000000,
-       "dvfs": [{"mhz": 1000, "mv": 800, "static_w": 0.2}, {"mhz": 1500, "mv": 900, "static_w": 0.3},
-                {"mhz": 2000, "mv": 1000, "static_w": 0.5}], "dynamic_w": 3.0},
-      {"id": "npu", "kind": "npu", "device": "npu:0", "memory_bytes": )" +
-                 std::to_string(npu_memory) + R"(,
-       "dvfs": [{"mhz": 0, "mv": 0, "static_w": 0.1}], "dynamic_w": 1.0}]})",
-             "t")
-      .value();
-}
-
-TransferFit line(double alpha, double beta) {
-  TransferFit f;
-  f.alpha_ms_per_byte = alpha;
-  f.beta_ms = beta;
-  f.r2 = 1;
-  return f;
-}
 
 Profile random_profile(const LayerGraph& lg, std::mt19937& rng, uint64_t npu_memory) {
   std::uniform_real_distribution<double> u(0.1, 3.0);
