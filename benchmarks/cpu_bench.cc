@@ -90,11 +90,8 @@ void BM_Layer(benchmark::State& state, std::string device, ConvLayer l) {
 void BM_Model(benchmark::State& state, std::string device, std::string model) {
   const char* dir = std::getenv("TESSERA_MODEL_DIR");
   const std::string base = std::string(dir ? dir : "") + "/" + model;
-  auto imported = import_onnx(base + ".onnx");
-  if (!imported.ok()) return state.SkipWithError("set TESSERA_MODEL_DIR to the exported models");
-  if (!infer_onnx_shapes(*imported).ok() || !optimize_graph(imported->graph).ok()) {
-    return state.SkipWithError("import failed");
-  }
+  auto imported = convert_onnx(base + ".onnx");
+  if (!imported.ok()) return state.SkipWithError(imported.status().to_string().c_str());
   auto m = Model::from_graph(std::move(imported->graph));
   if (!m.ok()) return state.SkipWithError(m.status().to_string().c_str());
   auto session = Session::create(*m, device);

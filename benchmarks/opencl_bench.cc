@@ -253,11 +253,8 @@ void BM_Model(benchmark::State& state, const std::string& name) {
   if (!std::filesystem::exists(base + ".onnx")) {
     return state.SkipWithError((base + ".onnx not found").c_str());
   }
-  Result<ImportedModel> imported = import_onnx(base + ".onnx");
-  if (!imported.ok() || !infer_onnx_shapes(*imported).ok() ||
-      !optimize_graph(imported->graph).ok()) {
-    return state.SkipWithError("cannot convert the model");
-  }
+  Result<ImportedModel> imported = convert_onnx(base + ".onnx");
+  if (!imported.ok()) return state.SkipWithError(imported.status().to_string().c_str());
   Result<std::shared_ptr<const Model>> model = Model::from_graph(std::move(imported->graph));
   if (!model.ok()) return state.SkipWithError(model.status().to_string().c_str());
   Result<std::unique_ptr<Session>> session = Session::create(*model, bench_device());

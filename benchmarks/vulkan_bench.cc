@@ -157,11 +157,9 @@ void BM_Model(benchmark::State& state, const std::string& name) {
     state.SkipWithError((base + ".onnx is missing (scripts/export_models.py)").c_str());
     return;
   }
-  auto imported = import_onnx(base + ".onnx");
-  Status s = imported.ok() ? infer_onnx_shapes(*imported) : imported.status();
-  if (s.ok()) s = optimize_graph(imported->graph);
-  if (!s.ok()) {
-    state.SkipWithError(s.to_string().c_str());
+  auto imported = convert_onnx(base + ".onnx");
+  if (!imported.ok()) {
+    state.SkipWithError(imported.status().to_string().c_str());
     return;
   }
   auto model = Model::from_graph(std::move(imported->graph));

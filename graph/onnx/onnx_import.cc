@@ -708,4 +708,12 @@ Status infer_onnx_shapes(ImportedModel& model) {
   return Status();
 }
 
+Result<ImportedModel> convert_onnx(const std::string& path, const ImportOptions& options,
+                                   PassStats* stats) {
+  ASSIGN_OR_RETURN(ImportedModel m, import_onnx(path, options));
+  RETURN_IF_ERROR(infer_onnx_shapes(m).with_context(path));
+  RETURN_IF_ERROR(optimize_graph(m.graph, stats).with_context(path));
+  return m;
+}
+
 }  // namespace tessera

@@ -49,6 +49,8 @@
 
 namespace tessera {
 
+struct PassStats;  // graph/passes.h
+
 // The opsets of the default ONNX domain Tessera imports.
 inline constexpr int64_t kMinOnnxOpset = 11;
 inline constexpr int64_t kMaxOnnxOpset = 17;
@@ -85,6 +87,12 @@ Result<ImportedModel> import_onnx_from_memory(std::span<const uint8_t> bytes,
 // Concat -> Reshape) is evaluated on the way and constant nodes are replaced by constants.
 // Errors name the node whose shapes are inconsistent.
 Status infer_onnx_shapes(ImportedModel& model);
+
+// The whole conversion `tessera convert` performs: import_onnx, infer_onnx_shapes, then
+// optimize_graph (graph/passes.h), whose counts go to `stats` when given. The result's graph is
+// what a .tsr file holds.
+Result<ImportedModel> convert_onnx(const std::string& path, const ImportOptions& options = {},
+                                   PassStats* stats = nullptr);
 
 // The lowering part of phase 2 on its own (for tests and for callers that infer shapes
 // themselves): rewrites the pre-opset-13 Softmax nodes whose axis is not the last dimension.

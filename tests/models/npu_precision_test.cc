@@ -64,12 +64,8 @@ void load_model(const std::string& name, Loaded* out) {
   ASSERT_NE(dir, nullptr) << "TESSERA_MODEL_DIR is not set (run through ctest)";
   const std::string path = std::string(dir) + "/" + name + ".onnx";
   ASSERT_TRUE(std::filesystem::exists(path)) << path << " is missing";
-  auto imported = import_onnx(path);
+  auto imported = convert_onnx(path);
   ASSERT_TRUE(imported.ok()) << imported.status().to_string();
-  ASSERT_TRUE(infer_onnx_shapes(*imported).ok());
-  PassStats stats;
-  Status st = optimize_graph(imported->graph, &stats);
-  ASSERT_TRUE(st.ok()) << st.to_string();
   out->graph = std::move(imported->graph);
   for (NodeId n = 0; n < out->graph.num_nodes(); ++n) out->all.push_back(n);
 }
