@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <queue>
+#include <string_view>
 #include <unordered_map>
 
 namespace tessera {
@@ -105,6 +106,24 @@ Status Graph::validate() const {
   for (ValueId v : outputs_) {
     if (!in_range(v))
       return invalid_argument("graph output id " + std::to_string(v) + " out of range");
+  }
+  // Tensor names address inputs and outputs (Session, .npy files, plans): two distinct tensors the
+  // graph uses may not share one. Values a pass left unreferenced do not count.
+  std::vector<bool> used(values_.size(), false);
+  for (ValueId v : inputs_) used[static_cast<size_t>(v)] = true;
+  for (ValueId v : outputs_) used[static_cast<size_t>(v)] = true;
+  for (const Node& n : nodes_) {
+    for (ValueId v : n.inputs)
+      if (v != kNoValue) used[static_cast<size_t>(v)] = true;
+    for (ValueId v : n.outputs) used[static_cast<size_t>(v)] = true;
+  }
+  std::unordered_map<std::string_view, ValueId> by_name;
+  for (size_t i = 0; i < values_.size(); ++i) {
+    if (!used[i] || values_[i].name.empty()) continue;
+    auto [it, inserted] = by_name.emplace(values_[i].name, static_cast<ValueId>(i));
+    if (!inserted) {
+      return invalid_argument("tensor name '" + values_[i].name + "' names two different tensors");
+    }
   }
   // Cycle check via a topological sort on a copy of the adjacency.
   Graph copy_of_structure;

@@ -207,6 +207,22 @@ TEST(Passes, RemovesDeadNodes) {
   EXPECT_EQ(b.g.num_nodes(), 1);
 }
 
+TEST(Graph, ValidateRefusesTwoTensorsWithOneName) {
+  Builder b;
+  ValueId x = b.input("x", Shape{1, 2, 4, 4});
+  ValueId y = b.one(OpKind::kRelu, {x});
+  b.g.outputs().push_back(y);
+  ASSERT_TRUE(b.g.validate().ok());
+  b.g.value(y).name = "x";
+  Status s = b.g.validate();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("'x'"), std::string::npos) << s.message();
+  // A value nothing references may keep a stale name.
+  b.g.value(y).name = "relu_out";
+  b.g.add_value("x");
+  EXPECT_TRUE(b.g.validate().ok());
+}
+
 TEST(LayerGraph, LiveTensorsAcrossSkipConnections) {
   Builder b;
   ValueId x = b.input("x", Shape{1, 4, 8, 8});
