@@ -2,7 +2,7 @@
 //
 // A Session today runs the whole model as one stage on one device; plans with several stages
 // reuse the same compile/run path per stage.
-#include <unordered_map>
+#include <algorithm>
 
 #include "backends/registry.h"
 #include "core/tessera.h"
@@ -42,10 +42,19 @@ Result<std::shared_ptr<const Model>> Model::load(const std::string& path) {
 struct Session::Impl {
   std::unique_ptr<Device> device;
   std::unique_ptr<Program> program;
-  // Model input i feeds program input program_input_slot[i] (or none if unused).
   std::vector<Tensor> inputs;
   std::vector<bool> input_set;
   std::vector<Tensor> outputs;
+  // Resolved once at create(): program input j is model input program_input_from[j]; model output
+  // i is a constant, a model input passed straight through, or a program output.
+  struct OutputSource {
+    enum Kind { kConstant, kModelInput, kProgramOutput } kind;
+    size_t index = 0;
+  };
+  std::vector<size_t> program_input_from;
+  std::vector<OutputSource> output_from;
+  std::vector<Tensor> program_inputs;
+  std::vector<Tensor> program_outputs;
 };
 
 Session::Session(std::shared_ptr<const Model> model) : model_(std::move(model)) {}
@@ -69,8 +78,34 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> mo
   std::vector<NodeId> all(static_cast<size_t>(g.num_nodes()));
   for (int i = 0; i < g.num_nodes(); ++i) all[static_cast<size_t>(i)] = i;
   ASSIGN_OR_RETURN(s->impl_->program, s->impl_->device->compile(g, all));
-  s->impl_->inputs.resize(g.inputs().size());
-  s->impl_->input_set.assign(g.inputs().size(), false);
+  Impl& impl = *s->impl_;
+  impl.inputs.resize(g.inputs().size());
+  impl.input_set.assign(g.inputs().size(), false);
+  auto position = [](const std::vector<ValueId>& list, ValueId v) {
+    return static_cast<size_t>(std::find(list.begin(), list.end(), v) - list.begin());
+  };
+  for (ValueId v : impl.program->input_values()) {
+    size_t i = position(g.inputs(), v);
+    if (i == g.inputs().size()) {
+      return internal_error("program input '" + g.value(v).name + "' is not a model input");
+    }
+    impl.program_input_from.push_back(i);
+  }
+  for (ValueId v : g.outputs()) {
+    using Source = Impl::OutputSource;
+    if (g.value(v).is_constant) {
+      impl.output_from.push_back({Source::kConstant, 0});
+    } else if (size_t j = position(impl.program->output_values(), v);
+               j < impl.program->output_values().size()) {
+      impl.output_from.push_back({Source::kProgramOutput, j});
+    } else if (size_t i = position(g.inputs(), v); i < g.inputs().size()) {
+      impl.output_from.push_back({Source::kModelInput, i});
+    } else {
+      return internal_error("output '" + g.value(v).name + "' is not computed by the program");
+    }
+  }
+  impl.program_inputs.resize(impl.program_input_from.size());
+  impl.program_outputs.resize(impl.program->output_values().size());
   return s;
 }
 
@@ -92,33 +127,32 @@ Status Session::set_input(const std::string& name, const Tensor& tensor) {
 }
 
 Status Session::run() {
-  const Graph& g = model_->graph();
-  for (size_t i = 0; i < impl_->inputs.size(); ++i) {
-    if (!impl_->input_set[i]) {
+  Impl& impl = *impl_;
+  for (size_t i = 0; i < impl.inputs.size(); ++i) {
+    if (!impl.input_set[i]) {
       return failed_precondition("input '" + model_->inputs()[i].name + "' was not set");
     }
   }
-  // Gather the program's inputs from the model inputs by value id.
-  std::unordered_map<ValueId, Tensor> by_value;
-  for (size_t i = 0; i < g.inputs().size(); ++i) by_value[g.inputs()[i]] = impl_->inputs[i];
-  std::vector<Tensor> prog_in;
-  for (ValueId v : impl_->program->input_values()) prog_in.push_back(by_value.at(v));
-  std::vector<Tensor> prog_out(impl_->program->output_values().size());
-  RETURN_IF_ERROR(impl_->program->run(prog_in, prog_out));
-  for (size_t i = 0; i < prog_out.size(); ++i) {
-    by_value[impl_->program->output_values()[i]] = prog_out[i];
+  for (size_t j = 0; j < impl.program_input_from.size(); ++j) {
+    impl.program_inputs[j] = impl.inputs[impl.program_input_from[j]];
   }
-  // Graph outputs may also be constants or inputs passed straight through.
-  impl_->outputs.clear();
-  for (ValueId v : g.outputs()) {
-    if (g.value(v).is_constant) {
-      impl_->outputs.push_back(g.value(v).data);
-      continue;
+  for (Tensor& t : impl.program_outputs) t = Tensor();
+  RETURN_IF_ERROR(impl.program->run(impl.program_inputs, impl.program_outputs));
+  const Graph& g = model_->graph();
+  impl.outputs.resize(impl.output_from.size());
+  for (size_t i = 0; i < impl.output_from.size(); ++i) {
+    const Impl::OutputSource& src = impl.output_from[i];
+    switch (src.kind) {
+      case Impl::OutputSource::kConstant:
+        impl.outputs[i] = g.value(g.outputs()[i]).data;
+        break;
+      case Impl::OutputSource::kModelInput:
+        impl.outputs[i] = impl.inputs[src.index];
+        break;
+      case Impl::OutputSource::kProgramOutput:
+        impl.outputs[i] = impl.program_outputs[src.index];
+        break;
     }
-    auto it = by_value.find(v);
-    if (it == by_value.end())
-      return internal_error("output '" + g.value(v).name + "' was not computed");
-    impl_->outputs.push_back(it->second);
   }
   return Status();
 }
