@@ -316,6 +316,14 @@ TEST(NpuOps, Pooling) {
   expect_matches(
       one_node(OpKind::kGlobalAveragePool, {}, {Shape{2, 13, 7, 9}}, {}, Shape{2, 13, 1, 1}),
       "global average");
+  {
+    // Positive features (after a ReLU) over 56x56: the running sum reaches ~3000, where an fp16
+    // accumulator's step is 2, so it must be kept in fp32 as an NPU's pooling unit does.
+    OneNode o =
+        one_node(OpKind::kGlobalAveragePool, {}, {Shape{1, 13, 56, 56}}, {}, Shape{1, 13, 1, 1});
+    o.inputs[0] = random_tensor(Shape{1, 13, 56, 56}, 21, 0.f, 2.f);
+    expect_matches(std::move(o), "global average of 3136 positive values");
+  }
 }
 
 TEST(NpuOps, ClampOps) {

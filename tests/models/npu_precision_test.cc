@@ -4,12 +4,13 @@
 // For each foundation model, `samples` seeded N(0, 1) inputs run on the reference device (fp32),
 // then on npu in fp16 and in int8 (calibrated on 8 other seeded inputs). Reported per model and
 // precision: the mean relative L2 error of the logits, ||y - y_ref|| / ||y_ref||, its maximum,
-// and top-1 agreement (printed; the figures are in docs/backend-npu.md). Asserted: finite
-// outputs, fp16 mean error <= 0.1 and int8 mean error <= 1.5. These foundation models carry
-// seeded *random* weights: their logits are small differences of large features, so the
-// per-layer rounding of fp16 operands (a few 1e-3) grows ~20x in the classifier and top-1
-// margins are tiny. Top-1 agreement is therefore reported, not asserted: it falls short of the
-// 99% target (see the docs).
+// top-1 agreement, and the fp32 top-1/top-2 margin against the error the reduced precision puts
+// on it, both in logit stds. The foundation models carry seeded *random* weights; their logits for
+// noise inputs behave like 1000 near-Gaussian values, so the fp32 top-1 margin is often a few
+// hundredths of a std, while the classifier amplifies the fp16 error of the pooled features about
+// 5-20x (docs/backend-npu.md). Asserted: finite outputs, mean error bounds, every decisive input
+// (fp32 margin >= kDecisiveMargin) keeps its top-1 in fp16, and, from kMinSamplesForRate inputs
+// on, top-1 agreement rates; the bounds are the measured 50-input figures with margin.
 //
 // The number of samples is TESSERA_NPU_PRECISION_SAMPLES (default 3 to keep CI short; the
 // documented figures use 50:
@@ -79,10 +80,58 @@ int argmax(const Tensor& t) {
                           t.data<float>());
 }
 
+// Standard deviation of the logits: the scale that margins and errors are measured in.
+double logit_std(const Tensor& t) {
+  double s = 0, s2 = 0;
+  for (int64_t i = 0; i < t.numel(); ++i) s += t.data<float>()[i];
+  const double mean = s / static_cast<double>(t.numel());
+  for (int64_t i = 0; i < t.numel(); ++i)
+    s2 += (t.data<float>()[i] - mean) * (t.data<float>()[i] - mean);
+  return std::sqrt(s2 / static_cast<double>(t.numel()));
+}
+
+// Index of the second-largest logit.
+int runner_up(const Tensor& ref) {
+  const float* z = ref.data<float>();
+  const int a = argmax(ref);
+  int b = a == 0 ? 1 : 0;
+  for (int64_t i = 0; i < ref.numel(); ++i)
+    if (i != a && z[i] > z[b]) b = static_cast<int>(i);
+  return b;
+}
+
+// fp32 top-1 minus top-2 logit, in units of the logit std.
+double top_margin(const Tensor& ref) {
+  const float* z = ref.data<float>();
+  return (z[argmax(ref)] - z[runner_up(ref)]) / logit_std(ref);
+}
+
+double percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5)];
+}
+
+// A top-1 decision counts as decisive when the fp32 margin is at least this many logit stds. fp16
+// moved the margin by at most 0.047 std on MobileNetV2, ResNet18 and SqueezeNet (50 inputs each);
+// the bound keeps headroom for the deeper models not yet measured at 50 inputs
+// (docs/backend-npu.md).
+constexpr double kDecisiveMargin = 0.25;
+
+// Asserted bounds: the measured 50-input figures with margin, and above the pre-fix 10-input
+// figures of the models not yet measured at 50 (ResNet50: 6.0e-2, 90%; VGG16: 90%). Agreement
+// rates are asserted only from kMinSamplesForRate inputs on: with CI's 3 inputs one near-tie is
+// 33%.
+constexpr double kFp16MeanRelErr = 0.08;
+constexpr double kFp16Agreement = 0.80;
+constexpr double kInt8MeanRelErr = 1.2;
+constexpr int kMinSamplesForRate = 20;
+
 struct Figures {
-  double sum_rel = 0, max_rel = 0;
-  int agree = 0, count = 0;
+  std::vector<double> rel, margin_err;
+  int agree = 0, decisive = 0, decisive_agree = 0;
   double seconds = 0;
+  // `got` against `ref`: relative L2 error, top-1 agreement, and how much the reduced precision
+  // moved the fp32 top-1 margin (the error that decides a flip), in logit stds.
   void add(const Tensor& got, const Tensor& ref) {
     double num = 0, den = 0;
     for (int64_t i = 0; i < ref.numel(); ++i) {
@@ -91,14 +140,26 @@ struct Figures {
       num += (g - r) * (g - r);
       den += r * r;
     }
-    const double rel = std::sqrt(num / std::max(den, 1e-30));
-    sum_rel += rel;
-    max_rel = std::max(max_rel, rel);
-    agree += argmax(got) == argmax(ref);
-    ++count;
+    rel.push_back(std::sqrt(num / std::max(den, 1e-30)));
+    const int a = argmax(ref), b = runner_up(ref);
+    const float* z = ref.data<float>();
+    const float* y = got.data<float>();
+    margin_err.push_back(std::fabs((y[a] - y[b]) - (z[a] - z[b])) / logit_std(ref));
+    const bool same = argmax(got) == a;
+    agree += same;
+    if (top_margin(ref) >= kDecisiveMargin) {
+      ++decisive;
+      decisive_agree += same;
+    }
   }
-  double mean_rel() const { return count ? sum_rel / count : 0; }
-  double agreement() const { return count ? static_cast<double>(agree) / count : 0; }
+  int count() const { return static_cast<int>(rel.size()); }
+  double mean_rel() const {
+    double s = 0;
+    for (double r : rel) s += r;
+    return rel.empty() ? 0 : s / static_cast<double>(rel.size());
+  }
+  double max_rel() const { return rel.empty() ? 0 : *std::max_element(rel.begin(), rel.end()); }
+  double agreement() const { return count() ? static_cast<double>(agree) / count() : 0; }
 };
 
 class NpuPrecision : public ::testing::TestWithParam<const char*> {};
@@ -130,6 +191,15 @@ TEST_P(NpuPrecision, Fp16AndInt8AgainstFp32) {
     want.push_back(out[0]);
   }
   const double ref_seconds = seconds_since(t0) / n;
+  std::vector<double> margins;
+  for (const Tensor& z : want) margins.push_back(top_margin(z));
+  std::printf(
+      "[ npu precision ] %-14s fp32  top-1 margin / logit std over %d inputs: min %.4f  p10 %.4f  "
+      "median %.4f  (%d below %.2f)\n",
+      GetParam(), n, percentile(margins, 0), percentile(margins, 0.1), percentile(margins, 0.5),
+      static_cast<int>(std::count_if(margins.begin(), margins.end(),
+                                     [](double v) { return v < kDecisiveMargin; })),
+      kDecisiveMargin);
 
   for (uint32_t precision : {TNPU_PRECISION_F16, TNPU_PRECISION_INT8}) {
     NpuOptions opt;
@@ -157,12 +227,23 @@ TEST_P(NpuPrecision, Fp16AndInt8AgainstFp32) {
     const tnpu_prepared_info info = np->prepared_info();
     std::printf(
         "[ npu precision ] %-14s %s  samples %3d  mean rel err %.3e  max rel err %.3e  top-1 "
-        "agreement %5.1f%%  (weights %.1f MB + activations %.1f MB; %.3f s/run, fp32 reference "
-        "%.3f s/run)\n",
-        GetParam(), npu_precision_name(precision), f.count, f.mean_rel(), f.max_rel,
-        100 * f.agreement(), info.weight_bytes / 1e6, info.activation_bytes / 1e6, f.seconds,
-        ref_seconds);
-    EXPECT_LE(f.mean_rel(), precision == TNPU_PRECISION_F16 ? 0.1 : 1.5);
+        "agreement %5.1f%%  decisive %d/%d  margin error / logit std: median %.4f max %.4f  "
+        "(weights %.1f MB + activations %.1f MB; %.3f s/run, fp32 reference %.3f s/run)\n",
+        GetParam(), npu_precision_name(precision), f.count(), f.mean_rel(), f.max_rel(),
+        100 * f.agreement(), f.decisive_agree, f.decisive, percentile(f.margin_err, 0.5),
+        percentile(f.margin_err, 1), info.weight_bytes / 1e6, info.activation_bytes / 1e6,
+        f.seconds, ref_seconds);
+    if (precision == TNPU_PRECISION_F16) {
+      EXPECT_LE(f.mean_rel(), kFp16MeanRelErr);
+      // Every decisive top-1 survives fp16; the flips are near-ties (margin below 0.1 std).
+      EXPECT_EQ(f.decisive_agree, f.decisive);
+      if (f.count() >= kMinSamplesForRate) {
+        EXPECT_GE(f.agreement(), kFp16Agreement);
+      }
+    } else {
+      // int8 top-1 agreement is reported only: 0-90% on these models (docs/backend-npu.md).
+      EXPECT_LE(f.mean_rel(), kInt8MeanRelErr);
+    }
   }
 }
 

@@ -6,7 +6,8 @@
 //   TESSERA_NPU_REF_CORES      cores (threads) a device computes on (default 1)
 //   TESSERA_NPU_REF_DEVICES    how many devices the driver exposes (default 1, at most 8)
 // Device options (set_device_option): memory_capacity_mb, num_cores, accumulator (fp32 | fp16:
-// how fp16 convolutions and fully connected layers accumulate; default fp32, as NPU MAC arrays).
+// how fp16 convolutions, fully connected layers and average pooling accumulate; default fp32, as
+// NPU MAC arrays).
 #include <cstdlib>
 #include <cstring>
 #include <new>

@@ -136,8 +136,9 @@ struct Options {
   uint64_t memory_cap = 0;
   uint32_t num_cores = 1;
   const tnpu_calibration* calibration = nullptr;
-  // fp16 convolutions and fully connected layers: accumulate in fp32 (as NPU MAC arrays do) or
-  // round the accumulator to fp16 after every step (XNNPACK's f16 GEMM on x86).
+  // fp16 convolutions, fully connected layers and (global) average pooling: accumulate in fp32
+  // (as NPU MAC arrays and pooling units do) or round the accumulator to fp16 after every step
+  // (XNNPACK's f16 kernels on x86).
   bool fp16_accumulator = false;
 };
 

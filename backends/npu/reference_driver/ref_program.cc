@@ -199,7 +199,9 @@ class XnnProgram final : public Program {
     // scratch standing for a real NPU's accumulators; not counted against the cap).
     size_t scratch_in = 0, scratch_out = 0;
     for (const Node& n : model_.nodes) {
-      if (n.op != OpType::kConv && n.op != OpType::kGemm && n.op != OpType::kAveragePool) continue;
+      if (n.op != OpType::kConv && n.op != OpType::kGemm && n.op != OpType::kAveragePool &&
+          n.op != OpType::kGlobalAveragePool)
+        continue;
       scratch_in = std::max(scratch_in, static_cast<size_t>(T(n.inputs[0]).onchip_numel()));
       scratch_out = std::max(scratch_out, static_cast<size_t>(T(n.output).onchip_numel()));
     }
@@ -552,6 +554,22 @@ class XnnProgram final : public Program {
       }
       case OpType::kGlobalAveragePool: {
         const TensorDesc& x = T(n.inputs[0]);
+        if (!fp16_accumulator_) {
+          // The sum of H*W values in the fp32 accumulator. XNNPACK's f16 kernel rounds the
+          // running sum to fp16 after every add: over 7x7 (13x13 in SqueezeNet) positive
+          // features that alone doubles the error of the pooled features.
+          if (Error e = widen_input(n, step); !e.ok()) return e;
+          XNN_TRY(n, "global-average-pooling create",
+                  xnn_create_global_average_pooling_nwc_f32(
+                      static_cast<size_t>(x.c), static_cast<size_t>(x.cpad()),
+                      static_cast<size_t>(y.cpad()), -INFINITY, INFINITY, 0, &op));
+          own();
+          XNN_TRY(n, "global-average-pooling setup",
+                  xnn_setup_global_average_pooling_nwc_f32(
+                      op, static_cast<size_t>(x.n), static_cast<size_t>(x.h * x.w),
+                      scratch_in_.data(), scratch_out_.data(), pool_));
+          return narrow_output(n, step);
+        }
         XNN_TRY(n, "global-average-pooling create",
                 xnn_create_global_average_pooling_nwc_f16(
                     static_cast<size_t>(x.c), static_cast<size_t>(x.cpad()),
