@@ -204,6 +204,8 @@ class NpuProgramImpl final : public NpuProgram {
     return (output ? out_desc_ : in_desc_)[index];
   }
   const NpuRunStats& last_run() const override { return stats_; }
+  tnpu_prepared prepared_handle() const override { return p_; }
+  const tnpu_driver_api& driver_api() const override { return h_->api(); }
 
   Status run(std::span<const Tensor> inputs, std::span<Tensor> outputs) override {
     if (inputs.size() != in_desc_.size() || outputs.size() != out_desc_.size()) {

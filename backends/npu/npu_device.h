@@ -61,6 +61,11 @@ class NpuProgram : public Program {
   virtual tnpu_prepared_info prepared_info() const = 0;
   virtual tnpu_io_desc io_desc(bool output, uint32_t index) const = 0;
   virtual const NpuRunStats& last_run() const = 0;
+  // The driver's handle, for driver extensions found with get_proc_address (valid while the
+  // program lives; node i of the prepared subgraph is the i-th layer of the slice).
+  virtual tnpu_prepared prepared_handle() const = 0;
+  // The driver's API table.
+  virtual const tnpu_driver_api& driver_api() const = 0;
 };
 
 class NpuDevice final : public Device {

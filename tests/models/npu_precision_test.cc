@@ -40,10 +40,26 @@ bool npu_required() {
   return r != nullptr && *r != '\0' && std::string(r) != "0";
 }
 
-int sample_count() {
-  const char* s = std::getenv("TESSERA_NPU_PRECISION_SAMPLES");
-  const int n = s ? std::atoi(s) : 3;
+int env_count(const char* name, int def) {
+  const char* s = std::getenv(name);
+  const int n = s ? std::atoi(s) : def;
   return std::clamp(n, 1, 1000);
+}
+int sample_count() {
+  return env_count("TESSERA_NPU_PRECISION_SAMPLES", 3);
+}
+
+// int8 calibration: TESSERA_NPU_CALIBRATION_SAMPLES seeded inputs (default 8, seeds disjoint from
+// the evaluation inputs), ranges picked by the driver's int8_calibration option
+// (TESSERA_NPU_INT8_CALIBRATION = minmax | percentile | mse; unset: the driver's default, mse).
+// TESSERA_NPU_INT8_LAYER_REPORT=1 prints each layer's int8 error against fp16 over the
+// calibration inputs (its output with everything before it, and its own quantisation alone).
+int calibration_count() {
+  return env_count("TESSERA_NPU_CALIBRATION_SAMPLES", 8);
+}
+bool layer_report() {
+  const char* r = std::getenv("TESSERA_NPU_INT8_LAYER_REPORT");
+  return r != nullptr && std::string(r) == "1";
 }
 
 Tensor seeded_image(const Shape& shape, uint32_t seed) {
@@ -162,6 +178,24 @@ struct Figures {
   double agreement() const { return count() ? static_cast<double>(agree) / count() : 0; }
 };
 
+// The driver's per-layer int8 errors (extension tnpu_ref_node_error), one line per layer.
+void print_layer_report(const Graph& g, const std::vector<NodeId>& layers, const NpuProgram& np) {
+  using NodeErrorFn = tnpu_status (*)(tnpu_prepared, uint32_t, double*, double*);
+  const tnpu_driver_api& api = np.driver_api();
+  auto fn = reinterpret_cast<NodeErrorFn>(
+      api.get_proc_address ? api.get_proc_address("tnpu_ref_node_error") : nullptr);
+  ASSERT_NE(fn, nullptr) << "the driver has no tnpu_ref_node_error extension";
+  for (size_t i = 0; i < layers.size(); ++i) {
+    double total = 0, own = 0;
+    ASSERT_EQ(fn(np.prepared_handle(), static_cast<uint32_t>(i), &total, &own), TNPU_OK)
+        << api.prepared_last_error(np.prepared_handle());
+    EXPECT_TRUE(std::isfinite(total) && std::isfinite(own));
+    const Node& n = g.node(layers[i]);
+    std::printf("[ int8 layer ] %3zu %-40s %-18s total %.3e  own %.3e\n", i, n.name.c_str(),
+                op_name(n.kind), total, own);
+  }
+}
+
 class NpuPrecision : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(NpuPrecision, Fp16AndInt8AgainstFp32) {
@@ -206,15 +240,27 @@ TEST_P(NpuPrecision, Fp16AndInt8AgainstFp32) {
     opt.driver_path = NpuDriver::reference_driver_path();
     opt.precision = precision;
     opt.driver_options = {{"memory_capacity_mb", "400"}};
+    std::string method = "mse (default)";
     if (precision == TNPU_PRECISION_INT8) {
-      for (uint32_t c = 0; c < 8; ++c)
-        opt.calibration.push_back({seeded_image(in_shape, 50000 + c)});
+      for (int c = 0; c < calibration_count(); ++c)
+        opt.calibration.push_back({seeded_image(in_shape, 50000 + static_cast<uint32_t>(c))});
+      if (const char* env = std::getenv("TESSERA_NPU_INT8_CALIBRATION")) {
+        opt.driver_options.push_back({"int8_calibration", env});
+        method = env;
+      }
+      if (layer_report()) opt.driver_options.push_back({"int8_layer_report", "1"});
     }
     auto d = NpuDevice::open(0, opt);
     ASSERT_TRUE(d.ok()) << d.status().to_string();
     auto p = (*d)->compile(g, m.all);
     ASSERT_TRUE(p.ok()) << p.status().to_string();
     auto* np = dynamic_cast<NpuProgram*>(p->get());
+    ASSERT_NE(np, nullptr);
+    if (precision == TNPU_PRECISION_INT8) {
+      std::printf("[ npu precision ] %-14s int8 calibration: %s over %d inputs\n", GetParam(),
+                  method.c_str(), calibration_count());
+      if (layer_report()) print_layer_report(g, m.all, *np);
+    }
     Figures f;
     t0 = std::chrono::steady_clock::now();
     for (int s = 0; s < n; ++s) {

@@ -7,7 +7,10 @@
 //   TESSERA_NPU_REF_DEVICES    how many devices the driver exposes (default 1, at most 8)
 // Device options (set_device_option): memory_capacity_mb, num_cores, accumulator (fp32 | fp16:
 // how fp16 convolutions, fully connected layers and average pooling accumulate; default fp32, as
-// NPU MAC arrays).
+// NPU MAC arrays), int8_calibration (minmax | percentile | mse: how int8 activation ranges are
+// chosen from the calibration inputs, default mse; see ref_calibration.h), int8_layer_report (0 |
+// 1: record each node's int8 error against fp16 over the calibration inputs while preparing, for
+// the "tnpu_ref_node_error" extension; default 0).
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -22,6 +25,8 @@ struct tnpu_device_s {
   uint64_t memory_cap = 100ull * 1000 * 1000;
   uint32_t num_cores = 1;
   bool fp16_accumulator = false;
+  tnpu_ref::CalibrationMethod calibration_method = tnpu_ref::CalibrationMethod::kMse;
+  bool layer_report = false;
   std::string last_error;
 };
 
@@ -200,6 +205,8 @@ tnpu_status prepare(tnpu_device d, const tnpu_graph* graph, const tnpu_prepare_o
     opt.memory_cap = d->memory_cap;
     opt.num_cores = d->num_cores;
     opt.fp16_accumulator = d->fp16_accumulator;
+    opt.calibration_method = d->calibration_method;
+    opt.layer_report = d->layer_report;
     if (options != nullptr) {
       if (options->struct_size < offsetof(tnpu_prepare_options, calibration) + sizeof(void*))
         return set_error(&d->last_error, tnpu_ref::fail(TNPU_ERR_INVALID_ARGUMENT,
@@ -319,6 +326,22 @@ tnpu_status set_device_option(tnpu_device d, const char* key, const char* value)
     d->fp16_accumulator = std::strcmp(value, "fp16") == 0;
     return TNPU_OK;
   }
+  if (std::strcmp(key, "int8_calibration") == 0) {
+    if (!tnpu_ref::parse_calibration_method(value, &d->calibration_method)) {
+      d->last_error =
+          "int8_calibration must be minmax, percentile or mse, got '" + std::string(value) + "'";
+      return TNPU_ERR_INVALID_ARGUMENT;
+    }
+    return TNPU_OK;
+  }
+  if (std::strcmp(key, "int8_layer_report") == 0) {
+    if (std::strcmp(value, "0") != 0 && std::strcmp(value, "1") != 0) {
+      d->last_error = "int8_layer_report must be 0 or 1, got '" + std::string(value) + "'";
+      return TNPU_ERR_INVALID_ARGUMENT;
+    }
+    d->layer_report = std::strcmp(value, "1") == 0;
+    return TNPU_OK;
+  }
   if (std::strcmp(key, "num_cores") == 0) {
     if (!number || v > 256) {
       d->last_error = "num_cores must be in [1, 256], got '" + std::string(value) + "'";
@@ -328,7 +351,8 @@ tnpu_status set_device_option(tnpu_device d, const char* key, const char* value)
     return TNPU_OK;
   }
   d->last_error = "unknown device option '" + std::string(key) +
-                  "' (the reference driver knows memory_capacity_mb, num_cores and accumulator)";
+                  "' (the reference driver knows memory_capacity_mb, num_cores, accumulator, "
+                  "int8_calibration and int8_layer_report)";
   return TNPU_ERR_NOT_FOUND;
 }
 
@@ -351,8 +375,8 @@ tnpu_status get_perf_counters(tnpu_prepared p, tnpu_perf_counters* out) {
   return TNPU_OK;
 }
 
-// Extension "tnpu_ref_tensor_range": the calibrated [lo, hi] of tensor `tensor` (an index
-// into the description) of an int8 prepared subgraph.
+// Extension "tnpu_ref_tensor_range": the [lo, hi] that tensor `tensor` (an index into the
+// description) of an int8 prepared subgraph is quantised to, as calibration chose it.
 tnpu_status ext_tensor_range(tnpu_prepared p, uint32_t tensor, float* lo, float* hi) {
   if (p == nullptr || lo == nullptr || hi == nullptr) return TNPU_ERR_INVALID_ARGUMENT;
   if (!p->program->tensor_range(tensor, lo, hi)) {
@@ -362,9 +386,27 @@ tnpu_status ext_tensor_range(tnpu_prepared p, uint32_t tensor, float* lo, float*
   return TNPU_OK;
 }
 
+// Extension "tnpu_ref_node_error": node `node`'s int8 error against fp16 over the calibration
+// inputs (relative L2 of its output: `total` with everything before it, `own` its own
+// quantisation), for subgraphs prepared with device option int8_layer_report=1.
+tnpu_status ext_node_error(tnpu_prepared p, uint32_t node, double* total, double* own) {
+  if (p == nullptr || total == nullptr || own == nullptr) return TNPU_ERR_INVALID_ARGUMENT;
+  tnpu_ref::NodeError e;
+  if (!p->program->node_error(node, &e)) {
+    p->last_error = "no int8 error recorded for node " + std::to_string(node) +
+                    " (prepare in int8 with device option int8_layer_report=1)";
+    return TNPU_ERR_NOT_FOUND;
+  }
+  *total = e.total;
+  *own = e.own;
+  return TNPU_OK;
+}
+
 void* get_proc_address(const char* name) {
   if (name != nullptr && std::strcmp(name, "tnpu_ref_tensor_range") == 0)
     return reinterpret_cast<void*>(&ext_tensor_range);
+  if (name != nullptr && std::strcmp(name, "tnpu_ref_node_error") == 0)
+    return reinterpret_cast<void*>(&ext_node_error);
   return nullptr;
 }
 

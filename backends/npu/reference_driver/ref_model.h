@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "backends/npu/hal.h"
+#include "backends/npu/reference_driver/ref_calibration.h"
 
 namespace tnpu_ref {
 
@@ -140,6 +141,19 @@ struct Options {
   // (as NPU MAC arrays and pooling units do) or round the accumulator to fp16 after every step
   // (XNNPACK's f16 kernels on x86).
   bool fp16_accumulator = false;
+  // int8: how activation ranges are chosen from the calibration histograms.
+  CalibrationMethod calibration_method = CalibrationMethod::kMse;
+  // int8: after building, run the calibration inputs through the fp16 and int8 programs side by
+  // side and record each node's error (Program::node_error).
+  bool layer_report = false;
+};
+
+// int8 error of one node's output against the fp16 program, over the calibration inputs:
+// `total` is ||dequant(int8) - fp16|| / ||fp16|| of the int8 program's output (everything before
+// it included), `own` the same for quantising the fp16 output alone (this tensor's rounding and
+// clipping).
+struct NodeError {
+  double total = 0, own = 0;
 };
 
 // A prepared subgraph: operators bound to an on-chip arena.
@@ -155,8 +169,10 @@ class Program {
                         uint32_t num_outputs) = 0;
   virtual const tnpu_perf_counters& counters() const = 0;
   virtual const std::vector<uint64_t>& node_ns() const = 0;
-  // Calibrated [min, max] of tensor i (int8 programs), for the extension lookup.
+  // The [lo, hi] tensor i is quantised to (int8 programs), for the extension lookup.
   virtual bool tensor_range(uint32_t tensor, float* lo, float* hi) const = 0;
+  // Per-node int8 error (int8 programs prepared with Options::layer_report), else false.
+  virtual bool node_error(uint32_t node, NodeError* out) const = 0;
 };
 
 Error prepare_program(Model model, const Options& options, std::unique_ptr<Program>* out);

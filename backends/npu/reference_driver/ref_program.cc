@@ -14,6 +14,7 @@
 #include <xnnpack.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -225,38 +226,89 @@ class XnnProgram final : public Program {
     return Error::none();
   }
 
-  // Runs one calibration sample (f32 NCHW inputs) through an fp16 program, widening `ranges`.
-  void calibrate(const float* const* inputs, std::vector<std::pair<float, float>>* ranges) {
+  // Runs one calibration sample (f32 NCHW inputs) through an fp16 program and shows `visit`
+  // every activation as dense f32 values: each model input, then each node's output in order.
+  void run_sample(const float* const* inputs,
+                  const std::function<void(int, const std::vector<float>&)>& visit) {
     std::vector<uint16_t> staging;
+    std::vector<float> values;
     for (size_t i = 0; i < model_.inputs.size(); ++i) {
       const int v = model_.inputs[i];
       const TensorDesc& t = model_.tensors[static_cast<size_t>(v)];
       staging.resize(static_cast<size_t>(t.numel()));
-      auto& r = (*ranges)[static_cast<size_t>(v)];
-      for (size_t k = 0; k < staging.size(); ++k) {
-        const float x = inputs[i][k];
-        r.first = std::min(r.first, x);
-        r.second = std::max(r.second, x);
-        staging[k] = f32_to_f16(x);
-      }
+      values.assign(inputs[i], inputs[i] + t.numel());
+      for (size_t k = 0; k < staging.size(); ++k) staging[k] = f32_to_f16(values[k]);
+      visit(v, values);
       nchw_to_nhwc8(staging.data(), t, static_cast<uint16_t*>(at(v)));
     }
     for (size_t s = 0; s < steps_.size(); ++s) {
       run_step(s);
       const int v = model_.nodes[s].output;
-      const TensorDesc& t = model_.tensors[static_cast<size_t>(v)];
+      read_f32(v, &values);
+      visit(v, values);
+    }
+  }
+
+  // Tensor v as dense f32 values in on-chip order (pixels x channels, padding dropped).
+  void read_f32(int v, std::vector<float>* values) {
+    const TensorDesc& t = T(v);
+    const int64_t pixels = t.n * t.h * t.w, cp = t.cpad();
+    values->resize(static_cast<size_t>(pixels * t.c));
+    float* dst = values->data();
+    if (esize_ == 1) {
+      const int8_t* p = static_cast<const int8_t*>(at(v));
+      const QParams& q = q_[static_cast<size_t>(v)];
+      for (int64_t px = 0; px < pixels; ++px)
+        for (int64_t c = 0; c < t.c; ++c)
+          *dst++ = q.scale * static_cast<float>(p[px * cp + c] - q.zero_point);
+    } else {
       const uint16_t* p = static_cast<const uint16_t*>(at(v));
-      auto& r = (*ranges)[static_cast<size_t>(v)];
-      const int64_t pixels = t.n * t.h * t.w, cp = t.cpad();
-      for (int64_t px = 0; px < pixels; ++px) {
-        for (int64_t c = 0; c < t.c; ++c) {
-          const float x = f16_to_f32(p[px * cp + c]);
-          if (std::isnan(x)) continue;
-          r.first = std::min(r.first, x);
-          r.second = std::max(r.second, x);
-        }
+      for (int64_t px = 0; px < pixels; ++px)
+        for (int64_t c = 0; c < t.c; ++c) *dst++ = f16_to_f32(p[px * cp + c]);
+    }
+  }
+
+  // Runs one sample through this int8 program and `f16` step by step, accumulating each node's
+  // squared errors into `acc` (per node: total error, own quantisation error, reference energy).
+  void compare_with(XnnProgram& f16, const float* const* inputs,
+                    std::vector<std::array<double, 3>>* acc) {
+    std::vector<uint16_t> half;
+    std::vector<int8_t> q8;
+    for (size_t i = 0; i < model_.inputs.size(); ++i) {
+      const int v = model_.inputs[i];
+      const TensorDesc& t = T(v);
+      half.resize(static_cast<size_t>(t.numel()));
+      q8.resize(half.size());
+      for (size_t k = 0; k < half.size(); ++k) {
+        half[k] = f32_to_f16(inputs[i][k]);
+        q8[k] = quantize(inputs[i][k], q_[static_cast<size_t>(v)]);
+      }
+      nchw_to_nhwc8(half.data(), t, static_cast<uint16_t*>(f16.at(v)));
+      nchw_to_nhwc8(q8.data(), t, static_cast<int8_t*>(at(v)));
+    }
+    std::vector<float> want, got;
+    for (size_t s = 0; s < steps_.size(); ++s) {
+      f16.run_step(s);
+      run_step(s);
+      const int v = model_.nodes[s].output;
+      f16.read_f32(v, &want);
+      read_f32(v, &got);
+      const QParams& q = q_[static_cast<size_t>(v)];
+      auto& a = (*acc)[s];
+      for (size_t k = 0; k < want.size(); ++k) {
+        const float own = q.scale * static_cast<float>(quantize(want[k], q) - q.zero_point);
+        a[0] += static_cast<double>(got[k] - want[k]) * (got[k] - want[k]);
+        a[1] += static_cast<double>(own - want[k]) * (own - want[k]);
+        a[2] += static_cast<double>(want[k]) * want[k];
       }
     }
+  }
+
+  void set_node_errors(std::vector<NodeError> e) { node_errors_ = std::move(e); }
+  bool node_error(uint32_t node, NodeError* out) const override {
+    if (node >= node_errors_.size()) return false;
+    *out = node_errors_[node];
+    return true;
   }
 
   void set_ranges(std::vector<std::pair<float, float>> r) { ranges_ = std::move(r); }
@@ -787,6 +839,7 @@ class XnnProgram final : public Program {
   std::vector<Step> steps_;
   std::vector<QParams> q_;
   std::vector<std::pair<float, float>> ranges_;
+  std::vector<NodeError> node_errors_;
   pthreadpool_t pool_ = nullptr;
   bool fp16_accumulator_ = false;
   std::vector<float> scratch_in_, scratch_out_;
@@ -819,6 +872,35 @@ std::vector<int> quantisation_groups(const Model& m) {
 
 }  // namespace
 
+// Phase 2 of an int8 prepare: the range each tensor is quantised to. The calibration inputs run
+// through the fp16 program once, filling one histogram per group of tensors that share
+// quantisation; the method picks each group's range from it. Model outputs keep their full
+// observed range: clipping there would saturate exactly the largest logits, the ones a top-1
+// decision is made of.
+static std::vector<std::pair<float, float>> calibrate_ranges(const Model& model, XnnProgram* f16,
+                                                             const tnpu_calibration& cal,
+                                                             CalibrationMethod method) {
+  const size_t nt = model.tensors.size();
+  const std::vector<int> group = quantisation_groups(model);
+  std::vector<Histogram> hist(nt);
+  for (uint32_t s = 0; s < cal.num_samples; ++s) {
+    f16->run_sample(cal.inputs + static_cast<size_t>(s) * model.inputs.size(),
+                    [&](int v, const std::vector<float>& x) {
+                      hist[static_cast<size_t>(group[static_cast<size_t>(v)])].add(x.data(),
+                                                                                   x.size());
+                    });
+  }
+  std::vector<bool> is_output(nt, false);
+  for (int v : model.outputs) is_output[static_cast<size_t>(group[static_cast<size_t>(v)])] = true;
+  std::vector<std::pair<float, float>> ranges(nt, {INFINITY, -INFINITY});
+  for (size_t v = 0; v < nt; ++v) {
+    const size_t g = static_cast<size_t>(group[v]);
+    if (hist[g].empty()) continue;
+    ranges[v] = choose_range(hist[g], is_output[g] ? CalibrationMethod::kMinMax : method);
+  }
+  return ranges;
+}
+
 bool fp16_available() {
   static const bool ok = [] {
     if (!xnn_ready()) return false;
@@ -842,6 +924,7 @@ Error prepare_program(Model model, const Options& options, std::unique_ptr<Progr
                                           " is not supported (the NPU computes in fp16 or int8)");
   std::vector<QParams> q;
   std::vector<std::pair<float, float>> ranges;
+  std::vector<NodeError> errors;
   if (precision == TNPU_PRECISION_INT8) {
     const tnpu_calibration* cal = options.calibration;
     if (cal == nullptr || cal->num_samples == 0 || cal->inputs == nullptr)
@@ -861,20 +944,23 @@ Error prepare_program(Model model, const Options& options, std::unique_ptr<Progr
     Error e = f16.plan(0);
     if (e.ok()) e = f16.build(options.num_cores, {}, options.fp16_accumulator);
     if (!e.ok()) return e;
-    ranges.assign(model.tensors.size(), {INFINITY, -INFINITY});
-    for (uint32_t s = 0; s < cal->num_samples; ++s)
-      f16.calibrate(cal->inputs + static_cast<size_t>(s) * model.inputs.size(), &ranges);
-    const std::vector<int> group = quantisation_groups(model);
-    std::vector<std::pair<float, float>> gr(model.tensors.size(), {INFINITY, -INFINITY});
-    for (size_t v = 0; v < ranges.size(); ++v) {
-      auto& g = gr[static_cast<size_t>(group[v])];
-      g.first = std::min(g.first, ranges[v].first);
-      g.second = std::max(g.second, ranges[v].second);
-    }
+    ranges = calibrate_ranges(model, &f16, *cal, options.calibration_method);
     q.resize(model.tensors.size());
-    for (size_t v = 0; v < q.size(); ++v) {
-      const auto& g = gr[static_cast<size_t>(group[v])];
-      q[v] = g.first <= g.second ? qparams_for_range(g.first, g.second) : QParams{};
+    for (size_t v = 0; v < q.size(); ++v)
+      q[v] = ranges[v].first <= ranges[v].second
+                 ? qparams_for_range(ranges[v].first, ranges[v].second)
+                 : QParams{};
+    if (options.layer_report) {
+      auto p = std::make_unique<XnnProgram>(model, precision);
+      e = p->plan(options.memory_cap);
+      if (e.ok()) e = p->build(options.num_cores, q, options.fp16_accumulator);
+      if (!e.ok()) return e;
+      std::vector<std::array<double, 3>> acc(model.nodes.size(), {0, 0, 0});
+      for (uint32_t s = 0; s < cal->num_samples; ++s)
+        p->compare_with(f16, cal->inputs + static_cast<size_t>(s) * model.inputs.size(), &acc);
+      for (const auto& a : acc)
+        errors.push_back(NodeError{std::sqrt(a[0] / std::max(a[2], 1e-30)),
+                                   std::sqrt(a[1] / std::max(a[2], 1e-30))});
     }
   }
   auto p = std::make_unique<XnnProgram>(std::move(model), precision);
@@ -882,6 +968,7 @@ Error prepare_program(Model model, const Options& options, std::unique_ptr<Progr
   if (e.ok()) e = p->build(options.num_cores, std::move(q), options.fp16_accumulator);
   if (!e.ok()) return e;
   p->set_ranges(std::move(ranges));
+  p->set_node_errors(std::move(errors));
   *out = std::move(p);
   return Error::none();
 }
