@@ -139,7 +139,21 @@ constexpr double kDecisiveMargin = 0.25;
 // 33%.
 constexpr double kFp16MeanRelErr = 0.08;
 constexpr double kFp16Agreement = 0.80;
-constexpr double kInt8MeanRelErr = 1.2;
+// int8 bounds per model: the measured 20-input mean relative error (MSE calibration, 8 calibration
+// inputs; docs/backend-npu.md) with margin for CI's 3 inputs, and top-1 agreement where it is
+// meaningful. ResNet50 and VGG16 are not measured yet and keep the loose bound.
+struct Int8Bound {
+  const char* model;
+  double mean_rel_err, agreement;
+};
+constexpr Int8Bound kInt8Bounds[] = {{"mobilenet_v2", 0.60, 0.25},  {"resnet18", 0.55, 0.0},
+                                     {"squeezenet1_1", 0.12, 0.75}, {"alexnet", 0.20, 0.65},
+                                     {"resnet50", 1.2, 0.0},        {"vgg16", 1.2, 0.0}};
+Int8Bound int8_bound(const std::string& model) {
+  for (const Int8Bound& b : kInt8Bounds)
+    if (model == b.model) return b;
+  return {"", 1.2, 0.0};
+}
 constexpr int kMinSamplesForRate = 20;
 
 struct Figures {
@@ -287,8 +301,13 @@ TEST_P(NpuPrecision, Fp16AndInt8AgainstFp32) {
         EXPECT_GE(f.agreement(), kFp16Agreement);
       }
     } else {
-      // int8 top-1 agreement is reported only: 0-90% on these models (docs/backend-npu.md).
-      EXPECT_LE(f.mean_rel(), kInt8MeanRelErr);
+      // int8 top-1 agreement is 20-90% on these models (docs/backend-npu.md): asserted only
+      // where the measured figure leaves a margin.
+      const Int8Bound b = int8_bound(GetParam());
+      EXPECT_LE(f.mean_rel(), b.mean_rel_err);
+      if (f.count() >= kMinSamplesForRate) {
+        EXPECT_GE(f.agreement(), b.agreement);
+      }
     }
   }
 }
