@@ -189,6 +189,29 @@ Result<std::unique_ptr<Kernel>> make_alias(const KernelRequest& req) {
       new AliasKernel(keep ? AliasKernel::Input::kKeep : AliasKernel::Input::kLogical, "reshape"));
 }
 
+// A 1x1 window with stride 1 and no padding (torchvision's adaptive average pool on a feature map
+// already at the target size): the output is the input, so it aliases it in whichever layout.
+Result<std::unique_ptr<Kernel>> make_identity_pool(const KernelRequest& req) {
+  const Node& n = req.node;
+  if (req.ctx.constant(0) != nullptr || n.outputs.size() != 1 || n.attrs.has("activation"))
+    return decline();
+  const TensorInfo& in = req.ctx.input(0);
+  if (req.graph.value(n.outputs[0]).info.shape != in.shape) return decline();
+  const size_t spatial = static_cast<size_t>(std::max(in.shape.rank() - 2, 0));
+  auto all = [&](const char* name, int64_t want, bool required) -> Result<bool> {
+    if (!n.attrs.has(name)) return !required;
+    ASSIGN_OR_RETURN(std::vector<int64_t> v, n.attrs.get_ints(name));
+    if (v.size() != (std::string(name) == "pads" ? 2 * spatial : spatial)) return false;
+    return std::all_of(v.begin(), v.end(), [&](int64_t x) { return x == want; });
+  };
+  ASSIGN_OR_RETURN(bool k1, all("kernel_shape", 1, true));
+  ASSIGN_OR_RETURN(bool s1, all("strides", 1, false));
+  ASSIGN_OR_RETURN(bool p0, all("pads", 0, false));
+  ASSIGN_OR_RETURN(std::string auto_pad, n.attrs.string_or("auto_pad", "NOTSET"));
+  if (!k1 || !s1 || !p0 || (auto_pad != "NOTSET" && auto_pad != "VALID")) return decline();
+  return std::unique_ptr<Kernel>(new AliasKernel(AliasKernel::Input::kKeep, "1x1 pool"));
+}
+
 // Memory position of each logical dimension, and the logical dimensions in memory order.
 std::vector<int> memory_position(int rank, Layout l) {
   std::vector<int> pos(static_cast<size_t>(rank));
@@ -538,6 +561,8 @@ const KernelEntry kTensorKernels[] = {
     {OpKind::kTranspose, "tessera_transpose_gather", make_transpose},
     {OpKind::kGather, "tessera_gather_gather", make_gather},
     {OpKind::kResize, "tessera_resize", make_resize},
+    {OpKind::kAveragePool, "tessera_alias_identity_pool", make_identity_pool},
+    {OpKind::kMaxPool, "tessera_alias_identity_pool", make_identity_pool},
     {OpKind::kReshape, "tessera_alias", make_alias},
     {OpKind::kFlatten, "tessera_alias", make_alias},
     {OpKind::kSqueeze, "tessera_alias", make_alias},

@@ -364,6 +364,20 @@ TEST_P(CpuDiffTest, DataMovementPassesNanAndInf) {
   diff_native(dev(), OpKind::kLRN, attrs_of({{"size", int64_t{3}}}), {in}, "lrn");
 }
 
+// A 1x1 pool with stride 1 and no padding (torchvision's adaptive average pool at the target
+// size) is the identity and aliases its input; other 1x1 pools are not.
+TEST_P(CpuDiffTest, IdentityPoolsAlias) {
+  for (OpKind k : {OpKind::kAveragePool, OpKind::kMaxPool}) {
+    SCOPED_TRACE(op_name(k));
+    DiffResult r = diff_op(dev(), k, attrs_of({{"kernel_shape", Ints{1, 1}}}),
+                           {act({1, 13, 6, 6}, 1)}, 1, 0.f, 0.f, false, true);
+    EXPECT_NE(r.kernel.find("1x1 pool (alias"), std::string::npos) << r.kernel;
+    r = diff_op(dev(), k, attrs_of({{"kernel_shape", Ints{1, 1}}, {"strides", Ints{2, 2}}}),
+                {act({1, 13, 6, 6}, 2)}, 1, 0.f, 0.f, false, true);
+    EXPECT_EQ(r.kernel.find("1x1 pool"), std::string::npos) << r.kernel;
+  }
+}
+
 // Reshape-like layers share their input's storage: the program copies nothing, and a reshape
 // of an NHWC tensor reads it after one conversion to logical order.
 TEST_P(CpuDiffTest, ReshapesAlias) {
