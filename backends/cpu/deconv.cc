@@ -10,7 +10,7 @@ namespace tessera::cpu {
 
 namespace {
 
-class XnnDeconvKernel final : public Kernel {
+class XnnDeconvKernel final : public XnnOperatorKernel {
  public:
   void choose_layouts(std::span<const Layout>, std::span<Layout> wanted,
                       std::span<Layout> produced) const override {
@@ -32,20 +32,7 @@ class XnnDeconvKernel final : public Kernel {
                       static_cast<size_t>(y[1]), pool);
   }
 
-  Status run(ThreadPool& pool) override {
-    RETURN_IF_ERROR(xnn_check(xnn_run_operator(op_.get(), pool.pthreadpool()), what_));
-    return post_.run(pool);
-  }
-
-  std::string describe() const override { return desc_; }
-  uint64_t owned_bytes() const override { return packed_bytes_; }
-
-  XnnOperator op_;
-  ActivationPass post_;
   uint32_t adjust_[2] = {0, 0};
-  std::string what_;
-  std::string desc_;
-  uint64_t packed_bytes_ = 0;
 };
 
 Result<std::unique_ptr<Kernel>> make_deconv(const KernelRequest& req) {
@@ -108,10 +95,7 @@ Result<std::unique_ptr<Kernel>> make_deconv(const KernelRequest& req) {
           static_cast<size_t>(xs[1]), static_cast<size_t>(group * cout_g), packed.data(),
           b != nullptr ? b->data<float>() : nullptr, clamp.min, clamp.max, 0, &op),
       k->what_));
-  k->op_.reset(op);
-  if (!activation_is_clamp(act)) {
-    ASSIGN_OR_RETURN(k->post_, ActivationPass::create(act, n.name));
-  }
+  RETURN_IF_ERROR(k->adopt(op, act, n.name));
   k->packed_bytes_ = static_cast<uint64_t>(group * cout_g * (kh * kw * cin_g + 1)) * sizeof(float);
   k->desc_ =
       "xnnpack deconv " + std::to_string(kh) + "x" + std::to_string(kw) + "/" +
