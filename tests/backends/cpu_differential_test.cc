@@ -310,11 +310,13 @@ TEST_P(CpuDiffTest, ReduceMeanVariants) {
 }
 
 TEST_P(CpuDiffTest, LrnVariants) {
-  for (int64_t size : {1, 3, 4, 5}) {
-    SCOPED_TRACE(size);
-    diff_native(dev(), OpKind::kLRN,
-                attrs_of({{"size", size}, {"alpha", 1e-2f}, {"beta", 0.75f}, {"bias", 2.f}}),
-                {act({2, 13, 5, 7}, 1)}, "lrn");
+  for (float beta : {0.75f, 0.6f}) {
+    for (int64_t size : {1, 3, 4, 5}) {
+      SCOPED_TRACE(std::to_string(size) + " beta " + std::to_string(beta));
+      diff_native(dev(), OpKind::kLRN,
+                  attrs_of({{"size", size}, {"alpha", 1e-2f}, {"beta", beta}, {"bias", 2.f}}),
+                  {act({2, 13, 5, 7}, 1)}, "lrn");
+    }
   }
 }
 
