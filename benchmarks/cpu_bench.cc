@@ -6,6 +6,12 @@
 //                                     ONNX files), imported and optimised as `tessera convert`.
 //   BM_FmaPeak/<threads>              this machine's FP32 FMA peak: independent FMA chains, one
 //                                     per thread; counter: GFLOP/s.
+//   BM_CpuKernel/<threads>t/<op case>/<native|reference>
+//                                     one cpu-device kernel on its own (no program copy-in/out):
+//                                     Tessera's kernel for ops XNNPACK lacks, in the layout it
+//                                     picks for NHWC-fed inputs, against the reference fallback
+//                                     the device would otherwise run (logical order, leader thread;
+//                                     the conversions it would also need are not counted).
 // Run: ./build/benchmarks/tessera_bench --benchmark_filter=Layer
 #include <benchmark/benchmark.h>
 
@@ -13,6 +19,7 @@
 #include <random>
 #include <thread>
 
+#include "backends/cpu/kernel_table.h"
 #include "backends/registry.h"
 #include "core/npy.h"
 #include "core/tessera.h"
@@ -106,6 +113,140 @@ void BM_Model(benchmark::State& state, std::string device, std::string model) {
   state.counters["peak_MiB"] = static_cast<double>((*session)->peak_memory_bytes()) / (1 << 20);
 }
 
+// One op on real shapes (ShuffleNetV2, DenseNet, GoogLeNet, MobileNetV2 heads; LRN as in
+// AlexNet's original; ConvTranspose as in an FCN upsampler).
+struct KernelCase {
+  const char* name;
+  OpKind op;
+  Shape x;
+  std::vector<std::pair<const char*, AttributeValue>> attrs;
+  std::vector<Tensor> constants;  // inputs 1.. (an undefined tensor: omitted)
+};
+
+Tensor i64s(std::vector<int64_t> v) {
+  return Tensor::from_int64s(Shape{static_cast<int64_t>(v.size())}, v);
+}
+Tensor f32s(std::vector<float> v) {
+  return Tensor::from_floats(Shape{static_cast<int64_t>(v.size())}, v);
+}
+
+std::vector<KernelCase> kernel_cases() {
+  using Ints = std::vector<int64_t>;
+  const Tensor none = Tensor::create(DType::kF32, Shape{0}).value();
+  return {
+      {"shufflenet_shuffle_transpose_58x28",
+       OpKind::kTranspose,
+       Shape{1, 2, 58, 28, 28},
+       {{"perm", Ints{0, 2, 1, 3, 4}}},
+       {}},
+      {"nhwc_to_nchw_transpose_64x56",
+       OpKind::kTranspose,
+       Shape{1, 64, 56, 56},
+       {{"perm", Ints{0, 2, 3, 1}}},
+       {}},
+      {"shufflenet_channel_slice_116x28",
+       OpKind::kSlice,
+       Shape{1, 116, 28, 28},
+       {},
+       {i64s({58}), i64s({116}), i64s({1})}},
+      {"pad_1_64x56", OpKind::kPad, Shape{1, 64, 56, 56}, {}, {i64s({0, 0, 1, 1, 0, 0, 1, 1})}},
+      {"reflect_pad_3_32x112",
+       OpKind::kPad,
+       Shape{1, 32, 112, 112},
+       {{"mode", std::string("reflect")}},
+       {i64s({0, 0, 3, 3, 0, 0, 3, 3})}},
+      {"resize_nearest_2x_64x28",
+       OpKind::kResize,
+       Shape{1, 64, 28, 28},
+       {},
+       {none, f32s({1, 1, 2, 2})}},
+      {"resize_linear_2x_64x28",
+       OpKind::kResize,
+       Shape{1, 64, 28, 28},
+       {{"mode", std::string("linear")}},
+       {none, f32s({1, 1, 2, 2})}},
+      {"gather_channels_256x14",
+       OpKind::kGather,
+       Shape{1, 256, 14, 14},
+       {{"axis", int64_t{1}}},
+       {i64s([] {
+         Ints v;
+         for (int64_t c = 255; c >= 0; c -= 2) v.push_back(c);
+         return v;
+       }())}},
+      {"reducemean_hw_1280x7",
+       OpKind::kReduceMean,
+       Shape{1, 1280, 7, 7},
+       {{"axes", Ints{2, 3}}},
+       {}},
+      {"lrn_5_64x56", OpKind::kLRN, Shape{1, 64, 56, 56}, {{"size", int64_t{5}}}, {}},
+      {"convtranspose_4x4s2_64x28",
+       OpKind::kConvTranspose,
+       Shape{1, 64, 28, 28},
+       {{"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}},
+       {random(Shape{64, 32, 4, 4}, 5), random(Shape{32}, 6)}},
+  };
+}
+
+void BM_CpuKernel(benchmark::State& state, int threads, KernelCase c, bool native) {
+  using namespace tessera::cpu;
+  Graph g;
+  Node n;
+  n.name = c.name;
+  n.kind = c.op;
+  for (const auto& [k, v] : c.attrs) n.attrs.set(k, v);
+  const ValueId x = g.add_value("x", TensorInfo{DType::kF32, c.x});
+  g.inputs().push_back(x);
+  n.inputs = {x};
+  for (size_t i = 0; i < c.constants.size(); ++i) {
+    n.inputs.push_back(g.add_constant("c" + std::to_string(i), c.constants[i]));
+  }
+  n.outputs = {g.add_value("y")};
+  g.outputs().push_back(n.outputs[0]);
+  g.add_node(n);
+  if (!g.infer_shapes().ok()) return state.SkipWithError("shape inference failed");
+  std::vector<int> ids;
+  for (int i = 0; i < threads; ++i) ids.push_back(i);
+  auto pool = ThreadPool::create(CoreSet(ids));
+  if (!pool.ok()) return state.SkipWithError(pool.status().to_string().c_str());
+  const Node& node = g.node(0);
+  NodeContext nc(g, node);
+  KernelRequest req{g, node, nc.ctx(), **pool};
+  Result<std::unique_ptr<Kernel>> k =
+      native ? build_kernel(req) : Result<std::unique_ptr<Kernel>>(make_reference_kernel(node));
+  if (!k.ok()) return state.SkipWithError(k.status().to_string().c_str());
+  if (native && (*k)->is_reference()) return state.SkipWithError("no native kernel");
+  // The layouts the kernel picks for an input that arrives NHWC (from a convolution).
+  const size_t ni = node.inputs.size();
+  std::vector<Layout> available(ni, Layout::kNCHW), wanted(ni), produced(1);
+  available[0] = c.x.rank() == 4 ? Layout::kNHWC : Layout::kNCHW;
+  (*k)->choose_layouts(available, wanted, produced);
+  const TensorInfo& yi = g.value(node.outputs[0]).info;
+  Tensor xt = random(c.x, 7), yt = Tensor::create(DType::kF32, yi.shape).value();
+  std::vector<Operand> ins(ni), outs(1);
+  ins[0] = Operand{xt.raw(), DType::kF32, c.x, c.x.rank() == 4 ? wanted[0] : Layout::kNCHW};
+  for (size_t i = 1; i < ni; ++i) {
+    const Value& v = g.value(node.inputs[i]);
+    ins[i] = Operand{const_cast<void*>(v.data.raw()),
+                     v.data.dtype(),
+                     v.data.shape(),
+                     Layout::kNCHW,
+                     true,
+                     &v.data};
+  }
+  outs[0] =
+      Operand{yt.raw(), DType::kF32, yi.shape, yi.shape.rank() == 4 ? produced[0] : Layout::kNCHW};
+  Status st = (*k)->bind(ins, outs, **pool);
+  if (!st.ok()) return state.SkipWithError(st.to_string().c_str());
+  for (auto _ : state) {
+    st = (*pool)->run([&] { return (*k)->run(**pool); });
+    if (!st.ok()) return state.SkipWithError(st.to_string().c_str());
+  }
+  state.SetLabel((*k)->describe());
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
+                          static_cast<int64_t>(xt.byte_size() + yt.byte_size()));
+}
+
 // 16 independent accumulator chains of 16-float vectors (the compiler emits FMAs with -mfma;
 // with the portable build flags it emits mul+add, so the kernel is built for AVX-512 here).
 __attribute__((target("avx512f,fma"))) double fma_chains(int64_t iters) {
@@ -140,6 +281,18 @@ const char* const kModels[] = {"mobilenet_v2",  "resnet18", "resnet50",
                                "squeezenet1_1", "vgg16",    "alexnet"};
 
 int register_all() {
+  for (int threads : {1, 2}) {
+    for (const KernelCase& c : kernel_cases()) {
+      for (bool native : {true, false}) {
+        benchmark::RegisterBenchmark((std::string("BM_CpuKernel/") + std::to_string(threads) +
+                                      "t/" + c.name + (native ? "/native" : "/reference"))
+                                         .c_str(),
+                                     BM_CpuKernel, threads, c, native)
+            ->Unit(benchmark::kMicrosecond)
+            ->UseRealTime();
+      }
+    }
+  }
   for (const char* dev : {"cpu", "cpu:0", "reference"}) {
     for (const ConvLayer& l : kLayers) {
       benchmark::RegisterBenchmark((std::string("BM_Layer/") + dev + "/" + l.name).c_str(),

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <optional>
 
+#include "ops/kernel_params.h"
+
 namespace tessera {
 
 namespace {
@@ -208,6 +210,37 @@ void gather_copy(const GatherCopyPlan& plan_in, const void* src_v, void* dst_v, 
       if (!wrap) break;
     }
   }
+}
+
+GatherCopyPlan gather_plan(const IndexMaps& maps, const std::vector<int64_t>& in_strides,
+                           const std::vector<int>& order, size_t elem_bytes, int64_t* base) {
+  GatherCopyPlan plan;
+  plan.elem_bytes = elem_bytes;
+  *base = 0;
+  for (size_t k = 0; k < maps.fixed.size() && k < in_strides.size(); ++k) {
+    *base += maps.fixed[k] * in_strides[k];
+  }
+  for (int d : order) {
+    const size_t ud = static_cast<size_t>(d);
+    const int64_t stride = in_strides[static_cast<size_t>(maps.source_dim[ud])];
+    std::vector<int64_t> off = maps.index[ud];
+    for (int64_t& o : off) o = o < 0 ? -1 : o * stride;
+    plan.offsets.push_back(std::move(off));
+  }
+  return plan;
+}
+
+void gather_index_maps_contiguous(const IndexMaps& maps, const Tensor& in, Tensor* out,
+                                  const void* fill) {
+  if (out->numel() == 0) return;
+  const int64_t elem = static_cast<int64_t>(dtype_size(in.dtype()));
+  std::vector<int64_t> strides = contiguous_strides(in.shape());
+  for (int64_t& s : strides) s *= elem;
+  std::vector<int> order(maps.index.size());
+  for (size_t d = 0; d < order.size(); ++d) order[d] = static_cast<int>(d);
+  int64_t base = 0;
+  const GatherCopyPlan plan = gather_plan(maps, strides, order, static_cast<size_t>(elem), &base);
+  gather_copy(plan, static_cast<const uint8_t*>(in.raw()) + base, out->raw(), fill);
 }
 
 std::vector<int64_t> contiguous_strides(const Shape& shape) {

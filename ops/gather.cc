@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "ops/data_movement.h"
+#include "ops/kernel_params.h"
 #include "ops/registry.h"
 
 namespace tessera {
@@ -84,6 +85,31 @@ Status reference_gather(const OpContext& ctx, std::span<const Tensor> inputs,
 }
 
 }  // namespace
+
+Result<IndexMaps> gather_index_maps(const OpContext& ctx) {
+  ASSIGN_OR_RETURN(int axis, gather_axis(ctx));
+  const Tensor* indices = ctx.constant(1);
+  if (indices == nullptr || indices->rank() > 1) {
+    return ctx.unsupported("index maps need constant indices of rank 0 or 1");
+  }
+  const Shape& data = ctx.input(0).shape;
+  ASSIGN_OR_RETURN(std::vector<int64_t> idx, resolve_indices(ctx, *indices, data[axis]));
+  IndexMaps maps;
+  maps.fixed.assign(static_cast<size_t>(data.rank()), 0);
+  for (int d = 0; d < data.rank(); ++d) {
+    if (d == axis && indices->rank() == 0) {
+      maps.fixed[static_cast<size_t>(d)] = idx[0];
+      continue;
+    }
+    std::vector<int64_t> map = d == axis ? idx : std::vector<int64_t>(static_cast<size_t>(data[d]));
+    if (d != axis) {
+      for (size_t o = 0; o < map.size(); ++o) map[o] = static_cast<int64_t>(o);
+    }
+    maps.source_dim.push_back(d);
+    maps.index.push_back(std::move(map));
+  }
+  return maps;
+}
 
 const OpSchema kGatherSchema = {
     .kind = OpKind::kGather,

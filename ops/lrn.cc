@@ -11,18 +11,12 @@
 #include <string>
 
 #include "ops/gemm_kernel.h"
+#include "ops/kernel_params.h"
 #include "ops/registry.h"
 
 namespace tessera {
 
-namespace {
-
-struct LrnParams {
-  int64_t size = 1;
-  float alpha = 1e-4f;
-  float beta = 0.75f;
-  float bias = 1.f;
-};
+namespace {}  // namespace
 
 Result<LrnParams> lrn_params(const OpContext& ctx) {
   LrnParams p;
@@ -43,6 +37,8 @@ Result<LrnParams> lrn_params(const OpContext& ctx) {
   p.bias = *bias;
   return p;
 }
+
+namespace {
 
 Status infer_lrn(const OpContext& ctx, int /*num_outputs*/, std::vector<TensorInfo>* outputs) {
   RETURN_IF_ERROR(require_f32(ctx, 0));

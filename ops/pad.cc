@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "ops/data_movement.h"
+#include "ops/kernel_params.h"
 #include "ops/registry.h"
 
 namespace tessera {
@@ -133,25 +134,25 @@ Status infer_pad(const OpContext& ctx, int /*num_outputs*/, std::vector<TensorIn
 
 Status reference_pad(const OpContext& ctx, std::span<const Tensor> inputs,
                      std::span<Tensor> outputs) {
-  ASSIGN_OR_RETURN(PadParams p, parse_pad(ctx));
+  ASSIGN_OR_RETURN(IndexMaps maps, pad_index_maps(ctx));
   const Tensor& in = inputs[0];
-  const size_t elem = dtype_size(in.dtype());
   uint8_t fill[8] = {};  // zero unless constant_value says otherwise
-  if (ctx.has_input(2) && inputs[2].numel() == 1) std::memcpy(fill, inputs[2].raw(), elem);
-  const std::vector<int64_t> strides = contiguous_strides(in.shape());
-  GatherCopyPlan plan;
-  plan.elem_bytes = elem;
-  for (size_t d = 0; d < p.maps.size(); ++d) {
-    std::vector<int64_t> off = std::move(p.maps[d]);
-    const int64_t step = strides[d] * static_cast<int64_t>(elem);
-    for (int64_t& o : off) o = o < 0 ? -1 : o * step;
-    plan.offsets.push_back(std::move(off));
-  }
-  gather_copy(plan, in.raw(), outputs[0].raw(), fill);
+  if (ctx.has_input(2) && inputs[2].numel() == 1)
+    std::memcpy(fill, inputs[2].raw(), dtype_size(in.dtype()));
+  gather_index_maps_contiguous(maps, in, &outputs[0], fill);
   return Status();
 }
 
 }  // namespace
+
+Result<IndexMaps> pad_index_maps(const OpContext& ctx) {
+  ASSIGN_OR_RETURN(PadParams p, parse_pad(ctx));
+  IndexMaps maps;
+  maps.fixed.assign(p.maps.size(), 0);
+  for (size_t d = 0; d < p.maps.size(); ++d) maps.source_dim.push_back(static_cast<int>(d));
+  maps.index = std::move(p.maps);
+  return maps;
+}
 
 const OpSchema kPadSchema = {
     .kind = OpKind::kPad,

@@ -6,19 +6,14 @@
 
 #include "ops/broadcast.h"
 #include "ops/data_movement.h"
+#include "ops/kernel_params.h"
 #include "ops/registry.h"
 
 namespace tessera {
 
-namespace {
+namespace {}  // namespace
 
-struct ReduceParams {
-  std::vector<bool> reduced;  // per input dimension
-  bool noop = false;
-  bool keepdims = true;
-};
-
-Result<ReduceParams> parse_reduce(const OpContext& ctx) {
+Result<ReduceParams> reduce_mean_params(const OpContext& ctx) {
   ReduceParams p;
   const Shape& shape = ctx.input(0).shape;
   const int rank = shape.rank();
@@ -42,6 +37,8 @@ Result<ReduceParams> parse_reduce(const OpContext& ctx) {
   return p;
 }
 
+namespace {
+
 // The shape of the result with reduced dimensions kept as 1.
 Shape kept_shape(const Shape& in, const ReduceParams& p) {
   Shape s = in;
@@ -54,7 +51,7 @@ Shape kept_shape(const Shape& in, const ReduceParams& p) {
 Status infer_reduce_mean(const OpContext& ctx, int /*num_outputs*/,
                          std::vector<TensorInfo>* outputs) {
   RETURN_IF_ERROR(require_f32(ctx, 0));
-  ASSIGN_OR_RETURN(ReduceParams p, parse_reduce(ctx));
+  ASSIGN_OR_RETURN(ReduceParams p, reduce_mean_params(ctx));
   const Shape& in = ctx.input(0).shape;
   if (p.noop) {
     outputs->push_back(ctx.input(0));
@@ -81,7 +78,7 @@ OpCost cost_reduce_mean(const OpContext& ctx, std::span<const TensorInfo> output
 
 Status reference_reduce_mean(const OpContext& ctx, std::span<const Tensor> inputs,
                              std::span<Tensor> outputs) {
-  ASSIGN_OR_RETURN(ReduceParams p, parse_reduce(ctx));
+  ASSIGN_OR_RETURN(ReduceParams p, reduce_mean_params(ctx));
   const Tensor& in = inputs[0];
   Tensor& out = outputs[0];
   if (p.noop) {

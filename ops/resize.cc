@@ -20,6 +20,7 @@
 #include <cstring>
 
 #include "ops/data_movement.h"
+#include "ops/kernel_params.h"
 #include "ops/registry.h"
 
 namespace tessera {
@@ -200,13 +201,6 @@ int64_t nearest_index(NearestMode mode, float x, int64_t in_len) {
   return static_cast<int64_t>(std::clamp(r, 0.f, static_cast<float>(in_len - 1)));
 }
 
-// Linear interpolation along one dimension: out[o] = w0 * in[i0] + w1 * in[i1].
-struct LinearTaps {
-  std::vector<int64_t> i0, i1;
-  std::vector<float> w0, w1;
-  bool identity = true;  // out[o] == in[o] for every o
-};
-
 LinearTaps linear_taps(const ResizeParams& p, int64_t in_len, int64_t out_len, float scale) {
   LinearTaps t;
   t.identity = in_len == out_len;
@@ -273,39 +267,19 @@ OpCost cost_resize(const OpContext& ctx, std::span<const TensorInfo> outputs) {
 
 Status reference_resize(const OpContext& ctx, std::span<const Tensor> inputs,
                         std::span<Tensor> outputs) {
-  ASSIGN_OR_RETURN(ResizeParams p, parse_resize(ctx));
+  ASSIGN_OR_RETURN(ResizeKernelParams p, resize_kernel_params(ctx));
   const Tensor& in = inputs[0];
   Tensor& out = outputs[0];
   if (out.numel() == 0) return Status();
-  const int rank = in.rank();
-
   if (!p.linear) {
-    const int64_t elem = static_cast<int64_t>(dtype_size(in.dtype()));
-    const std::vector<int64_t> strides = contiguous_strides(in.shape());
-    GatherCopyPlan plan;
-    plan.elem_bytes = static_cast<size_t>(elem);
-    for (int d = 0; d < rank; ++d) {
-      const size_t ud = static_cast<size_t>(d);
-      const int64_t in_len = in.dim(d), out_len = out.dim(d);
-      std::vector<int64_t> off(static_cast<size_t>(out_len));
-      for (int64_t o = 0; o < out_len; ++o) {
-        const float x = source_coordinate(p.coord, o, p.scales[ud], in_len, out_len);
-        off[static_cast<size_t>(o)] = nearest_index(p.nearest, x, in_len) * strides[ud] * elem;
-      }
-      plan.offsets.push_back(std::move(off));
-    }
-    gather_copy(plan, in.raw(), out.raw(), nullptr);
+    gather_index_maps_contiguous(p.maps, in, &out, nullptr);
     return Status();
   }
 
   // Linear: one 1-D pass per dimension that actually changes, through scratch buffers.
   std::vector<int> axes;
-  std::vector<LinearTaps> taps;
-  for (int d = 0; d < rank; ++d) {
-    LinearTaps t = linear_taps(p, in.dim(d), out.dim(d), p.scales[static_cast<size_t>(d)]);
-    if (t.identity) continue;
-    axes.push_back(d);
-    taps.push_back(std::move(t));
+  for (int d = 0; d < in.rank(); ++d) {
+    if (!p.taps[static_cast<size_t>(d)].identity) axes.push_back(d);
   }
   if (axes.empty()) {
     copy_tensor_bytes(in, &out);
@@ -322,7 +296,7 @@ Status reference_resize(const OpContext& ctx, std::span<const Tensor> inputs,
       scratch[k % 2].resize(static_cast<size_t>(next.numel()));
       dst = scratch[k % 2].data();
     }
-    linear_pass(src, dst, shape, axes[k], taps[k]);
+    linear_pass(src, dst, shape, axes[k], p.taps[static_cast<size_t>(axes[k])]);
     src = dst;
     shape = next;
   }
@@ -330,6 +304,30 @@ Status reference_resize(const OpContext& ctx, std::span<const Tensor> inputs,
 }
 
 }  // namespace
+
+Result<ResizeKernelParams> resize_kernel_params(const OpContext& ctx) {
+  ASSIGN_OR_RETURN(ResizeParams p, parse_resize(ctx));
+  const Shape& in = ctx.input(0).shape;
+  ResizeKernelParams k;
+  k.linear = p.linear;
+  for (int d = 0; d < in.rank(); ++d) {
+    const size_t ud = static_cast<size_t>(d);
+    const int64_t in_len = in[d], out_len = p.out_shape[d];
+    if (p.linear) {
+      k.taps.push_back(linear_taps(p, in_len, out_len, p.scales[ud]));
+      continue;
+    }
+    std::vector<int64_t> idx(static_cast<size_t>(out_len));
+    for (int64_t o = 0; o < out_len; ++o) {
+      const float x = source_coordinate(p.coord, o, p.scales[ud], in_len, out_len);
+      idx[static_cast<size_t>(o)] = nearest_index(p.nearest, x, in_len);
+    }
+    k.maps.source_dim.push_back(d);
+    k.maps.index.push_back(std::move(idx));
+  }
+  k.maps.fixed.assign(static_cast<size_t>(in.rank()), 0);
+  return k;
+}
 
 const OpSchema kResizeSchema = {
     .kind = OpKind::kResize,

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "ops/data_movement.h"
+#include "ops/kernel_params.h"
 #include "ops/registry.h"
 
 namespace tessera {
@@ -90,25 +91,28 @@ Status infer_slice(const OpContext& ctx, int /*num_outputs*/, std::vector<Tensor
 
 Status reference_slice(const OpContext& ctx, std::span<const Tensor> inputs,
                        std::span<Tensor> outputs) {
-  ASSIGN_OR_RETURN(SliceParams p, parse_slice(ctx));
-  const Tensor& in = inputs[0];
-  const int64_t elem = static_cast<int64_t>(dtype_size(in.dtype()));
-  const std::vector<int64_t> strides = contiguous_strides(in.shape());
-  GatherCopyPlan plan;
-  plan.elem_bytes = static_cast<size_t>(elem);
-  for (int d = 0; d < in.rank(); ++d) {
-    const size_t ud = static_cast<size_t>(d);
-    std::vector<int64_t> off(static_cast<size_t>(p.length[ud]));
-    for (int64_t o = 0; o < p.length[ud]; ++o) {
-      off[static_cast<size_t>(o)] = (p.start[ud] + o * p.step[ud]) * strides[ud] * elem;
-    }
-    plan.offsets.push_back(std::move(off));
-  }
-  gather_copy(plan, in.raw(), outputs[0].raw(), nullptr);
+  ASSIGN_OR_RETURN(IndexMaps maps, slice_index_maps(ctx));
+  gather_index_maps_contiguous(maps, inputs[0], &outputs[0], nullptr);
   return Status();
 }
 
 }  // namespace
+
+Result<IndexMaps> slice_index_maps(const OpContext& ctx) {
+  ASSIGN_OR_RETURN(SliceParams p, parse_slice(ctx));
+  IndexMaps maps;
+  const int rank = ctx.input(0).shape.rank();
+  maps.fixed.assign(static_cast<size_t>(rank), 0);
+  for (int d = 0; d < rank; ++d) {
+    const size_t ud = static_cast<size_t>(d);
+    std::vector<int64_t> idx(static_cast<size_t>(p.length[ud]));
+    for (int64_t o = 0; o < p.length[ud]; ++o)
+      idx[static_cast<size_t>(o)] = p.start[ud] + o * p.step[ud];
+    maps.source_dim.push_back(d);
+    maps.index.push_back(std::move(idx));
+  }
+  return maps;
+}
 
 const OpSchema kSliceSchema = {
     .kind = OpKind::kSlice,

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "ops/data_movement.h"
+#include "ops/kernel_params.h"
 #include "ops/registry.h"
 
 namespace tessera {
@@ -168,6 +169,20 @@ Status reference_transpose(const OpContext& ctx, std::span<const Tensor> inputs,
 }
 
 }  // namespace
+
+Result<IndexMaps> transpose_index_maps(const OpContext& ctx) {
+  ASSIGN_OR_RETURN(std::vector<int> perm, parse_perm(ctx));
+  const Shape& in = ctx.input(0).shape;
+  IndexMaps maps;
+  maps.fixed.assign(perm.size(), 0);
+  for (int p : perm) {
+    std::vector<int64_t> idx(static_cast<size_t>(in[p]));
+    for (size_t o = 0; o < idx.size(); ++o) idx[o] = static_cast<int64_t>(o);
+    maps.source_dim.push_back(p);
+    maps.index.push_back(std::move(idx));
+  }
+  return maps;
+}
 
 const OpSchema kTransposeSchema = {
     .kind = OpKind::kTranspose,

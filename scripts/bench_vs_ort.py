@@ -36,11 +36,24 @@ def model_flops(tessera, tsr):
 
 
 def measure_peak(bench):
-    out = subprocess.run([bench, "--benchmark_filter=BM_FmaPeak", "--benchmark_format=json"],
-                         capture_output=True, text=True).stdout
+    """FP32 FMA peak in FLOP/s per thread count, from tessera_bench's BM_FmaPeak/<threads>."""
+    out = subprocess.run([bench, "--benchmark_filter=^BM_FmaPeak/", "--benchmark_format=json",
+                          "--benchmark_repetitions=3", "--benchmark_report_aggregates_only=true"],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError("%s failed: %s" % (bench, out.stderr.strip()))
+    # Google Benchmark writes the JSON report to stdout; anything a library logged before it is
+    # skipped by starting at the first '{'.
+    report = json.loads(out.stdout[out.stdout.index("{"):])
     peaks = {}
-    for b in json.loads(out)["benchmarks"]:
-        peaks[int(b["name"].split("/")[1])] = b["GFLOP/s"] * 1e9
+    for b in report["benchmarks"]:
+        # Names look like "BM_FmaPeak/2/real_time_median"; counters sit next to the timings.
+        m = re.match(r"BM_FmaPeak/(\d+)", b.get("run_name", b["name"]))
+        if m is None or b.get("aggregate_name", "median") != "median" or "GFLOP/s" not in b:
+            continue
+        peaks[int(m.group(1))] = b["GFLOP/s"] * 1e9
+    if not peaks:
+        raise RuntimeError("no BM_FmaPeak GFLOP/s counter in the output of " + bench)
     return peaks
 
 
@@ -63,7 +76,11 @@ def main():
     ap.add_argument("--peak", type=float, default=0, help="FP32 peak GFLOP/s per thread if no --bench")
     args = ap.parse_args()
 
-    peaks = measure_peak(args.bench) if os.path.exists(args.bench) else {}
+    peaks = {}
+    if os.path.exists(args.bench):
+        peaks = measure_peak(args.bench)
+    elif args.peak <= 0:
+        sys.exit("no FMA peak: build %s (TESSERA_BUILD_BENCHMARKS=ON) or pass --peak" % args.bench)
     tmp = tempfile.mkdtemp(prefix="tessera_vs_ort_")
     rows = []
     for name in args.models.split(","):

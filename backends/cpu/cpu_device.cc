@@ -3,6 +3,7 @@
 #include <cpuinfo.h>
 
 #include "backends/cpu/cpu_program.h"
+#include "backends/cpu/kernel_table.h"
 #include "backends/cpu/openblas.h"
 #include "backends/cpu/xnn_util.h"
 #include "backends/reference/reference_device.h"
@@ -71,7 +72,12 @@ Capability CpuDevice::capabilities(const Graph& /*g*/, const Node& node) const {
   }
   // Every registered op runs: on an optimised kernel where a kernel-table entry accepts its
   // configuration, else on the reference kernel inside the device. Which one is decided (and its
-  // weights packed) once, at compile(); CpuProgram::describe() names it.
+  // weights packed) once, at compile(); CpuProgram::describe() names it per layer. Ops with no
+  // entry at all say so here.
+  if (!has_optimised_kernel(node.kind)) {
+    return Capability{true, std::string("runs on the reference kernel inside the device (no ") +
+                                "optimised kernel for " + op_name(node.kind) + ")"};
+  }
   return Capability::yes();
 }
 

@@ -44,6 +44,7 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& g,
     p->owned_bytes_ += (*k)->owned_bytes();
     kernels.push_back(std::move(*k));
   }
+  fuse_channel_shuffles(g, layers, p->outputs_, &kernels);
 
   // Phase 2: layouts. Inputs start in logical order; if the first reader of an input wants
   // NHWC, plan again with that input converted on the way in (one conversion, no copy).
@@ -173,6 +174,11 @@ void CpuProgram::plan(std::span<const NodeId> layers,
       const int b = new_buf(v, l, sidx);
       // A layout-trivial tensor serves both layouts from one buffer.
       if (!convertible(info)) buf_of[static_cast<size_t>(v)] = {b, b};
+      // A reshape-like output shares its input's storage.
+      if (o == 0 && kernels[li]->aliases_input() && !step.inputs.empty() && step.inputs[0] >= 0 &&
+          bufs_[static_cast<size_t>(step.inputs[0])].bytes == info.byte_size()) {
+        bufs_[static_cast<size_t>(b)].alias = step.inputs[0];
+      }
       step.outputs.push_back(b);
     }
     steps_.push_back(std::move(step));
@@ -187,10 +193,26 @@ void CpuProgram::plan(std::span<const NodeId> layers,
 }
 
 Status CpuProgram::allocate_and_bind() {
+  // An aliasing buffer keeps the storage it shares alive as long as itself (aliases always name
+  // an earlier buffer, so walking backwards extends whole chains), and takes no arena space.
+  for (size_t i = bufs_.size(); i-- > 0;) {
+    if (bufs_[i].alias < 0) continue;
+    Buf& root = bufs_[static_cast<size_t>(bufs_[i].alias)];
+    root.first = std::min(root.first, bufs_[i].first);
+    root.last = std::max(root.last, bufs_[i].last);
+  }
   std::vector<ArenaRequest> req;
-  for (const Buf& b : bufs_) req.push_back({b.bytes, b.first, b.last});
+  std::vector<size_t> owner;  // buffer of each request
+  for (size_t i = 0; i < bufs_.size(); ++i) {
+    if (bufs_[i].alias >= 0) continue;
+    req.push_back({bufs_[i].bytes, bufs_[i].first, bufs_[i].last});
+    owner.push_back(i);
+  }
   const ArenaPlan plan = plan_arena(req, kTensorAlignment, 16);
-  for (size_t i = 0; i < bufs_.size(); ++i) bufs_[i].offset = plan.offsets[i];
+  for (size_t r = 0; r < owner.size(); ++r) bufs_[owner[r]].offset = plan.offsets[r];
+  for (Buf& b : bufs_) {
+    if (b.alias >= 0) b.offset = bufs_[static_cast<size_t>(b.alias)].offset;
+  }
   arena_bytes_ = plan.total_bytes;
   ASSIGN_OR_RETURN(arena_,
                    allocate_host(static_cast<size_t>(std::max<uint64_t>(plan.total_bytes, 1))));

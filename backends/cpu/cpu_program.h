@@ -38,6 +38,7 @@ class CpuProgram final : public Program {
     int first = 0;
     int last = 0;
     uint64_t offset = 0;
+    int alias = -1;  // the buffer whose storage this one shares (a reshape's input), or -1
   };
   struct Step {
     std::unique_ptr<Kernel> kernel;

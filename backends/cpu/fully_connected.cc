@@ -11,7 +11,7 @@ namespace tessera::cpu {
 
 namespace {
 
-class XnnFullyConnectedKernel final : public Kernel {
+class XnnFullyConnectedKernel final : public XnnOperatorKernel {
  public:
   Status bind(std::span<const Operand> in, std::span<const Operand> out,
               ThreadPool& pool) override {
@@ -20,20 +20,9 @@ class XnnFullyConnectedKernel final : public Kernel {
                               what_));
     return post_.bind(out[0].f32(), out[0].f32(), batch_, n_, pool);
   }
-  Status run(ThreadPool& pool) override {
-    RETURN_IF_ERROR(xnn_check(xnn_run_operator(op_.get(), pool.pthreadpool()), what_));
-    return post_.run(pool);
-  }
-  std::string describe() const override { return desc_; }
-  uint64_t owned_bytes() const override { return packed_bytes_; }
 
-  XnnOperator op_;
-  ActivationPass post_;
   size_t batch_ = 0;
   size_t n_ = 0;
-  std::string what_;
-  std::string desc_;
-  uint64_t packed_bytes_ = 0;
 };
 
 // Creates the operator for X[batch, k] * W -> [batch, n], W given as [k, n] (transposed) or
@@ -51,10 +40,7 @@ Result<std::unique_ptr<Kernel>> make_fc(const Node& node, size_t batch, size_t k
       xnn_create_fully_connected_nc_f32(k, n, k, n, w, bias, clamp.min, clamp.max,
                                         w_is_k_by_n ? XNN_FLAG_TRANSPOSE_WEIGHTS : 0, &op),
       kern->what_));
-  kern->op_.reset(op);
-  if (!activation_is_clamp(act)) {
-    ASSIGN_OR_RETURN(kern->post_, ActivationPass::create(act, node.name));
-  }
+  RETURN_IF_ERROR(kern->adopt(op, act, node.name));
   kern->batch_ = batch;
   kern->n_ = n;
   kern->packed_bytes_ = (k + 1) * n * sizeof(float);

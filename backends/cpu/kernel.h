@@ -55,6 +55,9 @@ class Kernel {
   // `produced[o]` for every output. The default: everything in logical (NCHW) order.
   virtual void choose_layouts(std::span<const Layout> available, std::span<Layout> wanted,
                               std::span<Layout> produced) const;
+  // True when output 0 holds exactly the bytes of input 0 (Reshape and friends): the program
+  // then binds both to the same storage, and run() finds nothing to copy.
+  virtual bool aliases_input() const { return false; }
   // Phase 3: the bound operands (inputs in node order, omitted ones with data == nullptr).
   virtual Status bind(std::span<const Operand> inputs, std::span<const Operand> outputs,
                       ThreadPool& pool) = 0;

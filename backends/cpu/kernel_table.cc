@@ -7,7 +7,8 @@ std::vector<KernelEntry> all_kernel_entries() {
   const std::span<const KernelEntry> families[] = {
       {kConvKernels, kNumConvKernels},     {kFullyConnectedKernels, kNumFullyConnectedKernels},
       {kPoolKernels, kNumPoolKernels},     {kElementwiseKernels, kNumElementwiseKernels},
-      {kTensorKernels, kNumTensorKernels},
+      {kTensorKernels, kNumTensorKernels}, {kReductionKernels, kNumReductionKernels},
+      {kDeconvKernels, kNumDeconvKernels},
   };
   for (auto f : families) all.insert(all.end(), f.begin(), f.end());
   return all;

@@ -1,9 +1,9 @@
 // The optimised kernels of the cpu device, as data: one table per op family (conv.cc,
-// fully_connected.cc, pool.cc, elementwise.cc, tensor_ops.cc), each entry naming the op it
-// implements, the kernel variant and its factory. Dispatch, capabilities, the differential tests
-// and the benchmarks all walk the same tables. For a node, the entries of its op are tried in
-// table order; the first factory that accepts the configuration builds the kernel, and a node no
-// entry accepts runs on the reference kernel.
+// fully_connected.cc, pool.cc, elementwise.cc, tensor_ops.cc, reduction.cc, deconv.cc), each entry
+// naming the op it implements, the kernel variant and its factory. Dispatch, capabilities, the
+// differential tests and the benchmarks all walk the same tables. For a node, the entries of its op
+// are tried in table order; the first factory that accepts the configuration builds the kernel, and
+// a node no entry accepts runs on the reference kernel.
 #pragma once
 
 #include <cstddef>
@@ -30,6 +30,10 @@ extern const KernelEntry kElementwiseKernels[];
 extern const size_t kNumElementwiseKernels;
 extern const KernelEntry kTensorKernels[];
 extern const size_t kNumTensorKernels;
+extern const KernelEntry kReductionKernels[];
+extern const size_t kNumReductionKernels;
+extern const KernelEntry kDeconvKernels[];
+extern const size_t kNumDeconvKernels;
 
 // Every entry of every family, in dispatch order.
 std::vector<KernelEntry> all_kernel_entries();
@@ -38,5 +42,13 @@ bool has_optimised_kernel(OpKind op);
 
 // Builds the kernel for a node: the first accepting entry, else the reference kernel.
 Result<std::unique_ptr<Kernel>> build_kernel(const KernelRequest& req);
+
+// Replaces the kernels of each ShuffleNet channel shuffle in `layers` (Reshape [N, C, H, W] ->
+// [N, g, C / g, H, W], Transpose (0, 2, 1, 3, 4), Reshape back to [N, C, H, W], the two inner
+// tensors read only by the next of them) by two aliasing views and one NHWC shuffle, so that the
+// shuffle costs one copy and no layout conversion (tensor_ops.cc). `kernels[i]` is layer i's.
+void fuse_channel_shuffles(const Graph& g, std::span<const NodeId> layers,
+                           std::span<const ValueId> slice_outputs,
+                           std::vector<std::unique_ptr<Kernel>>* kernels);
 
 }  // namespace tessera::cpu

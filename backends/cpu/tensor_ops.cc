@@ -1,11 +1,19 @@
-// Data movement XNNPACK (this snapshot) lacks: Concat and Split along any axis in either layout
-// (an NHWC channel concat stays NHWC, so inception and dense blocks need no conversion), and the
-// reshape family (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout) as a parallel copy in
-// logical order. Slice, Pad, Transpose, Gather, Resize run on their reference kernels, which are
-// already memcpy-based gather copies (ops/data_movement.h).
+// Data movement XNNPACK (this snapshot) lacks, in whichever layout the tensors live:
+//   - Concat and Split along any axis (an NHWC channel concat stays NHWC, so inception and dense
+//     blocks need no conversion);
+//   - Slice, Pad, Transpose, Gather (constant indices) and Resize (nearest) as one gather copy:
+//     ops/ computes each op's per-dimension source maps (ops/kernel_params.h) and this file turns
+//     them into byte offsets for the bound layouts (an NHWC channel slice or spatial pad needs no
+//     conversion), split over the pool along the outermost dimension;
+//   - Resize (linear, 2-D) vectorised over the contiguous channels;
+//   - the reshape family (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout), which aliases
+//     its input: the program gives the output the input's arena storage (see
+//     Kernel::aliases_input).
+#include <algorithm>
 #include <cstring>
 
 #include "backends/cpu/kernel_table.h"
+#include "ops/kernel_params.h"
 
 namespace tessera::cpu {
 
@@ -122,9 +130,27 @@ Result<std::unique_ptr<Kernel>> make_split(const KernelRequest& req) {
   return std::unique_ptr<Kernel>(std::move(k));
 }
 
-// Reshape and friends: the bytes in logical order do not change.
-class CopyKernel final : public Kernel {
+// Reshape and friends: the bytes in logical order do not change, so the output aliases the input
+// (the program binds both to one buffer). If the program could not alias (it always can for a
+// single-output view), the kernel copies.
+class AliasKernel final : public Kernel {
  public:
+  enum class Input {
+    kLogical,  // a real reshape reads logical order
+    kKeep,     // Identity / Dropout keep an NHWC tensor NHWC
+    kNhwc,     // the first view of a fused channel shuffle: the NHWC bytes, reinterpreted
+  };
+  AliasKernel(Input input, std::string what) : input_(input), what_(std::move(what)) {}
+  void choose_layouts(std::span<const Layout> available, std::span<Layout> wanted,
+                      std::span<Layout> produced) const override {
+    std::fill(wanted.begin(), wanted.end(), Layout::kNCHW);
+    std::fill(produced.begin(), produced.end(), Layout::kNCHW);
+    wanted[0] = input_ == Input::kKeep   ? available[0]
+                : input_ == Input::kNhwc ? Layout::kNHWC
+                                         : Layout::kNCHW;
+    if (input_ == Input::kKeep) produced[0] = available[0];
+  }
+  bool aliases_input() const override { return true; }
   Status bind(std::span<const Operand> in, std::span<const Operand> out, ThreadPool&) override {
     src_ = static_cast<const uint8_t*>(in[0].data);
     dst_ = static_cast<uint8_t*>(out[0].data);
@@ -137,37 +163,412 @@ class CopyKernel final : public Kernel {
                       [&](size_t b, size_t e) { std::memcpy(dst_ + b, src_ + b, e - b); });
     return Status();
   }
-  std::string describe() const override { return "tessera copy (reshape)"; }
+  std::string describe() const override {
+    return "tessera " + what_ + (src_ == dst_ ? " (alias, no copy)" : " (copy)");
+  }
 
  private:
+  Input input_;
+  std::string what_;
   const uint8_t* src_ = nullptr;
   uint8_t* dst_ = nullptr;
   size_t bytes_ = 0;
 };
 
-Result<std::unique_ptr<Kernel>> make_copy(const KernelRequest& req) {
+Result<std::unique_ptr<Kernel>> make_alias(const KernelRequest& req) {
   if (req.ctx.constant(0) != nullptr || req.node.outputs.empty()) return decline();
   if (req.node.kind == OpKind::kDropout && req.node.outputs.size() > 1 &&
       req.node.outputs[1] != kNoValue) {
     return decline();  // the mask output
   }
   const TensorInfo& out = req.graph.value(req.node.outputs[0]).info;
-  if (out.dtype != req.ctx.input(0).dtype || out.shape.numel() != req.ctx.input(0).shape.numel())
-    return decline();
-  return std::unique_ptr<Kernel>(new CopyKernel());
+  const TensorInfo& in = req.ctx.input(0);
+  if (out.dtype != in.dtype || out.shape.numel() != in.shape.numel()) return decline();
+  const bool keep = out.shape == in.shape && in.dtype == DType::kF32;
+  return std::unique_ptr<Kernel>(
+      new AliasKernel(keep ? AliasKernel::Input::kKeep : AliasKernel::Input::kLogical, "reshape"));
 }
 
+// A 1x1 window with stride 1 and no padding (torchvision's adaptive average pool on a feature map
+// already at the target size): the output is the input, so it aliases it in whichever layout.
+Result<std::unique_ptr<Kernel>> make_identity_pool(const KernelRequest& req) {
+  const Node& n = req.node;
+  if (req.ctx.constant(0) != nullptr || n.outputs.size() != 1 || n.attrs.has("activation"))
+    return decline();
+  const TensorInfo& in = req.ctx.input(0);
+  if (req.graph.value(n.outputs[0]).info.shape != in.shape) return decline();
+  const size_t spatial = static_cast<size_t>(std::max(in.shape.rank() - 2, 0));
+  auto all = [&](const char* name, int64_t want, bool required) -> Result<bool> {
+    if (!n.attrs.has(name)) return !required;
+    ASSIGN_OR_RETURN(std::vector<int64_t> v, n.attrs.get_ints(name));
+    if (v.size() != (std::string(name) == "pads" ? 2 * spatial : spatial)) return false;
+    return std::all_of(v.begin(), v.end(), [&](int64_t x) { return x == want; });
+  };
+  ASSIGN_OR_RETURN(bool k1, all("kernel_shape", 1, true));
+  ASSIGN_OR_RETURN(bool s1, all("strides", 1, false));
+  ASSIGN_OR_RETURN(bool p0, all("pads", 0, false));
+  ASSIGN_OR_RETURN(std::string auto_pad, n.attrs.string_or("auto_pad", "NOTSET"));
+  if (!k1 || !s1 || !p0 || (auto_pad != "NOTSET" && auto_pad != "VALID")) return decline();
+  return std::unique_ptr<Kernel>(new AliasKernel(AliasKernel::Input::kKeep, "1x1 pool"));
+}
+
+// Memory position of each logical dimension, and the logical dimensions in memory order.
+std::vector<int> memory_position(int rank, Layout l) {
+  std::vector<int> pos(static_cast<size_t>(rank));
+  for (int d = 0; d < rank; ++d) pos[static_cast<size_t>(d)] = d;
+  if (rank == 4 && l == Layout::kNHWC) pos = {0, 3, 1, 2};
+  return pos;
+}
+std::vector<int> memory_order(int rank, Layout l) {
+  std::vector<int> order(static_cast<size_t>(rank));
+  const std::vector<int> pos = memory_position(rank, l);
+  for (int d = 0; d < rank; ++d) order[static_cast<size_t>(pos[static_cast<size_t>(d)])] = d;
+  return order;
+}
+
+// Byte strides of an operand's logical dimensions in its memory.
+std::vector<int64_t> logical_byte_strides(const Operand& o) {
+  const int rank = o.shape.rank();
+  const Shape ps = o.physical_shape();
+  std::vector<int64_t> mem(static_cast<size_t>(rank));
+  int64_t st = static_cast<int64_t>(dtype_size(o.dtype));
+  for (int k = rank - 1; k >= 0; --k) {
+    mem[static_cast<size_t>(k)] = st;
+    st *= ps[k];
+  }
+  const std::vector<int> pos = memory_position(rank, o.layout);
+  std::vector<int64_t> s(static_cast<size_t>(rank));
+  for (int d = 0; d < rank; ++d)
+    s[static_cast<size_t>(d)] = mem[static_cast<size_t>(pos[static_cast<size_t>(d)])];
+  return s;
+}
+
+// Slice, Pad, Transpose, Gather, Resize (nearest): a gather copy over per-dimension maps.
+class GatherKernel final : public Kernel {
+ public:
+  // Spatial ops (Slice, Pad, Resize) want rank-4 inputs NHWC, as the convolutions around them
+  // do; Transpose and Gather read whatever layout their input is in.
+  GatherKernel(IndexMaps maps, std::string name, int in_rank, int out_rank, DType dtype,
+               bool prefer_nhwc)
+      : maps_(std::move(maps)),
+        name_(std::move(name)),
+        in_rank_(in_rank),
+        out_rank_(out_rank),
+        dtype_(dtype),
+        prefer_nhwc_(prefer_nhwc) {}
+
+  void choose_layouts(std::span<const Layout> available, std::span<Layout> wanted,
+                      std::span<Layout> produced) const override {
+    std::fill(wanted.begin(), wanted.end(), Layout::kNCHW);
+    std::fill(produced.begin(), produced.end(), Layout::kNCHW);
+    if (dtype_ != DType::kF32) return;
+    const Layout in = in_rank_ != 4 ? Layout::kNCHW : prefer_nhwc_ ? Layout::kNHWC : available[0];
+    wanted[0] = in;
+    if (out_rank_ != 4) return;
+    // The output layout whose innermost memory dimension is the input's innermost one (so rows
+    // are copied as runs); the input's layout when neither or both are.
+    const int in_inner = memory_order(in_rank_, in).back();
+    auto runs = [&](Layout l) {
+      return maps_.source_dim[static_cast<size_t>(memory_order(4, l).back())] == in_inner;
+    };
+    const Layout other = in == Layout::kNHWC ? Layout::kNCHW : Layout::kNHWC;
+    produced[0] = !runs(in) && runs(other) ? other : in;
+  }
+
+  Status bind(std::span<const Operand> in, std::span<const Operand> out,
+              ThreadPool& pool) override {
+    const size_t elem = dtype_size(in[0].dtype);
+    if (elem > sizeof(zero_)) return internal_error(name_ + ": element too large");
+    int64_t base = 0;
+    const GatherCopyPlan plan = gather_plan(maps_, logical_byte_strides(in[0]),
+                                            memory_order(out_rank_, out[0].layout), elem, &base);
+    src_ = static_cast<const uint8_t*>(in[0].data) + (out[0].numel() > 0 ? base : 0);
+    dst_ = static_cast<uint8_t*>(out[0].data);
+    // Pad's constant_value (input 2) when present, else zeros.
+    const bool has_fill = name_ == "pad" && in.size() > 2 && in[2].data != nullptr &&
+                          in[2].numel() == 1 && in[2].dtype == in[0].dtype;
+    fill_ = has_fill ? in[2].data : zero_;
+    // Split along the first dimension longer than 1 into a few chunks per thread.
+    chunks_.clear();
+    offsets_.clear();
+    const size_t bytes = static_cast<size_t>(out[0].numel()) * elem;
+    size_t k = 0;
+    while (k < plan.offsets.size() && plan.offsets[k].size() == 1) ++k;
+    size_t pieces = 1;
+    if (k < plan.offsets.size() && bytes >= (64u << 10)) {
+      pieces = std::min(plan.offsets[k].size(), static_cast<size_t>(4 * pool.num_threads()));
+    }
+    if (pieces <= 1 || out[0].numel() == 0) {
+      chunks_.push_back(plan);
+      offsets_.push_back(0);
+      return Status();
+    }
+    const size_t len = plan.offsets[k].size();
+    const size_t row_bytes = bytes / len;
+    for (size_t p = 0; p < pieces; ++p) {
+      const size_t b = len * p / pieces, e = len * (p + 1) / pieces;
+      GatherCopyPlan c = plan;
+      c.offsets[k].assign(plan.offsets[k].begin() + static_cast<std::ptrdiff_t>(b),
+                          plan.offsets[k].begin() + static_cast<std::ptrdiff_t>(e));
+      chunks_.push_back(std::move(c));
+      offsets_.push_back(b * row_bytes);
+    }
+    return Status();
+  }
+
+  Status run(ThreadPool& pool) override {
+    if (chunks_.size() == 1) {
+      gather_copy(chunks_[0], src_, dst_, fill_);
+      return Status();
+    }
+    pool.parallel_for(chunks_.size(), 1, [&](size_t b, size_t e) {
+      for (size_t c = b; c < e; ++c) gather_copy(chunks_[c], src_, dst_ + offsets_[c], fill_);
+    });
+    return Status();
+  }
+
+  std::string describe() const override { return "tessera " + name_ + " (gather copy)"; }
+
+ private:
+  IndexMaps maps_;
+  std::string name_;
+  int in_rank_, out_rank_;
+  DType dtype_;
+  bool prefer_nhwc_;
+  const uint8_t* src_ = nullptr;
+  uint8_t* dst_ = nullptr;
+  const void* fill_ = nullptr;
+  uint8_t zero_[8] = {};
+  std::vector<GatherCopyPlan> chunks_;
+  std::vector<size_t> offsets_;
+};
+
+Result<std::unique_ptr<Kernel>> gather_kernel(const KernelRequest& req, Result<IndexMaps> maps,
+                                              const char* name, bool prefer_nhwc) {
+  if (!maps.ok()) return maps.status();
+  if (req.ctx.constant(0) != nullptr || req.node.outputs.empty()) return decline();
+  const TensorInfo& out = req.graph.value(req.node.outputs[0]).info;
+  return std::unique_ptr<Kernel>(new GatherKernel(std::move(*maps), name,
+                                                  req.ctx.input(0).shape.rank(), out.shape.rank(),
+                                                  req.ctx.input(0).dtype, prefer_nhwc));
+}
+
+Result<std::unique_ptr<Kernel>> make_slice(const KernelRequest& req) {
+  return gather_kernel(req, slice_index_maps(req.ctx), "slice", true);
+}
+Result<std::unique_ptr<Kernel>> make_pad(const KernelRequest& req) {
+  return gather_kernel(req, pad_index_maps(req.ctx), "pad", true);
+}
+Result<std::unique_ptr<Kernel>> make_transpose(const KernelRequest& req) {
+  return gather_kernel(req, transpose_index_maps(req.ctx), "transpose", false);
+}
+Result<std::unique_ptr<Kernel>> make_gather(const KernelRequest& req) {
+  if (req.ctx.constant(1) == nullptr || req.ctx.input(1).shape.rank() > 1) return decline();
+  return gather_kernel(req, gather_index_maps(req.ctx), "gather", false);
+}
+
+// Resize in linear mode over H and W of a rank-4 f32 tensor. Per output pixel and channel, the
+// same arithmetic as the reference's two separable passes (H first, then W; a pass that is an
+// identity is skipped, as there), so results match it exactly; channels of an NHWC image are
+// the contiguous, vectorised inner loop.
+class ResizeLinearKernel final : public Kernel {
+ public:
+  explicit ResizeLinearKernel(std::vector<LinearTaps> taps) : taps_(std::move(taps)) {}
+  void choose_layouts(std::span<const Layout>, std::span<Layout> wanted,
+                      std::span<Layout> produced) const override {
+    std::fill(wanted.begin(), wanted.end(), Layout::kNCHW);
+    wanted[0] = Layout::kNHWC;
+    produced[0] = Layout::kNHWC;
+  }
+  Status bind(std::span<const Operand> in, std::span<const Operand> out, ThreadPool&) override {
+    x_ = static_cast<const float*>(in[0].data);
+    y_ = out[0].f32();
+    const Shape& is = in[0].shape;
+    const Shape& os = out[0].shape;
+    // A layout-trivial input has the same bytes either way: the output's layout decides.
+    nhwc_ = (layout_trivial(is) ? out[0].layout : in[0].layout) == Layout::kNHWC;
+    // An image is H x W pixels of `pixel` contiguous floats: one per batch entry in NHWC, one
+    // per (batch, channel) in NCHW (layout-trivial tensors may arrive either way).
+    pixel_ = nhwc_ ? is[1] : 1;
+    images_ = nhwc_ ? is[0] : is[0] * is[1];
+    ih_ = is[2];
+    iw_ = is[3];
+    oh_ = os[2];
+    ow_ = os[3];
+    return Status();
+  }
+  Status run(ThreadPool& pool) override {
+    const LinearTaps& th = taps_[2];
+    const LinearTaps& tw = taps_[3];
+    const int64_t c = pixel_;
+    pool.parallel_for(static_cast<size_t>(images_ * oh_), 1, [&](size_t b, size_t e) {
+      for (size_t t = b; t < e; ++t) {
+        const int64_t img = static_cast<int64_t>(t) / oh_, oy = static_cast<int64_t>(t) % oh_;
+        const float* x = x_ + img * ih_ * iw_ * c;
+        float* y = y_ + (img * oh_ + oy) * ow_ * c;
+        const size_t uy = static_cast<size_t>(oy);
+        const float* r0 = x + th.i0[uy] * iw_ * c;
+        const float* r1 = x + th.i1[uy] * iw_ * c;
+        const float wy0 = th.w0[uy], wy1 = th.w1[uy];
+        for (int64_t ox = 0; ox < ow_; ++ox) {
+          const size_t ux = static_cast<size_t>(ox);
+          const int64_t x0 = (tw.identity ? ox : tw.i0[ux]) * c;
+          const int64_t x1 = (tw.identity ? ox : tw.i1[ux]) * c;
+          const float wx0 = tw.w0[ux], wx1 = tw.w1[ux];
+          float* yp = y + ox * c;
+          if (th.identity) {
+            const float* a = x + oy * iw_ * c;
+            for (int64_t k = 0; k < c; ++k) yp[k] = wx0 * a[x0 + k] + wx1 * a[x1 + k];
+          } else if (tw.identity) {
+            for (int64_t k = 0; k < c; ++k) yp[k] = wy0 * r0[x0 + k] + wy1 * r1[x0 + k];
+          } else {
+            for (int64_t k = 0; k < c; ++k) {
+              const float v0 = wy0 * r0[x0 + k] + wy1 * r1[x0 + k];
+              const float v1 = wy0 * r0[x1 + k] + wy1 * r1[x1 + k];
+              yp[k] = wx0 * v0 + wx1 * v1;
+            }
+          }
+        }
+      }
+    });
+    return Status();
+  }
+  std::string describe() const override {
+    return std::string("tessera resize linear ") + (nhwc_ ? "nhwc" : "nchw");
+  }
+
+ private:
+  std::vector<LinearTaps> taps_;
+  const float* x_ = nullptr;
+  float* y_ = nullptr;
+  bool nhwc_ = true;
+  int64_t pixel_ = 1, images_ = 0, ih_ = 0, iw_ = 0, oh_ = 0, ow_ = 0;
+};
+
+Result<std::unique_ptr<Kernel>> make_resize(const KernelRequest& req) {
+  ASSIGN_OR_RETURN(ResizeKernelParams p, resize_kernel_params(req.ctx));
+  if (!p.linear) return gather_kernel(req, std::move(p.maps), "resize nearest", true);
+  // Linear: rank 4 with N and C unchanged, H and W both resized or identity.
+  if (req.ctx.input(0).shape.rank() != 4 || req.ctx.constant(0) != nullptr) return decline();
+  if (!p.taps[0].identity || !p.taps[1].identity) return decline();
+  if (p.taps[2].identity && p.taps[3].identity) return decline();  // a copy: the reference
+  return std::unique_ptr<Kernel>(new ResizeLinearKernel(std::move(p.taps)));
+}
+
+// The last layer of a fused channel shuffle: reads the NHWC bytes of the shuffle's input (through
+// the two aliasing views before it) and writes out[p][j * groups + i] = in[p][i * cpg + j], one
+// small transpose per pixel, in NHWC.
+class ChannelShuffleKernel final : public Kernel {
+ public:
+  explicit ChannelShuffleKernel(int64_t groups) : groups_(groups) {}
+  void choose_layouts(std::span<const Layout>, std::span<Layout> wanted,
+                      std::span<Layout> produced) const override {
+    std::fill(wanted.begin(), wanted.end(), Layout::kNCHW);  // the rank-5 view
+    produced[0] = Layout::kNHWC;
+  }
+  Status bind(std::span<const Operand> in, std::span<const Operand> out, ThreadPool&) override {
+    x_ = static_cast<const float*>(in[0].data);
+    y_ = out[0].f32();
+    const Shape& s = out[0].shape;
+    channels_ = s[1];
+    pixels_ = s[0] * s[2] * s[3];
+    return Status();
+  }
+  Status run(ThreadPool& pool) override {
+    const int64_t c = channels_, g = groups_, cpg = c / g;
+    pool.parallel_for(static_cast<size_t>(pixels_), 64, [&](size_t b, size_t e) {
+      for (size_t p = b; p < e; ++p) {
+        const float* x = x_ + static_cast<int64_t>(p) * c;
+        float* y = y_ + static_cast<int64_t>(p) * c;
+        for (int64_t j = 0; j < cpg; ++j) {
+          for (int64_t i = 0; i < g; ++i) y[j * g + i] = x[i * cpg + j];
+        }
+      }
+    });
+    return Status();
+  }
+  std::string describe() const override {
+    return "tessera channel shuffle nhwc, " + std::to_string(groups_) + " groups";
+  }
+
+ private:
+  int64_t groups_;
+  const float* x_ = nullptr;
+  float* y_ = nullptr;
+  int64_t channels_ = 0, pixels_ = 0;
+};
+
 }  // namespace
+
+void fuse_channel_shuffles(const Graph& g, std::span<const NodeId> layers,
+                           std::span<const ValueId> slice_outputs,
+                           std::vector<std::unique_ptr<Kernel>>* kernels) {
+  const std::vector<std::vector<NodeId>> consumers = g.consumers();
+  auto position = [&](NodeId id) -> int {
+    for (size_t i = 0; i < layers.size(); ++i) {
+      if (layers[i] == id) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  // The one layer of this slice reading `v`, or -1 (several readers, or `v` leaves the slice).
+  auto only_reader = [&](ValueId v) -> int {
+    const auto& c = consumers[static_cast<size_t>(v)];
+    if (c.size() != 1) return -1;
+    for (ValueId o : slice_outputs) {
+      if (o == v) return -1;
+    }
+    return position(c[0]);
+  };
+  for (size_t a = 0; a < layers.size(); ++a) {
+    const Node& r1 = g.node(layers[a]);
+    if (r1.kind != OpKind::kReshape || r1.outputs.empty() || r1.inputs.empty()) continue;
+    const Value& x = g.value(r1.inputs[0]);
+    const TensorInfo& v1 = g.value(r1.outputs[0]).info;
+    if (x.is_constant || x.info.dtype != DType::kF32 || x.info.shape.rank() != 4 ||
+        v1.shape.rank() != 5)
+      continue;
+    const Shape& xs = x.info.shape;
+    const Shape& s1 = v1.shape;
+    const int64_t groups = s1[1];
+    if (groups < 2 || s1[0] != xs[0] || s1[1] * s1[2] != xs[1] || s1[3] != xs[2] || s1[4] != xs[3])
+      continue;
+    const int b = only_reader(r1.outputs[0]);
+    if (b < 0) continue;
+    const Node& t = g.node(layers[static_cast<size_t>(b)]);
+    const Result<std::vector<int64_t>> perm = t.attrs.get_ints("perm");
+    if (t.kind != OpKind::kTranspose || !perm.ok() ||
+        *perm != std::vector<int64_t>{0, 2, 1, 3, 4} || t.outputs.empty())
+      continue;
+    const int c = only_reader(t.outputs[0]);
+    if (c < 0) continue;
+    const Node& r2 = g.node(layers[static_cast<size_t>(c)]);
+    if (r2.kind != OpKind::kReshape || r2.outputs.empty() ||
+        g.value(r2.outputs[0]).info.shape != xs)
+      continue;
+    (*kernels)[a] =
+        std::make_unique<AliasKernel>(AliasKernel::Input::kNhwc, "channel shuffle view");
+    (*kernels)[static_cast<size_t>(b)] =
+        std::make_unique<AliasKernel>(AliasKernel::Input::kLogical, "channel shuffle view");
+    (*kernels)[static_cast<size_t>(c)] = std::make_unique<ChannelShuffleKernel>(groups);
+  }
+}
 
 const KernelEntry kTensorKernels[] = {
     {OpKind::kConcat, "tessera_concat", make_concat},
     {OpKind::kSplit, "tessera_split", make_split},
-    {OpKind::kReshape, "tessera_copy", make_copy},
-    {OpKind::kFlatten, "tessera_copy", make_copy},
-    {OpKind::kSqueeze, "tessera_copy", make_copy},
-    {OpKind::kUnsqueeze, "tessera_copy", make_copy},
-    {OpKind::kIdentity, "tessera_copy", make_copy},
-    {OpKind::kDropout, "tessera_copy", make_copy},
+    {OpKind::kSlice, "tessera_slice_gather", make_slice},
+    {OpKind::kPad, "tessera_pad_gather", make_pad},
+    {OpKind::kTranspose, "tessera_transpose_gather", make_transpose},
+    {OpKind::kGather, "tessera_gather_gather", make_gather},
+    {OpKind::kResize, "tessera_resize", make_resize},
+    {OpKind::kAveragePool, "tessera_alias_identity_pool", make_identity_pool},
+    {OpKind::kMaxPool, "tessera_alias_identity_pool", make_identity_pool},
+    {OpKind::kReshape, "tessera_alias", make_alias},
+    {OpKind::kFlatten, "tessera_alias", make_alias},
+    {OpKind::kSqueeze, "tessera_alias", make_alias},
+    {OpKind::kUnsqueeze, "tessera_alias", make_alias},
+    {OpKind::kIdentity, "tessera_alias", make_alias},
+    {OpKind::kDropout, "tessera_alias", make_alias},
 };
 const size_t kNumTensorKernels = sizeof(kTensorKernels) / sizeof(kTensorKernels[0]);
 

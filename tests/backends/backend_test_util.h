@@ -29,16 +29,20 @@ struct DiffResult {
 // Runs `kind` on `device` and on reference and compares every output elementwise:
 // |dev - ref| <= atol + rtol * |ref|; where the reference is +-inf the device must match exactly,
 // where it is NaN the device must give NaN (unless nan_may_clamp), and where the reference is
-// finite the device must be finite.
+// finite the device must be finite. With `through_pad`, the first activation input reaches the op
+// through a Pad node that pads nothing (the value is unchanged), so that a device which keeps
+// rank-4 tensors in another layout between layers (the cpu device's NHWC) feeds the op in it.
 inline DiffResult diff_op(const std::string& device, OpKind kind, const Attributes& attrs,
                           const std::vector<DiffInput>& inputs, int num_outputs = 1,
-                          float atol = 1e-4f, float rtol = 1e-4f, bool nan_may_clamp = false) {
+                          float atol = 1e-4f, float rtol = 1e-4f, bool nan_may_clamp = false,
+                          bool through_pad = false) {
   DiffResult r;
   Graph g;
   Node n;
   n.name = std::string("diff_") + op_name(kind);
   n.kind = kind;
   n.attrs = attrs;
+  std::vector<NodeId> layers;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const std::string name = "in" + std::to_string(i);
     if (inputs[i].is_constant) {
@@ -48,6 +52,20 @@ inline DiffResult diff_op(const std::string& device, OpKind kind, const Attribut
           g.add_value(name, TensorInfo{inputs[i].value.dtype(), inputs[i].value.shape()});
       g.inputs().push_back(v);
       n.inputs.push_back(v);
+      if (through_pad && layers.empty()) {
+        Node pad;
+        pad.name = "diff_feed";
+        pad.kind = OpKind::kPad;
+        const int rank = inputs[i].value.rank();
+        pad.inputs = {
+            v, g.add_constant(
+                   "feed_pads",
+                   Tensor::from_int64s(Shape{2 * rank},
+                                       std::vector<int64_t>(static_cast<size_t>(2 * rank), 0)))};
+        pad.outputs = {g.add_value("fed")};
+        n.inputs.back() = pad.outputs[0];
+        layers.push_back(g.add_node(pad));
+      }
     }
   }
   for (int o = 0; o < num_outputs; ++o) {
@@ -55,7 +73,7 @@ inline DiffResult diff_op(const std::string& device, OpKind kind, const Attribut
     n.outputs.push_back(v);
     g.outputs().push_back(v);
   }
-  g.add_node(n);
+  layers.push_back(g.add_node(n));
   Status st = g.infer_shapes();
   EXPECT_TRUE(st.ok()) << st.to_string();
   if (!st.ok()) return r;
@@ -69,7 +87,6 @@ inline DiffResult diff_op(const std::string& device, OpKind kind, const Attribut
     auto dev = open_device(devices[d]);
     EXPECT_TRUE(dev.ok()) << dev.status().to_string();
     if (!dev.ok()) return r;
-    const NodeId layers[1] = {0};
     auto prog = (*dev)->compile(g, layers);
     EXPECT_TRUE(prog.ok()) << prog.status().to_string();
     if (!prog.ok()) return r;

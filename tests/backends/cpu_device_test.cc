@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -12,6 +13,7 @@
 #include "backends/cpu/arena.h"
 #include "backends/cpu/cpu_device.h"
 #include "backends/cpu/cpu_program.h"
+#include "backends/cpu/kernel_table.h"
 #include "backends/cpu/openblas.h"
 #include "backends/cpu/thread_pool.h"
 #include "backends/cpu/topology.h"
@@ -206,6 +208,65 @@ TEST(CpuDeviceTest, ProgramChecksInputsAndReportsMemory) {
   EXPECT_NE(st.message().find("'x'"), std::string::npos) << st.message();
   std::vector<Tensor> none;
   EXPECT_FALSE((*prog)->run(none, out).ok());
+}
+
+// Every op of the foundation set has a kernel-table entry except the ones import folds away;
+// capabilities() notes the reference fallback for those.
+TEST(CpuDeviceTest, CapabilitiesNoteTheReferenceFallback) {
+  auto dev = open_device("cpu");
+  ASSERT_TRUE(dev.ok());
+  Graph g;
+  for (int k = 0; k < static_cast<int>(OpKind::kCount); ++k) {
+    const OpKind kind = static_cast<OpKind>(k);
+    if (!op_is_registered(kind)) continue;
+    Node n;
+    n.kind = kind;
+    const Capability c = (*dev)->capabilities(g, n);
+    SCOPED_TRACE(op_name(kind));
+    EXPECT_TRUE(c.supported);
+    const bool folded =
+        kind == OpKind::kShape || kind == OpKind::kConstant || kind == OpKind::kCast;
+    EXPECT_EQ(has_optimised_kernel(kind), !folded);
+    EXPECT_EQ(c.reason.find("reference kernel") != std::string::npos, folded) << c.reason;
+  }
+}
+
+// A Flatten between two layers shares its input's storage (nothing is copied) and the result is
+// unchanged.
+TEST(CpuDeviceTest, ReshapeSharesItsInputBuffer) {
+  Graph g;
+  const ValueId x = g.add_value("x", TensorInfo{DType::kF32, Shape{1, 64, 8, 8}});
+  g.inputs().push_back(x);
+  auto add = [&](OpKind kind, ValueId in) {
+    Node n;
+    n.name = op_name(kind);
+    n.kind = kind;
+    n.inputs = {in};
+    n.outputs = {g.add_value(n.name + "_out")};
+    const ValueId v = n.outputs[0];
+    g.add_node(std::move(n));
+    return v;
+  };
+  const ValueId r = add(OpKind::kRelu, x);
+  const ValueId f = add(OpKind::kFlatten, r);
+  const ValueId y = add(OpKind::kSigmoid, f);
+  g.outputs().push_back(y);
+  ASSERT_TRUE(g.infer_shapes().ok());
+  auto dev = open_device("cpu:0");
+  ASSERT_TRUE(dev.ok());
+  const NodeId layers[] = {0, 1, 2};
+  auto prog = (*dev)->compile(g, layers);
+  ASSERT_TRUE(prog.ok()) << prog.status().to_string();
+  auto* cp = dynamic_cast<CpuProgram*>(prog->get());
+  ASSERT_NE(cp, nullptr);
+  EXPECT_NE(cp->describe().find("alias, no copy"), std::string::npos) << cp->describe();
+  const Tensor in = testing::random_tensor({1, 64, 8, 8}, 3);
+  std::vector<Tensor> out(1);
+  ASSERT_TRUE((*prog)->run({&in, 1}, out).ok());
+  for (int64_t i = 0; i < in.numel(); ++i) {
+    const float v = std::max(in.data<float>()[i], 0.f);
+    ASSERT_NEAR(out[0].data<float>()[i], 1.f / (1.f + std::exp(-v)), 1e-5f) << i;
+  }
 }
 
 TEST(OpenBlasTest, LoadsWithTheRightCore) {
