@@ -408,6 +408,7 @@ class HwmonMeter final : public EnergyMeter {
     stop();
     RETURN_IF_ERROR(read_power_w(ch_).status());
     joules_ = 0;
+    sampled_s_ = 0;
     failed_ = false;
     running_ = true;
     t0_ = Clock::now();
@@ -422,7 +423,9 @@ class HwmonMeter final : public EnergyMeter {
           failed_ = true;
           continue;
         }
-        joules_ += 0.5 * (prev_p + *p) * std::chrono::duration<double>(t - prev_t).count();
+        const double dt = std::chrono::duration<double>(t - prev_t).count();
+        joules_ += 0.5 * (prev_p + *p) * dt;
+        sampled_s_ += dt;
         prev_t = t;
         prev_p = *p;
       }
@@ -434,9 +437,11 @@ class HwmonMeter final : public EnergyMeter {
     r.seconds = std::chrono::duration<double>(Clock::now() - t0_).count();
     stop();
     if (failed_) return io_error("hwmon meter: reading " + ch_.label + " failed while sampling");
-    r.joules = joules_;
-    // A run shorter than one period has no interval: use the power now.
-    if (r.joules == 0) r.joules = sysfs::value_or(read_power_w(ch_), 0) * r.seconds;
+    // The sampled intervals start when the thread does and may end after end() was called (the
+    // thread finishes its sleep first): the energy of [begin, end] is the sampled mean power times
+    // the run's own duration. A run shorter than one period has no interval: use the power now.
+    r.joules = sampled_s_ > 0 ? joules_ / sampled_s_ * r.seconds
+                              : sysfs::value_or(read_power_w(ch_), 0) * r.seconds;
     r.measured = true;
     r.source = source();
     return r;
@@ -453,6 +458,7 @@ class HwmonMeter final : public EnergyMeter {
   std::atomic<bool> running_{false};
   bool failed_ = false;
   double joules_ = 0;
+  double sampled_s_ = 0;
   Clock::time_point t0_;
 };
 
