@@ -4,7 +4,7 @@
 # random slices and random split plans (tessera profile --check). Prints one Markdown table per
 # model, the profiling time and the load average around each step (the machine may be shared).
 #
-# usage: [DEVICES=reference,cpu] [REPEAT=5] [SLICES=5] [CALIBRATION=8] [STATISTIC=median] \
+# usage: [DEVICES=reference,cpu] [PLATFORM=board.json] [REPEAT=5] [SLICES=5] [CALIBRATION=8] [STATISTIC=median] \
 #        scripts/profile_accuracy.sh TESSERA_BINARY MODEL_DIR OUT_DIR [model...]
 set -euo pipefail
 tessera=$1
@@ -18,6 +18,7 @@ if [ "${#models[@]}" -eq 0 ]; then
 fi
 devices=()
 [ -n "${DEVICES:-}" ] && devices=(--devices "$DEVICES")
+[ -n "${PLATFORM:-}" ] && devices+=(--platform "$PLATFORM")
 load() { cut -d' ' -f1 /proc/loadavg; }
 mkdir -p "$out"
 for m in "${models[@]}"; do
