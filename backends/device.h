@@ -53,6 +53,19 @@ class Program {
   // Runs the layers. `outputs` are allocated by the program when undefined, or written in place
   // when they already have the right dtype and shape.
   virtual Status run(std::span<const Tensor> inputs, std::span<Tensor> outputs) = 0;
+  // (optional) Runs like run() and sets (*layer_ms)[i] to the wall-clock milliseconds of the
+  // i-th layer of the program (compile order), timed inside the chained run: with the caches as
+  // the previous layers left them, and with the allocation and any layout conversion a layer
+  // needs charged to it. Copying the program's inputs in and outputs out is the slice boundary
+  // and charged to no layer. The profiler times layers this way so that their costs add up to
+  // the time of a slice; it times each layer alone where a backend returns Unimplemented.
+  virtual Status run_timed(std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                           std::vector<double>* layer_ms) {
+    (void)inputs;
+    (void)outputs;
+    (void)layer_ms;
+    return unimplemented("this backend does not time layers inside a run");
+  }
   // (optional) One line per step naming the kernel that runs it, for diagnostics and tests.
   virtual std::string describe() const { return {}; }
   // Bytes the program holds while it runs: its activation memory (the arena, for backends that

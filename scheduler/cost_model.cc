@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "energy/power_model.h"
 #include "ops/op.h"
@@ -156,6 +157,77 @@ double cross_validate(const std::vector<Sample>& samples, std::vector<Regression
   return total / n;
 }
 
+// ---- per-slice overhead ----
+
+// One calibration run: measured ms, the part the model already prices exactly (layers timed in
+// a chain + eq. 1-2 transfers), the exec of layers timed alone, and the boundary bytes.
+struct OverheadSample {
+  double ms = 0;
+  double priced = 0;
+  double alone = 0;
+  double bytes = 0;
+};
+
+// Weighted least squares (relative error of the slice total) of
+//   ms - priced = chain_scale * alone + fixed_ms + ms_per_byte * bytes
+// over the terms chosen: `scale` fits chain_scale (else 1), `per_byte` fits ms_per_byte (else 0).
+bool fit_overhead(const std::vector<OverheadSample>& s, bool scale, bool per_byte,
+                  SliceOverhead* out) {
+  double bmax = 1;
+  for (const OverheadSample& x : s) bmax = std::max(bmax, x.bytes);
+  std::vector<int> cols;
+  if (scale) cols.push_back(0);
+  cols.push_back(1);
+  if (per_byte) cols.push_back(2);
+  const int n = static_cast<int>(cols.size());
+  if (static_cast<int>(s.size()) < n + (n > 1 ? 1 : 0)) return false;
+  std::array<std::array<double, 3>, 3> ata{};
+  std::array<double, 3> atb{};
+  for (const OverheadSample& x : s) {
+    const double w = 1.0 / x.ms;
+    const double feat[3] = {x.alone * w, w, x.bytes / bmax * w};
+    const double y = (x.ms - x.priced - (scale ? 0 : x.alone)) * w;
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j < n; ++j) ata[i][j] += feat[cols[i]] * feat[cols[j]];
+      atb[i] += feat[cols[i]] * y;
+    }
+  }
+  std::array<double, 3> coef{};
+  if (!solve(ata, atb, n, &coef)) return false;
+  SliceOverhead f;
+  for (int i = 0; i < n; ++i) {
+    if (cols[i] == 0) f.chain_scale = coef[i];
+    if (cols[i] == 1) f.fixed_ms = coef[i];
+    if (cols[i] == 2) f.ms_per_byte = coef[i] / bmax;
+  }
+  // A layer alone may be faster (hot caches) or slower (an NPU pays its subgraph launch per
+  // layer) than in a chain, but not by an order of magnitude; a boundary byte never saves time.
+  if (f.chain_scale < 0.1 || f.chain_scale > 10 || f.ms_per_byte < 0) return false;
+  f.samples = static_cast<int>(s.size());
+  double err = 0;
+  for (const OverheadSample& x : s) {
+    const double pred = x.priced + f.chain_scale * x.alone + f.ms(static_cast<uint64_t>(x.bytes));
+    err += std::abs(pred - x.ms) / x.ms;
+  }
+  f.error = err / static_cast<double>(s.size());
+  *out = f;
+  return true;
+}
+
+// The richest fit the samples support: scale (when some layers were timed alone) and per-byte
+// terms first, then without them; no samples: no overhead.
+SliceOverhead fit_overhead(const std::vector<OverheadSample>& s) {
+  bool any_alone = false;
+  for (const OverheadSample& x : s) any_alone = any_alone || x.alone > 0;
+  SliceOverhead f;
+  for (const auto& [scale, per_byte] :
+       {std::pair{true, true}, {true, false}, {false, true}, {false, false}}) {
+    if (scale && !any_alone) continue;
+    if (fit_overhead(s, scale, per_byte, &f)) return f;
+  }
+  return f;
+}
+
 }  // namespace
 
 // ---- build ----
@@ -246,12 +318,13 @@ Result<CostModel> CostModel::build(const Profile& profile, const LayerGraph& lg)
   m.power_w_.assign(V * static_cast<size_t>(L), 0);
   m.estimated_.assign(V * static_cast<size_t>(L), 0);
   m.transfer_level_.assign(V, nullptr);
+  m.overhead_.assign(V, SliceOverhead{});
   m.gamma_eps_.assign(m.devices_.size(), {});
   m.regression_.assign(m.devices_.size(), {});
   m.regression_error_.assign(m.devices_.size(), std::nan(""));
 
   for (size_t di = 0; di < m.devices_.size(); ++di) {
-    const DeviceProfile& dp = profile.devices[di];
+    const DeviceProfile& dp = m.profile_.devices[di];  // the copy the model keeps
     const PlatformDevice& pd = m.devices_[di];
     // Transfer fits per virtual device: the measured level, else the nearest measured one.
     for (size_t v = 0; v < V; ++v) {
@@ -262,8 +335,17 @@ Result<CostModel> CostModel::build(const Profile& profile, const LayerGraph& lg)
       }
       m.transfer_level_[v] = best;
     }
-    // Execution = measured total minus the layer's own transfers, per measured level.
-    auto exec_at = [&](const LevelProfile& lp, int l) -> double {
+    // Execution per measured level: the time in a chain where the layer was timed in one;
+    // else the measured total alone minus the layer's own transfers (scaled by the level's
+    // fitted chain_scale in exec_at).
+    auto chain_at = [](const LevelProfile& lp, int l) -> const std::optional<double>* {
+      if (lp.layer_chain_ms.empty() || !lp.layer_chain_ms[static_cast<size_t>(l)]) return nullptr;
+      return &lp.layer_chain_ms[static_cast<size_t>(l)];
+    };
+    auto has_time = [&](const LevelProfile& lp, int l) {
+      return chain_at(lp, l) != nullptr || lp.layer_ms[static_cast<size_t>(l)].has_value();
+    };
+    auto alone_at = [&](const LevelProfile& lp, int l) -> double {
       const double total = *lp.layer_ms[static_cast<size_t>(l)];
       const double c_in =
           lp.upload.ms(m.in_bytes_[m.range(l, l + 1)], m.in_count_[m.range(l, l + 1)]);
@@ -271,11 +353,48 @@ Result<CostModel> CostModel::build(const Profile& profile, const LayerGraph& lg)
           lp.download.ms(m.out_bytes_[m.range(l, l + 1)], m.out_count_[m.range(l, l + 1)]);
       return std::max(0.0, total - c_in - c_out);
     };
+    // Per measured level: the per-slice overhead fitted on its calibration runs.
+    std::vector<SliceOverhead> level_overhead;
+    for (const LevelProfile& lp : dp.levels) {
+      std::vector<OverheadSample> samples;
+      for (const SliceRun& r : lp.slice_runs) {
+        OverheadSample x;
+        x.ms = r.ms;
+        bool complete = true;
+        for (int l = r.first; l < r.last && complete; ++l) {
+          if (const auto* c = chain_at(lp, l)) {
+            x.priced += **c;
+          } else if (lp.layer_ms[static_cast<size_t>(l)]) {
+            x.alone += alone_at(lp, l);
+          } else {
+            complete = false;
+          }
+        }
+        if (!complete) continue;
+        x.priced += lp.upload.ms(m.in_bytes_[m.range(r.first, r.last)],
+                                 m.in_count_[m.range(r.first, r.last)]) +
+                    lp.download.ms(m.out_bytes_[m.range(r.first, r.last)],
+                                   m.out_count_[m.range(r.first, r.last)]);
+        x.bytes = static_cast<double>(m.in_bytes_[m.range(r.first, r.last)] +
+                                      m.out_bytes_[m.range(r.first, r.last)]);
+        samples.push_back(x);
+      }
+      level_overhead.push_back(fit_overhead(samples));
+    }
+    auto exec_at = [&](const LevelProfile& lp, int l) -> double {
+      if (const auto* c = chain_at(lp, l)) return **c;
+      return level_overhead[static_cast<size_t>(&lp - dp.levels.data())].chain_scale *
+             alone_at(lp, l);
+    };
+    for (size_t v = 0; v < V; ++v) {
+      if (m.vds_[v].device_index != static_cast<int>(di)) continue;
+      m.overhead_[v] = level_overhead[static_cast<size_t>(m.transfer_level_[v] - dp.levels.data())];
+    }
     // Regression samples from the top measured level.
     const LevelProfile& ref = dp.levels.back();
     std::vector<Sample> samples;
     for (int l = 0; l < L; ++l) {
-      if (dp.unsupported.count(l) || !ref.layer_ms[static_cast<size_t>(l)]) continue;
+      if (dp.unsupported.count(l) || !has_time(ref, l)) continue;
       const double e = exec_at(ref, l);
       if (e <= 0) continue;
       const ProfileLayer& pl = profile.layers[static_cast<size_t>(l)];
@@ -297,7 +416,7 @@ Result<CostModel> CostModel::build(const Profile& profile, const LayerGraph& lg)
       if (dp.unsupported.count(l)) continue;
       std::vector<std::pair<int, double>> pts;  // mhz, exec ms
       for (const LevelProfile& lp : dp.levels) {
-        if (lp.layer_ms[static_cast<size_t>(l)]) pts.emplace_back(lp.mhz, exec_at(lp, l));
+        if (has_time(lp, l)) pts.emplace_back(lp.mhz, exec_at(lp, l));
       }
       double gamma = 0, eps = 0;
       if (pts.empty()) {
@@ -332,7 +451,7 @@ Result<CostModel> CostModel::build(const Profile& profile, const LayerGraph& lg)
         if (vd.device_index != static_cast<int>(di)) continue;
         const LevelProfile* lp = dp.level(vd.mhz);
         double e;
-        if (lp != nullptr && lp->layer_ms[static_cast<size_t>(l)]) {
+        if (lp != nullptr && has_time(*lp, l)) {
           e = exec_at(*lp, l);
         } else if (vd.mhz > 0) {
           e = gamma / vd.mhz + eps;
@@ -473,11 +592,17 @@ double CostModel::slice_exec_ms(int vd, int first, int last) const {
   return p[static_cast<size_t>(last)] - p[static_cast<size_t>(first)];
 }
 
+double CostModel::slice_overhead_ms(int vd, int first, int last) const {
+  return overhead_[static_cast<size_t>(vd)].ms(slice_input_bytes(first, last) +
+                                               slice_output_bytes(first, last));
+}
+
 double CostModel::slice_ms(int vd, int first, int last) const {
   const double e = slice_exec_ms(vd, first, last);
   if (!std::isfinite(e)) return kInfiniteCost;
   return e + upload_ms(vd, slice_input_bytes(first, last), slice_input_count(first, last)) +
-         download_ms(vd, slice_output_bytes(first, last), slice_output_count(first, last));
+         download_ms(vd, slice_output_bytes(first, last), slice_output_count(first, last)) +
+         slice_overhead_ms(vd, first, last);
 }
 
 double CostModel::transfer_power_w(int vd) const {
@@ -491,7 +616,8 @@ double CostModel::slice_energy_mj(int vd, int first, int last) const {
   const double exec = p[static_cast<size_t>(last)] - p[static_cast<size_t>(first)];
   const double moves =
       upload_ms(vd, slice_input_bytes(first, last), slice_input_count(first, last)) +
-      download_ms(vd, slice_output_bytes(first, last), slice_output_count(first, last));
+      download_ms(vd, slice_output_bytes(first, last), slice_output_count(first, last)) +
+      slice_overhead_ms(vd, first, last);
   return exec + moves * transfer_power_w(vd);
 }
 

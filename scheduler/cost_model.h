@@ -9,7 +9,9 @@
 //   transfer   c_in  = alpha_d,f * T_in  + beta_d,f  (eq. 1)   upload fit of the device/level
 //              c_out = alpha_d,f * T_out + beta_d,f  (eq. 2)   download fit
 //              Each tensor moved pays beta once.
-//   execution  e_l,d,f = measured total of layer l alone - c_in(l) - c_out(l)   (Sect. V-B 2)
+//   execution  e_l,d,f = the time of layer l measured inside a chained run (profile.h), or,
+//              where the backend cannot time layers in a run, chain_scale x (measured total of
+//              layer l alone - c_in(l) - c_out(l))   (Sect. V-B 2)
 //              t_l,d,f = gamma_l,d / f + eps_l,d                               (eq. 3)
 //              fitted from the minimum and maximum levels where both were measured; from one
 //              level at frequency f0, eps = 0 and gamma = t0 * f0 (time scales with 1/f).
@@ -17,18 +19,22 @@
 //              (weighted least squares on relative error, cross-validated; see regression()).
 //   power      P = P_static(d,f) + (V_f^2 f)/(V_fmax^2 fmax) * P_dyn(l,d,fmax)   (eq. 4-5)
 //              P_dyn measured per layer where a meter existed, else the platform's dynamic_w.
-//   slice      C_m,n,d = sum_k e_k,d + c_in(m) + c_out(n)   (eq. 8), infinite when a layer
-//              cannot run on d or the slice does not fit its memory. c_in(m) moves the tensors
-//              the slice reads from outside, c_out(n) those it produces for later layers or as
-//              model outputs: subsets of the LayerGraph's live tensors at cuts m and n, so skip
+//   slice      C_m,n,d = sum_k e_k,d + c_in(m) + c_out(n) + o_d(T_in + T_out)   (eq. 8 plus
+//              the per-slice overhead o_d = fixed + per boundary byte, see SliceOverhead, which
+//              eq. 8 leaves out and which is what keeps many-slice plans honest), infinite when a
+//              layer cannot run on d or the slice does not fit its memory. c_in(m) moves the
+//              tensors the slice reads from outside, c_out(n) those it produces for later layers or
+//              as model outputs: subsets of the LayerGraph's live tensors at cuts m and n, so skip
 //              connections crossing a boundary are priced.
-//   energy     exec_ms * P(l) + transfer_ms * P_transfer(d,f), in millijoules (ms x W), where
+//   energy     exec_ms * P(l) + (transfer + overhead ms) * P_transfer(d,f), in millijoules (ms x
+//   W), where
 //              P_transfer uses the platform's device-wide dynamic power.
 //
 // Slices are half-open layer ranges [first, last). All queries are O(1) after build (prefix sums
 // and per-range boundary tables), so an O(L^2 D) dynamic program can call them freely.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -64,6 +70,24 @@ struct RegressionFit {
   // Mean absolute relative error of k-fold cross-validation (k = min(5, samples)); NaN when
   // there are too few samples to validate.
   double cv_error = 0;
+};
+
+// What running layers as one slice costs beyond their execution and eq. 1-2 transfers: the
+// program launch and the copy (and, on cpu, the NCHW<->NHWC conversion) of the boundary tensors,
+// fitted per device and level on the profile's calibration runs (weighted least squares on the
+// relative error of the slice totals). Layers that were timed alone, not in a chain, are
+// multiplied by chain_scale, fitted on the same runs.
+struct SliceOverhead {
+  double chain_scale = 1;
+  double fixed_ms = 0;
+  double ms_per_byte = 0;  // per byte of the slice's boundary tensors, in and out
+  int samples = 0;         // calibration runs fitted
+  // Mean absolute relative error of the fitted model on its calibration runs; NaN when none.
+  double error = std::numeric_limits<double>::quiet_NaN();
+
+  double ms(uint64_t boundary_bytes) const {
+    return std::max(0.0, fixed_ms + ms_per_byte * static_cast<double>(boundary_bytes));
+  }
 };
 
 class CostModel {
@@ -107,8 +131,13 @@ class CostModel {
   // ---- slices (eq. 8) ----
   bool can_run_slice(int vd, int first, int last) const;
   double slice_exec_ms(int vd, int first, int last) const;
+  // The per-slice overhead (SliceOverhead::ms of the boundary bytes), ms.
+  double slice_overhead_ms(int vd, int first, int last) const;
+  // Exec + eq. 1-2 transfers + overhead.
   double slice_ms(int vd, int first, int last) const;         // latency, ms
   double slice_energy_mj(int vd, int first, int last) const;  // energy, mJ
+
+  const SliceOverhead& slice_overhead(int vd) const { return overhead_[static_cast<size_t>(vd)]; }
 
   // The regression of a device: per-op fits and the pooled fit (op ""), with their errors.
   const std::vector<RegressionFit>& regression(int device_index) const {
@@ -143,6 +172,7 @@ class CostModel {
   std::vector<std::vector<double>> energy_prefix_;
   std::vector<std::vector<int>> unsupported_prefix_;
   std::vector<const LevelProfile*> transfer_level_;  // per vd: the measured level priced
+  std::vector<SliceOverhead> overhead_;              // per vd, from that level
   // Per device, per layer: gamma, eps.
   std::vector<std::vector<std::pair<double, double>>> gamma_eps_;
   // Per (first, last) with first <= last.

@@ -179,6 +179,31 @@ Result<std::vector<std::optional<double>>> read_optional_array(const Json& obj,
   return out;
 }
 
+Result<std::vector<SliceRun>> read_slice_runs(const Json& obj, const std::string& path, size_t n) {
+  std::vector<SliceRun> out;
+  ASSIGN_OR_RETURN(const Json* a, json::array_field(obj, path, "slice_runs", false));
+  if (a == nullptr) return out;
+  for (size_t i = 0; i < a->size(); ++i) {
+    const Json& r = (*a)[i];
+    const std::string rp = json::index_path(path + ".slice_runs", i);
+    if (!r.is_array() || r.size() != 3 || !r[0].is_number_integer() || !r[1].is_number_integer() ||
+        !r[2].is_number()) {
+      return invalid_argument(rp + ": expected [first, last, ms]");
+    }
+    SliceRun run{r[0].get<int>(), r[1].get<int>(), r[2].get<double>()};
+    if (run.first < 0 || run.last <= run.first || static_cast<size_t>(run.last) > n) {
+      return invalid_argument(rp + ": [" + std::to_string(run.first) + ", " +
+                              std::to_string(run.last) + ") is not a layer range of the " +
+                              std::to_string(n) + " layers");
+    }
+    if (!std::isfinite(run.ms) || run.ms <= 0 || run.ms > 1e9) {
+      return invalid_argument(rp + ": ms must be positive, got " + r[2].dump());
+    }
+    out.push_back(run);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string Profile::to_json_text() const {
@@ -225,6 +250,10 @@ std::string Profile::to_json_text() const {
       jl["set_by_governor"] = l.set_by_governor;
       jl["energy_source"] = l.energy_source;
       jl["layer_ms"] = optional_array(l.layer_ms);
+      if (!l.layer_chain_ms.empty()) jl["layer_chain_ms"] = optional_array(l.layer_chain_ms);
+      Json runs = Json::array();
+      for (const SliceRun& r : l.slice_runs) runs.push_back({r.first, r.last, r.ms});
+      jl["slice_runs"] = runs;
       if (!l.layer_dynamic_w.empty()) jl["layer_dynamic_w"] = optional_array(l.layer_dynamic_w);
       jl["upload"] = fit_json(l.upload);
       jl["download"] = fit_json(l.download);
@@ -257,9 +286,10 @@ Result<Profile> parse_profile(const Json& j, const std::string& expected_hash) {
   }
   ASSIGN_OR_RETURN(int64_t version, json::int_field(j, "", "version", 0, INT32_MAX));
   if (version != Profile::kVersion) {
-    return invalid_argument("version: " + std::to_string(version) +
-                            " is not supported (this Tessera reads version " +
-                            std::to_string(Profile::kVersion) + ")");
+    return invalid_argument(
+        "version: " + std::to_string(version) + " is not supported (this Tessera reads version " +
+        std::to_string(Profile::kVersion) +
+        (version < Profile::kVersion ? "; profile the model again with this tessera)" : ")"));
   }
   ASSIGN_OR_RETURN(const Json* model, json::object_field(j, "", "model"));
   ASSIGN_OR_RETURN(p.model_name, json::string_field(*model, "model", "name", false));
@@ -312,9 +342,10 @@ Result<Profile> parse_profile(const Json& j, const std::string& expected_hash) {
   p.conditions.warmup = static_cast<int>(warmup);
   ASSIGN_OR_RETURN(p.conditions.statistic,
                    json::string_field(*cond, "conditions", "statistic", false, "median"));
-  if (p.conditions.statistic != "median" && p.conditions.statistic != "min") {
+  if (p.conditions.statistic != "median" && p.conditions.statistic != "min" &&
+      p.conditions.statistic != "mean") {
     return invalid_argument("conditions.statistic: '" + p.conditions.statistic +
-                            "' is not median or min");
+                            "' is not median, min or mean");
   }
   ASSIGN_OR_RETURN(p.conditions.date, json::string_field(*cond, "conditions", "date"));
   ASSIGN_OR_RETURN(p.conditions.host, json::string_field(*cond, "conditions", "host", false));
@@ -376,8 +407,11 @@ Result<Profile> parse_profile(const Json& j, const std::string& expected_hash) {
       l.set_by_governor = sbg != jl.end() && sbg->is_boolean() && sbg->get<bool>();
       ASSIGN_OR_RETURN(l.energy_source, json::string_field(jl, lp, "energy_source", false));
       ASSIGN_OR_RETURN(l.layer_ms, read_optional_array(jl, lp, "layer_ms", n, 1e9, true));
+      ASSIGN_OR_RETURN(l.layer_chain_ms,
+                       read_optional_array(jl, lp, "layer_chain_ms", n, 1e9, false));
       ASSIGN_OR_RETURN(l.layer_dynamic_w,
                        read_optional_array(jl, lp, "layer_dynamic_w", n, 1000, false));
+      ASSIGN_OR_RETURN(l.slice_runs, read_slice_runs(jl, lp, n));
       ASSIGN_OR_RETURN(const Json* up, json::object_field(jl, lp, "upload"));
       ASSIGN_OR_RETURN(l.upload, read_fit(*up, lp + ".upload"));
       ASSIGN_OR_RETURN(const Json* down, json::object_field(jl, lp, "download"));

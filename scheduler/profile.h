@@ -3,20 +3,29 @@
 // planned and simulated anywhere. The CostModel (scheduler/cost_model.h) turns it into estimates.
 //
 // Per device and DVFS level it holds
+//   layer_chain_ms[l]   the median time of layer l inside a chained run (Program::run_timed over
+//                       the longest runs of layers the device supports, usually the whole
+//                       model): with the caches as the previous layers leave them, without the
+//                       slice's copy in and out. Unset where the backend cannot time layers in
+//                       a run; then
 //   layer_ms[l]         the median time of layer l compiled and run alone (Program::run, which
 //                       includes the layer's own upload/download: the "total cost" of seed 000
-//                       Sect. V-B); unset when the layer was not measured (the cost model then
-//                       estimates it by regression);
+//                       Sect. V-B) is used. Unset in both: the layer was not measured (the cost
+//                       model then estimates it by regression);
+//   slice_runs          calibration runs: random slices [first, last) compiled as one program
+//                       and timed whole, on which the cost model fits the per-slice overhead;
 //   layer_dynamic_w[l]  dynamic power of layer l (eq. 4) where a power meter exists;
 //   upload, download    the transfer microbenchmark and its least-squares fit (eq. 1-2).
 // Per device, `unsupported` names the layers it cannot run (op support, memory), each with why:
 // their cost is infinite (seed 000 Sect. V-A).
 //
-// JSON (version 1): {"format": "tessera-profile", "version": 1, "model": {...name, hash, layers
+// JSON (version 2): {"format": "tessera-profile", "version": 2, "model": {...name, hash, layers
 // [{name, op, flops, input_bytes, weight_bytes, output_bytes}], cut_live_bytes}, "platform":
 // <platform JSON>, "conditions": {...}, "devices": [{"device", "description", "memory_bytes",
 // "unsupported": {"<layer>": "why"}, "levels": [{"mhz", "set_by_governor", "energy_source",
-// "layer_ms": [..|null], "layer_dynamic_w": [..|null], "upload": {fit}, "download": {fit}}]}]}.
+// "layer_ms": [..|null], "layer_chain_ms": [..|null], "layer_dynamic_w": [..|null],
+// "slice_runs": [[first, last, ms]..], "upload": {fit}, "download": {fit}}]}]}.
+// Version 1 (layers timed alone only) is refused: its times underpredict chained runs.
 // Loading refuses other formats/versions, a model hash other than the expected one, negative or
 // non-finite times, lengths that disagree with the layer count, and devices the embedded platform
 // does not list; every message names the field.
@@ -49,12 +58,21 @@ struct TransferFit {
   static Result<TransferFit> fit(std::vector<std::pair<uint64_t, double>> points);
 };
 
+// One calibration run: layers [first, last) compiled as one program, median (or min) ms.
+struct SliceRun {
+  int first = 0;
+  int last = 0;
+  double ms = 0;
+};
+
 struct LevelProfile {
   int mhz = 0;                   // 0: the frequency is unknown (no DVFS control or reading)
   bool set_by_governor = false;  // the governor put the device at mhz; else it ran as it was
   std::string energy_source;     // the meter used; "" when power was not measured
-  std::vector<std::optional<double>> layer_ms;
+  std::vector<std::optional<double>> layer_ms;         // alone, transfers included
+  std::vector<std::optional<double>> layer_chain_ms;   // in a chained run; empty or one per layer
   std::vector<std::optional<double>> layer_dynamic_w;  // empty, or one per layer
+  std::vector<SliceRun> slice_runs;
   TransferFit upload;
   TransferFit download;
 };
@@ -82,7 +100,7 @@ struct ProfileConditions {
   int threads = 1;
   int repeat = 0;
   int warmup = 0;
-  std::string statistic = "median";  // of the repeats: median or min
+  std::string statistic = "median";  // of the repeats: median, min or mean
   std::string date;                  // ISO 8601, UTC
   std::string host;
   std::string tessera_version;
@@ -90,7 +108,7 @@ struct ProfileConditions {
 };
 
 struct Profile {
-  static constexpr int kVersion = 1;
+  static constexpr int kVersion = 2;
 
   std::string model_name;
   std::string model_hash;

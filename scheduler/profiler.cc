@@ -39,9 +39,31 @@ std::string utc_now() {
   return buf;
 }
 
-// Median (or minimum) time of `repeat` calls of `fn` after `warmup` calls.
+// The statistic of the repeats: median, min or mean.
+enum class Stat { kMedian, kMin, kMean };
+
+Stat parse_stat(const std::string& s) {
+  return s == "min" ? Stat::kMin : s == "mean" ? Stat::kMean : Stat::kMedian;
+}
+
+double summarize(std::vector<double> v, Stat stat) {
+  switch (stat) {
+    case Stat::kMin:
+      return *std::min_element(v.begin(), v.end());
+    case Stat::kMean: {
+      double sum = 0;
+      for (double x : v) sum += x;
+      return sum / static_cast<double>(v.size());
+    }
+    case Stat::kMedian:
+      break;
+  }
+  return median(std::move(v));
+}
+
+// The statistic of the times of `repeat` calls of `fn` after `warmup` calls.
 template <typename Fn>
-Result<double> time_stat(bool use_min, int warmup, int repeat, Fn&& fn) {
+Result<double> time_stat(Stat stat, int warmup, int repeat, Fn&& fn) {
   for (int i = 0; i < warmup; ++i) RETURN_IF_ERROR(fn());
   std::vector<double> ms;
   ms.reserve(static_cast<size_t>(repeat));
@@ -50,7 +72,7 @@ Result<double> time_stat(bool use_min, int warmup, int repeat, Fn&& fn) {
     RETURN_IF_ERROR(fn());
     ms.push_back(ms_since(t0));
   }
-  return use_min ? *std::min_element(ms.begin(), ms.end()) : median(std::move(ms));
+  return summarize(std::move(ms), stat);
 }
 
 // A layer compiled alone, with inputs of the right shapes.
@@ -65,6 +87,111 @@ struct LayerRun {
     return program->run(inputs, outputs);
   }
 };
+
+// Layers [first, last) compiled as one program and timed layer by layer (Program::run_timed).
+struct ChainRun {
+  int first = 0;
+  int last = 0;
+  std::unique_ptr<Program> program;
+  std::vector<Tensor> inputs;
+  std::vector<Tensor> outputs;
+
+  // Compiles the chain and runs it timed once; an error when it does not compile or the
+  // backend cannot time layers inside a run.
+  static Result<std::unique_ptr<ChainRun>> create(const LayerGraph& lg, Device& device, int first,
+                                                  int last) {
+    auto c = std::make_unique<ChainRun>();
+    c->first = first;
+    c->last = last;
+    std::vector<NodeId> nodes;
+    for (int i = first; i < last; ++i) nodes.push_back(lg.layer(i).node);
+    ASSIGN_OR_RETURN(c->program, device.compile(lg.graph(), nodes));
+    ASSIGN_OR_RETURN(c->inputs, make_inputs(lg.graph(), c->program->input_values()));
+    c->outputs.resize(c->program->output_values().size());
+    std::vector<double> ms;
+    RETURN_IF_ERROR(c->program->run_timed(c->inputs, c->outputs, &ms));
+    if (ms.size() != nodes.size()) {
+      return internal_error("run_timed gave " + std::to_string(ms.size()) + " times for " +
+                            std::to_string(nodes.size()) + " layers");
+    }
+    return c;
+  }
+  Status run() { return program->run(inputs, outputs); }
+  // Per layer: the statistic of its times over `repeat` timed runs after `warmup`. Only the
+  // mean adds up: on a loaded machine every run meets some delay, in a different layer each
+  // time, so the sum of per-layer medians or minimums falls below the median or minimum run.
+  Result<std::vector<double>> time_layers(Stat stat, int warmup, int repeat) {
+    std::vector<double> ms;
+    for (int i = 0; i < warmup; ++i) RETURN_IF_ERROR(program->run_timed(inputs, outputs, &ms));
+    std::vector<std::vector<double>> samples(static_cast<size_t>(last - first));
+    for (int r = 0; r < repeat; ++r) {
+      RETURN_IF_ERROR(program->run_timed(inputs, outputs, &ms));
+      for (size_t l = 0; l < samples.size(); ++l) samples[l].push_back(ms[l]);
+    }
+    std::vector<double> out;
+    for (std::vector<double>& s : samples) out.push_back(summarize(std::move(s), stat));
+    return out;
+  }
+};
+
+// The longest runs [first, last) of supported layers, cut where their weights plus the largest
+// layer's activations would exceed `memory` bytes.
+std::vector<std::pair<int, int>> supported_chunks(const LayerGraph& lg,
+                                                  const std::vector<char>& supported,
+                                                  uint64_t memory) {
+  std::vector<std::pair<int, int>> out;
+  const int L = lg.num_layers();
+  int first = -1;
+  uint64_t weights = 0, activations = 0;
+  for (int i = 0; i <= L; ++i) {
+    const bool ok = i < L && supported[static_cast<size_t>(i)];
+    if (ok) {
+      const OpCost& c = lg.layer(i).cost;
+      const uint64_t act = c.input_bytes + c.output_bytes;
+      if (first >= 0 && weights + c.weight_bytes + std::max(activations, act) > memory) {
+        out.emplace_back(first, i);
+        first = -1;
+      }
+      if (first < 0) {
+        first = i;
+        weights = 0;
+        activations = 0;
+      }
+      weights += c.weight_bytes;
+      activations = std::max(activations, act);
+    } else if (first >= 0) {
+      out.emplace_back(first, i);
+      first = -1;
+    }
+  }
+  return out;
+}
+
+// `n` random slices inside the chunks (a fixed seed, so profiles are comparable): half of them
+// one to four layers long, where the per-slice overhead dominates, half of any length.
+std::vector<std::pair<int, int>> calibration_slices(const std::vector<std::pair<int, int>>& chunks,
+                                                    int n) {
+  std::vector<std::pair<int, int>> out;
+  int layers = 0;
+  for (const auto& [a, b] : chunks) layers += b - a;
+  if (layers == 0) return out;
+  std::mt19937 rng(20240607);
+  for (int s = 0; s < n; ++s) {
+    int pick = static_cast<int>(rng() % static_cast<unsigned>(layers));
+    size_t c = 0;
+    while (pick >= chunks[c].second - chunks[c].first) {
+      pick -= chunks[c].second - chunks[c].first;
+      ++c;
+    }
+    const int len_max = chunks[c].second - chunks[c].first;
+    const int cap = s % 2 == 0 ? std::min(4, len_max) : len_max;
+    const int len = 1 + static_cast<int>(rng() % static_cast<unsigned>(cap));
+    const int first =
+        chunks[c].first + static_cast<int>(rng() % static_cast<unsigned>(len_max - len + 1));
+    out.emplace_back(first, first + len);
+  }
+  return out;
+}
 
 // Which levels to measure: min and max (seed 000), or all.
 std::vector<int> wanted_levels(const PlatformDevice& d, bool all) {
@@ -90,7 +217,7 @@ int nearest_level(const PlatformDevice& d, int mhz) {
 }
 
 Result<TransferFit> transfer_benchmark(Device& device, const std::vector<uint64_t>& sizes,
-                                       bool use_min, int warmup, int repeat, bool upload_side) {
+                                       Stat stat, int warmup, int repeat, bool upload_side) {
   std::vector<std::pair<uint64_t, double>> points;
   for (uint64_t bytes : sizes) {
     const int64_t n = static_cast<int64_t>(std::max<uint64_t>(bytes / 4, 1));
@@ -98,14 +225,14 @@ Result<TransferFit> transfer_benchmark(Device& device, const std::vector<uint64_
     std::fill(host.data<float>(), host.data<float>() + n, 1.0f);
     double ms = 0;
     if (upload_side) {
-      ASSIGN_OR_RETURN(ms, time_stat(use_min, warmup, repeat, [&]() -> Status {
+      ASSIGN_OR_RETURN(ms, time_stat(stat, warmup, repeat, [&]() -> Status {
                          auto buf = device.upload(host);
                          return buf.status();
                        }));
     } else {
       ASSIGN_OR_RETURN(std::unique_ptr<Buffer> buf, device.upload(host));
       ASSIGN_OR_RETURN(Tensor back, Tensor::create(DType::kF32, Shape({n})));
-      ASSIGN_OR_RETURN(ms, time_stat(use_min, warmup, repeat,
+      ASSIGN_OR_RETURN(ms, time_stat(stat, warmup, repeat,
                                      [&]() -> Status { return device.download(*buf, &back); }));
     }
     points.emplace_back(static_cast<uint64_t>(n) * 4, ms);
@@ -142,10 +269,11 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
                               const std::string& model_hash) {
   if (options.repeat < 1) return invalid_argument("repeat must be at least 1");
   if (options.warmup < 0) return invalid_argument("warmup must be >= 0");
-  if (options.statistic != "median" && options.statistic != "min") {
-    return invalid_argument("statistic must be median or min, not '" + options.statistic + "'");
+  if (options.statistic != "median" && options.statistic != "min" && options.statistic != "mean") {
+    return invalid_argument("statistic must be median, min or mean, not '" + options.statistic +
+                            "'");
   }
-  const bool use_min = options.statistic == "min";
+  const Stat stat = parse_stat(options.statistic);
   auto warn = options.warn ? options.warn : [](const std::string& m) {
     std::fprintf(stderr, "warning: %s\n", m.c_str());
   };
@@ -188,10 +316,12 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
   Platform recorded = platform;
   recorded.devices.clear();
 
+  // Work units per device and level, for the progress bar: layers, calibration runs, transfers.
+  const int per_level =
+      L + std::max(0, options.calibration_slices) + 2 * static_cast<int>(sizes.size());
   int total = 0;
   for (const PlatformDevice* d : targets) {
-    total += static_cast<int>(wanted_levels(*d, options.all_levels).size()) *
-             (L + 2 * static_cast<int>(sizes.size()));
+    total += static_cast<int>(wanted_levels(*d, options.all_levels).size()) * per_level;
   }
   int done = 0;
   auto tick = [&](const std::string& what) {
@@ -200,12 +330,11 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
   };
 
   for (const PlatformDevice* pd : targets) {
-    const int planned = static_cast<int>(wanted_levels(*pd, options.all_levels).size()) *
-                        (L + 2 * static_cast<int>(sizes.size()));
+    std::vector<int> levels = wanted_levels(*pd, options.all_levels);
     auto opened = open_device(pd->device);
     if (!opened.ok()) {
       warn("skipping device " + pd->device + ": " + opened.status().to_string());
-      total -= planned;
+      total -= static_cast<int>(levels.size()) * per_level;
       continue;
     }
     Device& device = **opened;
@@ -215,8 +344,8 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
     dp.memory_bytes = std::min<uint64_t>(
         device.memory_capacity() ? device.memory_capacity() : pd->memory_bytes, pd->memory_bytes);
 
-    // Compile every layer alone once; unsupported layers get their reason.
-    std::vector<std::unique_ptr<LayerRun>> runs(static_cast<size_t>(L));
+    // Phase 1: which layers can run here at all (capability, memory capacity).
+    std::vector<char> supported(static_cast<size_t>(L), 0);
     for (int i = 0; i < L; ++i) {
       const Layer& layer = lg.layer(i);
       const Capability cap = device.capabilities(g, g.node(layer.node));
@@ -231,7 +360,26 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
                             std::to_string(dp.memory_bytes);
         continue;
       }
-      const NodeId node = layer.node;
+      supported[static_cast<size_t>(i)] = 1;
+    }
+
+    // Phase 2: chains, the longest runs of supported layers that fit the device memory, each
+    // compiled as one program. A first timed run tells whether the backend times layers inside
+    // a run; where it cannot (or the chain does not compile), its layers are timed alone.
+    const std::vector<std::pair<int, int>> chunks =
+        supported_chunks(lg, supported, dp.memory_bytes);
+    std::vector<std::unique_ptr<ChainRun>> chains;
+    std::vector<char> chained(static_cast<size_t>(L), 0);
+    for (const auto& [first, last] : chunks) {
+      auto chain = ChainRun::create(lg, device, first, last);
+      if (!chain.ok()) continue;
+      for (int i = first; i < last; ++i) chained[static_cast<size_t>(i)] = 1;
+      chains.push_back(std::move(*chain));
+    }
+    std::vector<std::unique_ptr<LayerRun>> runs(static_cast<size_t>(L));
+    for (int i = 0; i < L; ++i) {
+      if (!supported[static_cast<size_t>(i)] || chained[static_cast<size_t>(i)]) continue;
+      const NodeId node = lg.layer(i).node;
       auto program = device.compile(g, std::span<const NodeId>(&node, 1));
       if (!program.ok()) {
         dp.unsupported[i] = program.status().to_string();
@@ -240,14 +388,19 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
       auto run = std::make_unique<LayerRun>();
       run->program = std::move(*program);
       auto inputs = make_inputs(g, run->program->input_values());
-      if (!inputs.ok()) return inputs.status().with_context("layer " + layer.name);
+      if (!inputs.ok()) return inputs.status().with_context("layer " + lg.layer(i).name);
       run->inputs = std::move(*inputs);
       run->outputs.resize(run->program->output_values().size());
       runs[static_cast<size_t>(i)] = std::move(run);
     }
+    const std::vector<std::pair<int, int>> calibration =
+        calibration_slices(chunks, options.calibration_slices);
+    total -= static_cast<int>(levels.size()) *
+             (std::max(0, options.calibration_slices) - static_cast<int>(calibration.size()));
+    const int device_per_level =
+        per_level - std::max(0, options.calibration_slices) + static_cast<int>(calibration.size());
 
     Governor governor(options.sysfs_root, *pd);
-    std::vector<int> levels = wanted_levels(*pd, options.all_levels);
     bool governed = governor.has_domain() && pd->dvfs.size() > 1;
     if (governed && !set_level_or_warn(governor, pd->device, pd->dvfs[levels[0]].mhz)) {
       governed = false;
@@ -260,14 +413,14 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
         warn(pd->device + ": DVFS levels cannot be set here; profiling only the current level (" +
              (cur.ok() ? std::to_string(*cur) + " MHz" : std::string("frequency unknown")) + ")");
       }
-      total -= static_cast<int>(levels.size() - 1) * (L + 2 * static_cast<int>(sizes.size()));
+      total -= static_cast<int>(levels.size() - 1) * device_per_level;
       levels = {level};
     }
 
     for (size_t li = 0; li < levels.size(); ++li) {
       const int level = levels[li];
       if (governed && li > 0 && !set_level_or_warn(governor, pd->device, pd->dvfs[level].mhz)) {
-        total -= L + 2 * static_cast<int>(sizes.size());
+        total -= device_per_level;
         continue;
       }
       LevelProfile lp;
@@ -276,12 +429,35 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
       std::unique_ptr<EnergyMeter> meter = make_meter(options.sysfs_root, *pd, level);
       const bool metered = meter->measured();
       if (metered) lp.energy_source = meter->source();
+      const double static_w = pd->dvfs[static_cast<size_t>(level)].static_w;
       lp.layer_ms.resize(static_cast<size_t>(L));
+      if (!chains.empty()) lp.layer_chain_ms.resize(static_cast<size_t>(L));
       if (metered) lp.layer_dynamic_w.resize(static_cast<size_t>(L));
+
+      // Layers inside their chains: the statistic of each layer over the repeats. With a meter,
+      // every layer of a chain is given the chain's mean dynamic power.
+      for (const std::unique_ptr<ChainRun>& chain : chains) {
+        ASSIGN_OR_RETURN(std::vector<double> ms,
+                         chain->time_layers(stat, options.warmup, options.repeat));
+        for (int i = chain->first; i < chain->last; ++i) {
+          lp.layer_chain_ms[static_cast<size_t>(i)] = ms[static_cast<size_t>(i - chain->first)];
+          tick(pd->device + " " + lg.layer(i).name);
+        }
+        if (metered) {
+          RETURN_IF_ERROR(meter->begin());
+          for (int r = 0; r < options.repeat; ++r) RETURN_IF_ERROR(chain->run());
+          ASSIGN_OR_RETURN(EnergyReading e, meter->end());
+          for (int i = chain->first; i < chain->last; ++i) {
+            lp.layer_dynamic_w[static_cast<size_t>(i)] = std::max(0.0, e.watts() - static_w);
+          }
+        }
+      }
+      // The other layers alone.
       for (int i = 0; i < L; ++i) {
+        if (chained[static_cast<size_t>(i)]) continue;
         LayerRun* run = runs[static_cast<size_t>(i)].get();
         if (run != nullptr) {
-          auto ms = time_stat(use_min, options.warmup, options.repeat, [&] { return run->run(); });
+          auto ms = time_stat(stat, options.warmup, options.repeat, [&] { return run->run(); });
           if (!ms.ok()) {
             // A kernel that compiled but fails at run time: the layer cannot run here.
             dp.unsupported[i] = ms.status().to_string();
@@ -293,17 +469,28 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
               RETURN_IF_ERROR(meter->begin());
               for (int r = 0; r < options.repeat; ++r) RETURN_IF_ERROR(run->run());
               ASSIGN_OR_RETURN(EnergyReading e, meter->end());
-              lp.layer_dynamic_w[static_cast<size_t>(i)] =
-                  std::max(0.0, e.watts() - pd->dvfs[static_cast<size_t>(level)].static_w);
+              lp.layer_dynamic_w[static_cast<size_t>(i)] = std::max(0.0, e.watts() - static_w);
             }
           }
         }
         tick(pd->device + " " + lg.layer(i).name);
       }
-      auto up = transfer_benchmark(device, sizes, use_min, options.warmup, options.repeat, true);
+      // Calibration runs: slices timed whole, as the accuracy check and the executor run them.
+      for (const auto& [first, last] : calibration) {
+        auto ms = measure_slice_ms(lg, device, first, last, options.warmup, options.repeat,
+                                   options.statistic);
+        if (ms.ok()) {
+          lp.slice_runs.push_back(SliceRun{first, last, *ms});
+        } else {
+          warn(pd->device + ": calibration slice [" + std::to_string(first) + ", " +
+               std::to_string(last) + ") failed: " + ms.status().to_string());
+        }
+        tick(pd->device + " slice [" + std::to_string(first) + "," + std::to_string(last) + ")");
+      }
+      auto up = transfer_benchmark(device, sizes, stat, options.warmup, options.repeat, true);
       if (!up.ok()) return up.status().with_context(pd->device + " upload benchmark");
       for (size_t s = 0; s < sizes.size(); ++s) tick(pd->device + " upload");
-      auto down = transfer_benchmark(device, sizes, use_min, options.warmup, options.repeat, false);
+      auto down = transfer_benchmark(device, sizes, stat, options.warmup, options.repeat, false);
       if (!down.ok()) return down.status().with_context(pd->device + " download benchmark");
       for (size_t s = 0; s < sizes.size(); ++s) tick(pd->device + " download");
       lp.upload = std::move(*up);
@@ -328,17 +515,22 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
 
 Result<double> measure_slice_ms(const LayerGraph& lg, const std::string& device_name, int first,
                                 int last, int warmup, int repeat, const std::string& statistic) {
+  ASSIGN_OR_RETURN(std::unique_ptr<Device> device, open_device(device_name));
+  return measure_slice_ms(lg, *device, first, last, warmup, repeat, statistic);
+}
+
+Result<double> measure_slice_ms(const LayerGraph& lg, Device& device, int first, int last,
+                                int warmup, int repeat, const std::string& statistic) {
   if (first < 0 || last > lg.num_layers() || first >= last) {
     return invalid_argument("slice [" + std::to_string(first) + ", " + std::to_string(last) +
                             ") is not a non-empty layer range");
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<Device> device, open_device(device_name));
   std::vector<NodeId> nodes;
   for (int i = first; i < last; ++i) nodes.push_back(lg.layer(i).node);
-  ASSIGN_OR_RETURN(std::unique_ptr<Program> program, device->compile(lg.graph(), nodes));
+  ASSIGN_OR_RETURN(std::unique_ptr<Program> program, device.compile(lg.graph(), nodes));
   ASSIGN_OR_RETURN(std::vector<Tensor> inputs, make_inputs(lg.graph(), program->input_values()));
   std::vector<Tensor> outputs(program->output_values().size());
-  return time_stat(statistic == "min", warmup, repeat,
+  return time_stat(parse_stat(statistic), warmup, repeat,
                    [&] { return program->run(inputs, outputs); });
 }
 

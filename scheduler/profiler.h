@@ -1,8 +1,16 @@
-// The profiler (seed 000 Sect. V-A): runs every layer of a LayerGraph alone on every device, at
-// the device's minimum and maximum DVFS levels where a governor can set them (otherwise at the
-// level the device runs at), with warm-up runs, repeats and the median; runs a transfer
-// microbenchmark per device and level and fits eq. 1-2; meters dynamic power (eq. 4) where a
-// sensor exists. The result is a Profile (scheduler/profile.h).
+// The profiler (seed 000 Sect. V-A): times every layer of a LayerGraph on every device, at the
+// device's minimum and maximum DVFS levels where a governor can set them (otherwise at the level
+// the device runs at), with warm-up runs, repeats and the median; runs a transfer microbenchmark
+// per device and level and fits eq. 1-2; meters dynamic power (eq. 4) where a sensor exists. The
+// result is a Profile (scheduler/profile.h).
+//
+// Layers are timed where they will run: inside one program holding the longest run of layers
+// the device supports (Program::run_timed), so that a layer pays for the cold caches and the
+// allocation it meets in a chain. A layer timed alone runs with its weights hot and, summed,
+// underpredicts a chained run by 8-40% (docs/cost-model.md). Layers of backends that cannot
+// time inside a run are timed alone. Then a few random slices are compiled and timed whole
+// (calibration runs) so that the cost model can fit what a slice costs beyond its layers: the
+// program launch and the copy/layout conversion of its boundary tensors.
 //
 // A layer a device cannot run (capability, memory capacity, compile failure) is recorded as
 // unsupported with the reason; a device that cannot be opened is skipped with a warning.
@@ -13,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/device.h"
 #include "core/status.h"
 #include "energy/platform.h"
 #include "graph/layer_graph.h"
@@ -24,10 +33,13 @@ struct ProfileOptions {
   std::vector<std::string> devices;  // backend device names; empty: every platform device
   int warmup = 1;
   int repeat = 5;
-  // The statistic of the repeats: "median" (seed 000) or "min" (robust on a loaded machine,
-  // where other processes only ever add time).
+  // The statistic of the repeats: "median" (seed 000), "min" (a quiet machine's time: other
+  // processes only ever add time) or "mean" (the one that adds up across layers on a loaded
+  // machine, where every run is delayed somewhere).
   std::string statistic = "median";
   bool all_levels = false;  // every DVFS level instead of the minimum and maximum
+  // Calibration runs per device and level: random slices timed whole (half of them short).
+  int calibration_slices = 8;
   // Transfer microbenchmark sizes in bytes (default 4 KiB to 16 MiB, x4 steps).
   std::vector<uint64_t> transfer_sizes;
   std::string sysfs_root = "/";
@@ -48,6 +60,9 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
 Result<double> measure_slice_ms(const LayerGraph& lg, const std::string& device, int first,
                                 int last, int warmup, int repeat,
                                 const std::string& statistic = "median");
+// The same on an open device.
+Result<double> measure_slice_ms(const LayerGraph& lg, Device& device, int first, int last,
+                                int warmup, int repeat, const std::string& statistic = "median");
 
 // Random inputs with the shapes and dtypes of `values` (floats in [-1, 1], integers 0).
 Result<std::vector<Tensor>> make_inputs(const Graph& g, const std::vector<ValueId>& values);

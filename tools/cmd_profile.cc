@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <sstream>
 
@@ -31,9 +32,12 @@ const std::vector<cli::FlagSpec> kFlags = {
     {"--repeat", "-r", true, false, "timed runs per layer and transfer size (default 5)"},
     {"--warmup", "-w", true, false, "untimed runs before them (default 1)"},
     {"--statistic", "", true, false,
-     "median (default, seed 000) or min of the repeats (robust on a loaded machine)"},
+     "median (default, seed 000), min (quiet machine) or mean (adds up on a loaded "
+     "machine) of the repeats"},
     {"--all-levels", "", false, false,
      "profile every DVFS level instead of the minimum and maximum"},
+    {"--calibration", "", true, false,
+     "random slices timed whole per device, to fit the per-slice overhead (default 8)"},
     {"--sysfs", "", true, false, "sysfs root for sensors and governors (default /)"},
     {"--check", "", true, false,
      "instead of profiling: compare PROFILE's predictions with measured runs"},
@@ -99,25 +103,33 @@ Result<LoadedGraph> load(const std::string& path) {
 void print_summary(const Profile& p, const CostModel& cm) {
   std::printf("profile of %s (%s), %d layers, %.1f s\n", p.model_name.c_str(), p.model_hash.c_str(),
               p.num_layers(), p.conditions.profiling_seconds);
-  std::printf("%-14s %8s %6s %12s %14s %10s %8s %10s\n", "device", "MHz", "layers", "sum ms",
-              "upload GB/s", "beta us", "R^2", "regr err");
+  std::printf("%-14s %8s %6s %6s %10s %12s %8s %7s %9s %9s %6s %9s\n", "device", "MHz", "layers",
+              "chain", "sum ms", "upload GB/s", "beta us", "R^2", "slice ms", "ns/KiB", "scale",
+              "fit err");
   for (size_t di = 0; di < p.devices.size(); ++di) {
     const DeviceProfile& d = p.devices[di];
     for (const LevelProfile& l : d.levels) {
+      const auto found = cm.find(d.device + "@" + std::to_string(l.mhz));
+      if (!found.ok()) continue;
+      const int vd = *found;
       double sum = 0;
-      int n = 0;
-      for (const auto& ms : l.layer_ms) {
-        if (ms) {
-          sum += *ms;
-          ++n;
-        }
+      int n = 0, chained = 0;
+      for (int i = 0; i < p.num_layers(); ++i) {
+        if (!cm.can_run(vd, i)) continue;
+        sum += cm.exec_ms(vd, i);
+        ++n;
+        chained += !l.layer_chain_ms.empty() && l.layer_chain_ms[static_cast<size_t>(i)];
       }
       const double gbs =
           l.upload.alpha_ms_per_byte > 0 ? 1e-6 / l.upload.alpha_ms_per_byte : INFINITY;
-      std::printf("%-14s %8d %6d %12.3f %14.2f %10.2f %8.4f %9.1f%%\n", d.device.c_str(), l.mhz, n,
-                  sum, gbs, l.upload.beta_ms * 1e3, l.upload.r2,
-                  100 * cm.regression_error(static_cast<int>(di)));
+      const SliceOverhead& o = cm.slice_overhead(vd);
+      std::printf("%-14s %8d %6d %6d %10.3f %12.2f %8.2f %7.4f %9.3f %9.1f %6.3f %8.1f%%\n",
+                  d.device.c_str(), l.mhz, n, chained, sum, gbs, l.upload.beta_ms * 1e3,
+                  l.upload.r2, o.fixed_ms, o.ms_per_byte * 1024 * 1e6, o.chain_scale,
+                  100 * o.error);
     }
+    std::printf("  regression error (layers not measured): %.1f%%\n",
+                100 * cm.regression_error(static_cast<int>(di)));
     if (!d.unsupported.empty()) {
       std::printf("  %zu layer(s) cannot run on %s, e.g. %s: %s\n", d.unsupported.size(),
                   d.device.c_str(),
@@ -228,6 +240,20 @@ int run_check(const LoadedGraph& m, const cli::Args& args) {
     std::printf("%s%s: mean absolute error %.2f%% over %zu runs (whole model %.2f%%)\n",
                 md ? "\n" : "", m.name.c_str(), 100 * sum_abs / static_cast<double>(rows.size()),
                 rows.size(), whole_n ? 100 * whole_abs / whole_n : 0.0);
+    // Per device (split plans as "plan"), in order of first appearance.
+    std::vector<std::string> order;
+    std::map<std::string, std::pair<double, int>> per_device;
+    for (const CheckRow& r : rows) {
+      auto [it, fresh] = per_device.try_emplace(r.device, 0.0, 0);
+      if (fresh) order.push_back(r.device);
+      it->second.first += std::abs(r.error());
+      it->second.second += 1;
+    }
+    for (const std::string& d : order) {
+      const auto& [sum, n] = per_device[d];
+      std::printf("%s  %s: mean absolute error %.2f%% over %d runs\n", m.name.c_str(), d.c_str(),
+                  100 * sum / n, n);
+    }
   }
   return 0;
 }
@@ -271,6 +297,9 @@ int cmd_profile(int argc, char** argv) {
   options.repeat = *repeat;
   options.warmup = *warmup;
   options.all_levels = args->has("--all-levels");
+  auto calibration = args->get_int("--calibration", 8, 0, 10000);
+  if (!calibration.ok()) return report_error("profile", calibration.status());
+  options.calibration_slices = *calibration;
   options.statistic = args->get("--statistic", "median");
   options.sysfs_root = sysfs;
   ProgressBar bar;

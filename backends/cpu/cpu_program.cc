@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstring>
 
 #include "backends/cpu/arena.h"
@@ -58,6 +59,7 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& g,
   for (Step& s : p->steps_) {
     if (s.node != kNoNode) s.kernel = std::move(kernels[next++]);
   }
+  p->num_layers_ = layers.size();
 
   // Phase 3: arena and binding.
   RETURN_IF_ERROR(p->allocate_and_bind());
@@ -272,6 +274,18 @@ Status CpuProgram::allocate_and_bind() {
 }
 
 Status CpuProgram::run(std::span<const Tensor> inputs, std::span<Tensor> outputs) {
+  RETURN_IF_ERROR(check_and_allocate(inputs, outputs));
+  return pool_->run([&]() { return run_steps(inputs, outputs, nullptr); });
+}
+
+Status CpuProgram::run_timed(std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                             std::vector<double>* layer_ms) {
+  RETURN_IF_ERROR(check_and_allocate(inputs, outputs));
+  layer_ms->assign(num_layers_, 0.0);
+  return pool_->run([&]() { return run_steps(inputs, outputs, layer_ms); });
+}
+
+Status CpuProgram::check_and_allocate(std::span<const Tensor> inputs, std::span<Tensor> outputs) {
   if (inputs.size() != inputs_.size() || outputs.size() != outputs_.size()) {
     return invalid_argument("program takes " + std::to_string(inputs_.size()) + " inputs and " +
                             std::to_string(outputs_.size()) + " outputs, got " +
@@ -293,10 +307,12 @@ Status CpuProgram::run(std::span<const Tensor> inputs, std::span<Tensor> outputs
       ASSIGN_OR_RETURN(t, Tensor::create(info.dtype, info.shape));
     }
   }
-  return pool_->run([&]() { return run_steps(inputs, outputs); });
+  return Status();
 }
 
-Status CpuProgram::run_steps(std::span<const Tensor> inputs, std::span<Tensor> outputs) {
+Status CpuProgram::run_steps(std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                             std::vector<double>* layer_ms) {
+  using Clock = std::chrono::steady_clock;
   ThreadPool& pool = *pool_;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Buf& b = bufs_[static_cast<size_t>(input_bufs_[i])];
@@ -308,8 +324,17 @@ Status CpuProgram::run_steps(std::span<const Tensor> inputs, std::span<Tensor> o
       std::memcpy(address(input_bufs_[i]), t.raw(), t.byte_size());
     }
   }
+  // Layer i's time runs from the end of the previous layer's step (so conversions between
+  // them are charged to the layer that needs them) to the end of its own.
+  size_t layer = 0;
+  Clock::time_point t0 = layer_ms != nullptr ? Clock::now() : Clock::time_point();
   for (Step& s : steps_) {
     Status st = s.kernel->run(pool);
+    if (layer_ms != nullptr && s.node != kNoNode) {
+      const Clock::time_point t1 = Clock::now();
+      (*layer_ms)[layer++] = std::chrono::duration<double, std::milli>(t1 - t0).count();
+      t0 = t1;
+    }
     if (!st.ok()) {
       if (s.node == kNoNode) return st;
       const Node& n = g_.node(s.node);

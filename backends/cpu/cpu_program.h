@@ -22,6 +22,9 @@ class CpuProgram final : public Program {
   const std::vector<ValueId>& input_values() const override { return inputs_; }
   const std::vector<ValueId>& output_values() const override { return outputs_; }
   Status run(std::span<const Tensor> inputs, std::span<Tensor> outputs) override;
+  // Times each layer's step, with the layout conversions before it (not the copy-in/out).
+  Status run_timed(std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                   std::vector<double>* layer_ms) override;
   uint64_t peak_memory_bytes() const override { return arena_bytes_ + owned_bytes_; }
 
   uint64_t arena_bytes() const { return arena_bytes_; }
@@ -54,7 +57,9 @@ class CpuProgram final : public Program {
   void plan(std::span<const NodeId> layers, const std::vector<std::unique_ptr<Kernel>>& kernels,
             const std::vector<Layout>& input_layouts, std::vector<Layout>* first_wanted);
   Status allocate_and_bind();
-  Status run_steps(std::span<const Tensor> inputs, std::span<Tensor> outputs);
+  Status run_steps(std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                   std::vector<double>* layer_ms);
+  Status check_and_allocate(std::span<const Tensor> inputs, std::span<Tensor> outputs);
   void* address(int buf) const { return arena_.get() + bufs_[static_cast<size_t>(buf)].offset; }
 
   const Graph& g_;
@@ -63,6 +68,7 @@ class CpuProgram final : public Program {
   std::vector<Buf> bufs_;
   std::vector<Step> steps_;
   std::vector<int> input_bufs_, output_bufs_;
+  size_t num_layers_ = 0;
   std::shared_ptr<uint8_t> arena_;
   uint64_t arena_bytes_ = 0;
   uint64_t owned_bytes_ = 0;

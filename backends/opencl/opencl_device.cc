@@ -1,6 +1,7 @@
 #include "backends/opencl/opencl_device.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -63,9 +64,19 @@ class OpenCLProgram final : public Program {
 
   const std::vector<ValueId>& input_values() const override { return inputs_; }
   const std::vector<ValueId>& output_values() const override { return outputs_; }
-  Status run(std::span<const Tensor> inputs, std::span<Tensor> outputs) override;
+  Status run(std::span<const Tensor> inputs, std::span<Tensor> outputs) override {
+    return run_layers(inputs, outputs, nullptr);
+  }
+  // Waits for each layer's kernels before timing the next (host clock around clFinish).
+  Status run_timed(std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                   std::vector<double>* layer_ms) override {
+    layer_ms->assign(layer_launch_end_.size(), 0.0);
+    return run_layers(inputs, outputs, layer_ms);
+  }
 
  private:
+  Status run_layers(std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                    std::vector<double>* layer_ms);
   OpenCLProgram(std::shared_ptr<opencl::Runtime> rt, const Graph& g) : rt_(std::move(rt)), g_(g) {}
   Status plan(std::span<const NodeId> layers);
   Status allocate(size_t num_layers);
@@ -83,6 +94,7 @@ class OpenCLProgram final : public Program {
   std::vector<MemHandle> buffers_;  // every device buffer the program owns
   std::vector<MemHandle> aux_;      // index tables and folded parameters of the launches
   std::vector<Launch> launches_;
+  std::vector<size_t> layer_launch_end_;  // per layer: launches_.size() after its launches
 };
 
 Result<std::unique_ptr<OpenCLProgram>> OpenCLProgram::create(std::shared_ptr<opencl::Runtime> rt,
@@ -236,7 +248,10 @@ Status OpenCLProgram::lower(std::span<const NodeId> layers) {
   for (NodeId id : layers) {
     const Node& n = g_.node(id);
     const opencl::OpenCLOp* op = opencl::find_opencl_op(n.kind);
-    if (op->execution != Execution::kKernels) continue;
+    if (op->execution != Execution::kKernels) {
+      layer_launch_end_.push_back(launches_.size());
+      continue;
+    }
     std::vector<cl_mem> ins, outs;
     for (ValueId v : n.inputs) {
       ins.push_back(v == kNoValue ? nullptr : storages_[static_cast<size_t>(storage_of_[v])].mem);
@@ -245,11 +260,14 @@ Status OpenCLProgram::lower(std::span<const NodeId> layers) {
     NodeContext nc(g_, n);
     opencl::Lowering l(*rt_, g_, n, nc.ctx(), std::move(ins), std::move(outs), &aux_, &launches_);
     RETURN_IF_ERROR(op->lower(l));
+    layer_launch_end_.push_back(launches_.size());
   }
   return Status();
 }
 
-Status OpenCLProgram::run(std::span<const Tensor> inputs, std::span<Tensor> outputs) {
+Status OpenCLProgram::run_layers(std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                                 std::vector<double>* layer_ms) {
+  using Clock = std::chrono::steady_clock;
   if (inputs.size() != inputs_.size() || outputs.size() != outputs_.size()) {
     return invalid_argument("program takes " + std::to_string(inputs_.size()) + " inputs and " +
                             std::to_string(outputs_.size()) + " outputs, got " +
@@ -270,8 +288,21 @@ Status OpenCLProgram::run(std::span<const Tensor> inputs, std::span<Tensor> outp
                                                   inputs[i].raw(), 0, nullptr, nullptr),
                              "writing input '" + v.name + "' to the device"));
   }
-  // The kernels, in order.
-  for (const Launch& l : launches_) {
+  // The kernels, in order; when timed, the inputs are on the device before the first layer
+  // starts and each layer is finished before the next.
+  if (layer_ms != nullptr) RETURN_IF_ERROR(cl_check(clFinish(q), "clFinish"));
+  Clock::time_point t0 = layer_ms != nullptr ? Clock::now() : Clock::time_point();
+  size_t layer = 0;
+  for (size_t i = 0; i <= launches_.size(); ++i) {
+    while (layer_ms != nullptr && layer < layer_launch_end_.size() &&
+           layer_launch_end_[layer] == i) {
+      RETURN_IF_ERROR(cl_check(clFinish(q), "clFinish"));
+      const Clock::time_point t1 = Clock::now();
+      (*layer_ms)[layer++] = std::chrono::duration<double, std::milli>(t1 - t0).count();
+      t0 = t1;
+    }
+    if (i == launches_.size()) break;
+    const Launch& l = launches_[i];
     const cl_int err =
         clEnqueueNDRangeKernel(q, l.kernel.get(), l.dims, nullptr, l.global,
                                l.has_local() ? l.local : nullptr, 0, nullptr, nullptr);

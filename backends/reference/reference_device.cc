@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 
 namespace tessera {
@@ -44,6 +45,20 @@ class ReferenceProgram final : public Program {
   const std::vector<ValueId>& output_values() const override { return outputs_; }
 
   Status run(std::span<const Tensor> inputs, std::span<Tensor> outputs) override {
+    return run_layers(inputs, outputs, nullptr);
+  }
+  Status run_timed(std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                   std::vector<double>* layer_ms) override {
+    layer_ms->assign(layers_.size(), 0.0);
+    return run_layers(inputs, outputs, layer_ms);
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  // Runs the layers; with `layer_ms`, times each (its output allocation included).
+  Status run_layers(std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                    std::vector<double>* layer_ms) {
     if (inputs.size() != inputs_.size() || outputs.size() != outputs_.size()) {
       return invalid_argument("program takes " + std::to_string(inputs_.size()) + " inputs and " +
                               std::to_string(outputs_.size()) + " outputs, got " +
@@ -61,6 +76,7 @@ class ReferenceProgram final : public Program {
     }
     std::vector<Tensor> ins, outs;
     for (size_t li = 0; li < layers_.size(); ++li) {
+      const Clock::time_point t0 = layer_ms != nullptr ? Clock::now() : Clock::time_point();
       const Node& n = g_.node(layers_[li]);
       ins.clear();
       outs.clear();
@@ -87,6 +103,9 @@ class ReferenceProgram final : public Program {
           table[static_cast<size_t>(v)] = Tensor();
         }
       }
+      if (layer_ms != nullptr) {
+        (*layer_ms)[li] = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+      }
     }
     for (size_t i = 0; i < outputs_.size(); ++i) {
       const ValueId v = outputs_[i];
@@ -101,7 +120,6 @@ class ReferenceProgram final : public Program {
     return Status();
   }
 
- private:
   const Graph& g_;
   std::vector<NodeId> layers_;
   std::vector<ValueId> inputs_;

@@ -335,12 +335,29 @@ Status VulkanProgram::run(std::span<const Tensor> inputs, std::span<Tensor> outp
                                                          stamps.data(), 8, VK_QUERY_RESULT_64_BIT);
     if (r == VK_SUCCESS) {
       const double period_ns = gpu_->physical().properties.limits.timestampPeriod;
+      chained_ms_.clear();
       for (size_t li = 0; li < layers_.size(); ++li) {
         const uint64_t t0 = stamps[2 * li], t1 = stamps[2 * li + 1];
         node_times_.push_back({layers_[li], t1 > t0 ? (t1 - t0) * period_ns * 1e-6 : 0.0});
+        const uint64_t from = li == 0 ? t0 : stamps[2 * li - 1];
+        chained_ms_.push_back(t1 > from ? (t1 - from) * period_ns * 1e-6 : 0.0);
       }
     }
   }
+  return Status();
+}
+
+Status VulkanProgram::run_timed(std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                                std::vector<double>* layer_ms) {
+  if (impl_->query_pool == VK_NULL_HANDLE) {
+    return unimplemented("this Vulkan queue has no timestamps to time layers with");
+  }
+  chained_ms_.clear();
+  RETURN_IF_ERROR(run(inputs, outputs));
+  if (chained_ms_.size() != layers_.size()) {
+    return unimplemented("the timestamps of this run could not be read");
+  }
+  *layer_ms = chained_ms_;
   return Status();
 }
 

@@ -36,6 +36,11 @@ class VulkanProgram final : public Program {
   const std::vector<ValueId>& input_values() const override { return inputs_; }
   const std::vector<ValueId>& output_values() const override { return outputs_; }
   Status run(std::span<const Tensor> inputs, std::span<Tensor> outputs) override;
+  // From the timestamps: each layer runs from the end of the previous layer's dispatches (the
+  // first from its own start) to the end of its own, so barriers between layers are charged to
+  // the layer that waits. Unimplemented when the queue has no timestamps.
+  Status run_timed(std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                   std::vector<double>* layer_ms) override;
 
   // Per-node GPU times of the last run (empty when the queue has no timestamps).
   const std::vector<VulkanNodeTime>& node_times() const { return node_times_; }
@@ -52,6 +57,7 @@ class VulkanProgram final : public Program {
   std::vector<ValueId> inputs_;
   std::vector<ValueId> outputs_;
   std::vector<VulkanNodeTime> node_times_;
+  std::vector<double> chained_ms_;  // per layer, see run_timed()
   int num_dispatches_ = 0;
   std::unique_ptr<Impl> impl_;
 };

@@ -206,6 +206,112 @@ TEST(CostModelRegressionTest, EstimatesUnmeasuredLayersAndReportsItsError) {
   EXPECT_GT(noisy->regression_error(0), 0.05);
 }
 
+// ---- per-slice overhead ----
+
+// A profile of a six-MatMul chain on "npu:0" with the given per-layer times, and calibration
+// runs over `slices` whose measured ms `truth(first, last, boundary bytes)` says.
+class SliceOverheadTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_ = testing::make_model(testing::matmul_chain(6));
+    p_.model_name = "chain";
+    p_.model_hash = "h";
+    p_.describe_model(*m_.lg);
+    p_.platform = two_devices(1000000000);
+    DeviceProfile npu;
+    npu.device = "npu:0";
+    npu.levels.push_back(
+        level(0, std::vector<std::optional<double>>(6), line(1e-6, 0.01), line(2e-6, 0.02)));
+    p_.devices = {npu};
+  }
+  LevelProfile& lp() { return p_.devices[0].levels[0]; }
+  // Bytes crossing the boundary of [first, last), from a model without calibration runs.
+  uint64_t boundary(int first, int last) {
+    auto cm = CostModel::build(p_, *m_.lg).value();
+    return cm.slice_input_bytes(first, last) + cm.slice_output_bytes(first, last);
+  }
+  double transfers(const CostModel& cm, int first, int last) {
+    return cm.upload_ms(0, cm.slice_input_bytes(first, last), cm.slice_input_count(first, last)) +
+           cm.download_ms(0, cm.slice_output_bytes(first, last),
+                          cm.slice_output_count(first, last));
+  }
+  const std::vector<std::pair<int, int>> slices_ = {{0, 1}, {2, 3}, {1, 4}, {0, 6}, {3, 5}, {5, 6}};
+  testing::TestModel m_;
+  Profile p_;
+};
+
+TEST_F(SliceOverheadTest, FitsTheFixedAndPerByteCostOfChainedSlices) {
+  lp().layer_chain_ms = {1.0, 0.5, 0.25, 2.0, 0.125, 0.75};
+  const double fixed = 0.3, per_byte = 2e-5;
+  {
+    const CostModel bare = CostModel::build(p_, *m_.lg).value();
+    EXPECT_EQ(bare.slice_overhead(0).samples, 0);  // no calibration runs: no overhead
+    EXPECT_EQ(bare.slice_overhead_ms(0, 0, 6), 0);
+    EXPECT_NEAR(bare.exec_ms(0, 3), 2.0, 1e-12);  // chained times are used as they are
+    for (const auto& [a, b] : slices_) {
+      const double ms = bare.slice_exec_ms(0, a, b) + transfers(bare, a, b) + fixed +
+                        per_byte * static_cast<double>(boundary(a, b));
+      lp().slice_runs.push_back(SliceRun{a, b, ms});
+    }
+  }
+  const CostModel cm = CostModel::build(p_, *m_.lg).value();
+  const SliceOverhead& o = cm.slice_overhead(0);
+  EXPECT_EQ(o.samples, 6);
+  EXPECT_NEAR(o.chain_scale, 1.0, 1e-12);
+  EXPECT_NEAR(o.fixed_ms, fixed, 1e-9);
+  EXPECT_NEAR(o.ms_per_byte, per_byte, 1e-12);
+  EXPECT_LT(o.error, 1e-9);
+  // A slice that was not a calibration run is priced by the same law.
+  const double expect = 0.5 + 0.25 + transfers(cm, 1, 3) + fixed + per_byte * boundary(1, 3);
+  EXPECT_NEAR(cm.slice_ms(0, 1, 3), expect, 1e-9);
+  EXPECT_NEAR(cm.slice_overhead_ms(0, 1, 3), fixed + per_byte * boundary(1, 3), 1e-9);
+  // The overhead is paid at the transfer power.
+  const double exec_mj =
+      cm.slice_energy_mj(0, 1, 3) -
+      (transfers(cm, 1, 3) + fixed + per_byte * boundary(1, 3)) * power_w(cm.devices()[0], 0);
+  EXPECT_NEAR(exec_mj, (0.5 + 0.25) * cm.power_w(0, 1), 1e-9);
+}
+
+TEST_F(SliceOverheadTest, ScalesLayersTimedAloneToTheirChainedCost) {
+  // Totals of layers timed alone; chained they run 1.25x slower, plus 0.2 ms per slice.
+  lp().layer_ms = {1.5, 0.75, 0.5, 2.5, 0.3, 1.0};
+  const double scale = 1.25, fixed = 0.2;
+  {
+    const CostModel bare = CostModel::build(p_, *m_.lg).value();
+    for (const auto& [a, b] : slices_) {
+      const double ms = scale * bare.slice_exec_ms(0, a, b) + transfers(bare, a, b) + fixed;
+      lp().slice_runs.push_back(SliceRun{a, b, ms});
+    }
+  }
+  const CostModel cm = CostModel::build(p_, *m_.lg).value();
+  const SliceOverhead& o = cm.slice_overhead(0);
+  EXPECT_NEAR(o.chain_scale, scale, 1e-9);
+  EXPECT_NEAR(o.fixed_ms, fixed, 1e-9);
+  EXPECT_NEAR(o.ms_per_byte, 0, 1e-12);
+  // exec_ms is the scaled time alone (transfers of the layer removed first).
+  const double alone = 2.5 - transfers(cm, 3, 4);
+  EXPECT_NEAR(cm.exec_ms(0, 3), scale * alone, 1e-9);
+}
+
+TEST_F(SliceOverheadTest, NoisyRunsAreFittedAndTheirErrorReported) {
+  lp().layer_chain_ms = {1.0, 0.5, 0.25, 2.0, 0.125, 0.75};
+  {
+    const CostModel bare = CostModel::build(p_, *m_.lg).value();
+    int i = 0;
+    for (const auto& [a, b] : slices_) {
+      const double ms =
+          (bare.slice_exec_ms(0, a, b) + transfers(bare, a, b) + 0.4) * (i++ % 2 ? 1.05 : 0.95);
+      lp().slice_runs.push_back(SliceRun{a, b, ms});
+    }
+  }
+  const CostModel cm = CostModel::build(p_, *m_.lg).value();
+  const SliceOverhead& o = cm.slice_overhead(0);
+  EXPECT_GT(o.error, 0.01);
+  EXPECT_LT(o.error, 0.1);
+  EXPECT_GE(o.ms_per_byte, 0);
+  EXPECT_GT(cm.slice_overhead_ms(0, 0, 6), 0.1);
+}
+
 TEST(CostModelBuildTest, RefusesAProfileOfAnotherModel) {
   auto a = testing::make_model(testing::skip_graph());
   auto b = testing::make_model(testing::matmul_chain(3));

@@ -1,10 +1,12 @@
 #include "scheduler/profiler.h"
 
+#include <chrono>
 #include <cmath>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "backends/registry.h"
 #include "scheduler/cost_model.h"
 #include "scheduler/profile.h"
 #include "tests/scheduler/profile_test_util.h"
@@ -31,6 +33,7 @@ ProfileOptions quick_options() {
   ProfileOptions o;
   o.warmup = 0;
   o.repeat = 2;
+  o.calibration_slices = 3;
   o.transfer_sizes = {4096, 65536, 262144};
   o.sysfs_root = "/nonexistent-sysfs";
   return o;
@@ -59,10 +62,22 @@ TEST(ProfilerTest, ProfilesEveryLayerOnTheReferenceDevice) {
   EXPECT_TRUE(d.unsupported.empty());
   ASSERT_EQ(d.levels.size(), 1u);
   const LevelProfile& l = d.levels[0];
+  // The reference backend times layers inside one run of the whole model, so none is timed
+  // alone.
   ASSERT_EQ(l.layer_ms.size(), 4u);
-  for (const auto& ms : l.layer_ms) {
-    ASSERT_TRUE(ms.has_value());
-    EXPECT_GT(*ms, 0);
+  ASSERT_EQ(l.layer_chain_ms.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_FALSE(l.layer_ms[i].has_value());
+    ASSERT_TRUE(l.layer_chain_ms[i].has_value());
+    EXPECT_GT(*l.layer_chain_ms[i], 0);
+  }
+  // Calibration runs: inside the model, timed.
+  ASSERT_EQ(l.slice_runs.size(), 3u);
+  for (const SliceRun& r : l.slice_runs) {
+    EXPECT_GE(r.first, 0);
+    EXPECT_GT(r.last, r.first);
+    EXPECT_LE(r.last, 4);
+    EXPECT_GT(r.ms, 0);
   }
   EXPECT_TRUE(l.layer_dynamic_w.empty());  // no sensor: power is not measured
   EXPECT_EQ(l.upload.points.size(), 3u);
@@ -85,6 +100,45 @@ TEST(ProfilerTest, ProfilesEveryLayerOnTheReferenceDevice) {
   auto whole = measure_slice_ms(*m.lg, "reference", 0, 4, 1, 3);
   ASSERT_TRUE(whole.ok()) << whole.status().to_string();
   EXPECT_GT(*whole, 0);
+}
+
+// Program::run_timed gives one time per layer, no more than the run took, and the same outputs
+// as run(), on every backend here that times layers in a run.
+TEST(ProfilerTest, ChainTimingKeepsOutputsAndAddsUp) {
+  auto m = testing::make_model(testing::skip_graph());
+  std::vector<NodeId> nodes;
+  for (int i = 0; i < m.lg->num_layers(); ++i) nodes.push_back(m.lg->layer(i).node);
+  int timed = 0;
+  for (const char* name : {"reference", "cpu", "opencl:0", "vulkan:0", "npu:0"}) {
+    SCOPED_TRACE(name);
+    auto device = open_device(name);
+    if (!device.ok()) continue;  // not in this build or machine
+    auto program = (*device)->compile(m.lg->graph(), nodes);
+    if (!program.ok()) continue;  // e.g. an NPU without Sigmoid
+    auto inputs = make_inputs(m.lg->graph(), (*program)->input_values()).value();
+    std::vector<Tensor> plain(1), timed_out(1);
+    ASSERT_TRUE((*program)->run(inputs, plain).ok());
+    std::vector<double> ms;
+    const auto t0 = std::chrono::steady_clock::now();
+    Status st = (*program)->run_timed(inputs, timed_out, &ms);
+    const double wall =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (st.code() == StatusCode::kUnimplemented) continue;
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    ++timed;
+    ASSERT_EQ(ms.size(), nodes.size());
+    double sum = 0;
+    for (double x : ms) {
+      EXPECT_GE(x, 0);
+      sum += x;
+    }
+    EXPECT_LE(sum, wall);
+    ASSERT_EQ(timed_out[0].numel(), plain[0].numel());
+    for (int64_t i = 0; i < plain[0].numel(); ++i) {
+      EXPECT_EQ(timed_out[0].data<float>()[i], plain[0].data<float>()[i]) << i;
+    }
+  }
+  EXPECT_GE(timed, 2);  // reference and cpu at least
 }
 
 TEST(ProfilerTest, RefusesUnknownDevicesAndBadOptions) {
@@ -158,7 +212,32 @@ TEST_F(ProfileJsonTest, RefusesWhatCannotBeTrusted) {
   ASSERT_FALSE(p.ok());
   EXPECT_NE(p.status().message().find("model.hash"), std::string::npos);
   EXPECT_NE(p.status().message().find("p.json"), std::string::npos);
-  expect_refused("\"version\": 1", "\"version\": 9", "version: 9 is not supported");
+  expect_refused("\"version\": 2", "\"version\": 9", "version: 9 is not supported");
+  // Version 1 profiles timed layers alone only: refused, with what to do.
+  expect_refused("\"version\": 2", "\"version\": 1", "profile the model again");
+  {
+    auto j = nlohmann::json::parse(text_);
+    j["devices"][0]["levels"][0]["layer_chain_ms"][2] = -0.5;
+    auto neg = Profile::from_json_text(j.dump(), "p.json");
+    ASSERT_FALSE(neg.ok());
+    EXPECT_NE(neg.status().message().find("devices[0].levels[0].layer_chain_ms[2]"),
+              std::string::npos)
+        << neg.status().to_string();
+    j = nlohmann::json::parse(text_);
+    j["devices"][0]["levels"][0]["slice_runs"] = {{3, 9, 1.0}};
+    auto range = Profile::from_json_text(j.dump(), "p.json");
+    ASSERT_FALSE(range.ok());
+    EXPECT_NE(range.status().message().find("devices[0].levels[0].slice_runs[0]: [3, 9)"),
+              std::string::npos)
+        << range.status().to_string();
+    j["devices"][0]["levels"][0]["slice_runs"] = {{0, 2, 0.0}};
+    auto zero = Profile::from_json_text(j.dump(), "p.json");
+    ASSERT_FALSE(zero.ok());
+    EXPECT_NE(zero.status().message().find("slice_runs[0]: ms must be positive"), std::string::npos)
+        << zero.status().to_string();
+    j["devices"][0]["levels"][0]["slice_runs"] = {"x"};
+    EXPECT_FALSE(Profile::from_json_text(j.dump(), "p.json").ok());
+  }
   expect_refused("\"tessera-profile\"", "\"tessera-plan\"", "format");
   {
     auto j = nlohmann::json::parse(text_);

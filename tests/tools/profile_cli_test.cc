@@ -33,6 +33,7 @@ TEST(ProfileCli, ProfilesChecksAndRefuses) {
   CommandResult r = run_cli("profile " + model + " -o " + out + " --repeat 2 --warmup 0");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("reference"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("slice ms"), std::string::npos) << r.output;  // the overhead fit
   auto hash = model_file_hash(model);
   ASSERT_TRUE(hash.ok());
   auto p = Profile::load(out, *hash);
@@ -44,6 +45,7 @@ TEST(ProfileCli, ProfilesChecksAndRefuses) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("whole model"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("mean absolute error"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("reference: mean absolute error"), std::string::npos) << r.output;
 
   // The profile is of another model: refused by hash, naming the field.
   r = run_cli("profile " + other + " --check " + out);
@@ -55,6 +57,12 @@ TEST(ProfileCli, ProfilesChecksAndRefuses) {
   EXPECT_NE(r.output.find("vulkan:9"), std::string::npos) << r.output;
   r = run_cli("profile " + model + " -o " + out + " --repeat 0");
   EXPECT_EQ(r.exit_code, 1);
+  r = run_cli("profile " + model + " -o " + out + " --calibration -1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--calibration"), std::string::npos) << r.output;
+  r = run_cli("profile " + model + " -o " + out + " --statistic mode");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("median, min or mean"), std::string::npos) << r.output;
   r = run_cli("profile " + model + " -o " + out + " --platform " + dir + "nope.json");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("nope.json"), std::string::npos) << r.output;
