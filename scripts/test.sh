@@ -19,6 +19,8 @@ export TESSERA_REQUIRE_VULKAN=1 TESSERA_REQUIRE_OPENCL=1 TESSERA_REQUIRE_NPU=1
 launcher=()
 if command -v ccache >/dev/null 2>&1; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+  # Paths relative to the checkout, so every clone of the repository shares one cache.
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 fi
 
 echo "== format check"
