@@ -359,14 +359,15 @@ Result<std::unique_ptr<Kernel>> make_winograd_f4_conv(const KernelRequest& req) 
 
 // Measured (BM_ConvVariant, docs/performance.md): F(2x2) beats XNNPACK's direct convolution
 // 1.5-2x on feature maps of 14x14 and more; on 7x7 maps there are too few tiles (16) for the
-// sgemm calls to amortise packing the transformed weights, and XNNPACK wins.
+// sgemm calls to amortise packing the transformed weights, and XNNPACK wins; so it does with
+// fewer than 16 input channels (VGG's first layer), too shallow for the sgemm and transforms.
 constexpr int64_t kMinWinogradF2Tiles = 48;
 
 Result<std::unique_ptr<Kernel>> make_winograd_f2_conv(const KernelRequest& req) {
   ASSIGN_OR_RETURN(std::optional<ConvSetup> s, winograd_setup(req));
   if (!s) return decline();
   const int64_t tiles = ((s->geo.output[0] + 1) / 2) * ((s->geo.output[1] + 1) / 2);
-  if (!req.any_config && tiles < kMinWinogradF2Tiles) return decline();
+  if (!req.any_config && (tiles < kMinWinogradF2Tiles || s->cin < 16)) return decline();
   return std::unique_ptr<Kernel>(std::make_unique<WinogradConvKernel<F2>>(*s, "F(2x2,3x3)"));
 }
 
