@@ -162,6 +162,7 @@ TESSERA_AVX512 void output_tile(const float* m, int64_t ldm, float* const* y, in
 
 // Bytes of L2 cache one work item's transformed input and products should fit in.
 constexpr int64_t kBlockBudgetBytes = 1 << 20;
+constexpr int64_t kMinBlockTiles = 96;
 
 template <typename F>
 class WinogradConvKernel final : public Kernel {
@@ -216,7 +217,9 @@ class WinogradConvKernel final : public Kernel {
     const int64_t tiles = n_ * tiles_y_ * tiles_x_;
     // Tile blocks that keep V (tiles x C) and M (tiles x K) of all kE products in L2.
     const int64_t per_tile = kE * (c_ + k_) * static_cast<int64_t>(sizeof(float));
-    int64_t tb = std::clamp<int64_t>(kBlockBudgetBytes / per_tile, 8, 256);
+    // At least kMinBlockTiles rows per sgemm: every call re-packs its C x K slice of U, which
+    // only pays off over enough tiles (deep layers then spill V to L3, which costs less).
+    int64_t tb = std::clamp<int64_t>(kBlockBudgetBytes / per_tile, kMinBlockTiles, 256);
     blocks_ = (tiles + tb - 1) / tb;
     // Two or more threads: as many equal blocks per thread, unless blocks would get smaller
     // than 16 tiles; with too few tiles for that, split the output channels instead (the input
