@@ -56,6 +56,8 @@ class GemmConvKernel final : public Kernel {
     oh_ = out[0].shape[2];
     ow_ = out[0].shape[3];
     rows_ = in[0].shape[0] * oh_ * ow_;
+    blocks_ = 0;
+    if (rows_ == 0) return Status();  // an empty batch: nothing to run
     const int threads = pool.num_threads();
     if (direct_) {
       // One block per thread; few rows: one block, the threads split the channels (each then

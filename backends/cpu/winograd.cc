@@ -215,6 +215,8 @@ class WinogradConvKernel final : public Kernel {
     tiles_y_ = (oh_ + M - 1) / M;
     tiles_x_ = (ow_ + M - 1) / M;
     const int64_t tiles = n_ * tiles_y_ * tiles_x_;
+    blocks_ = 0;
+    if (tiles == 0) return Status();  // an empty batch: nothing to run
     // Tile blocks that keep V (tiles x C) and M (tiles x K) of all kE products in L2.
     const int64_t per_tile = kE * (c_ + k_) * static_cast<int64_t>(sizeof(float));
     // At least kMinBlockTiles rows per sgemm: every call re-packs its C x K slice of U, which
