@@ -1,7 +1,14 @@
 // Benchmarks for the cpu backend.
 //
-//   BM_Layer/<device>/<model layer>   one layer of MobileNetV2 or ResNet-50 (real shapes, batch 1)
-//                                     compiled alone on the device; counters: GFLOP/s.
+//   BM_Layer/<device>/<model layer>   one layer of MobileNetV2, ResNet-18/50, VGG-16 or
+//                                     SqueezeNet (real shapes, batch 1) compiled alone on the
+//                                     device, with the variant the cpu device selects;
+//                                     counters: GFLOP/s (direct-convolution FLOPs).
+//   BM_ConvVariant/<variant>/<model layer>/<threads>
+//                                     the same layer forced onto one convolution kernel variant
+//                                     of the cpu device (kConvKernels: winograd, openblas gemm,
+//                                     xnnpack) on a pool of 1 or 2 pinned threads; variants that
+//                                     cannot run a layer are skipped.
 //   BM_Model/<device>/<model>         whole-model latency from TESSERA_MODEL_DIR (the exported
 //                                     ONNX files), imported and optimised as `tessera convert`.
 //   BM_FmaPeak/<threads>              this machine's FP32 FMA peak: independent FMA chains, one
@@ -19,6 +26,7 @@
 #include <random>
 #include <thread>
 
+#include "backends/cpu/cpu_program.h"
 #include "backends/cpu/kernel_table.h"
 #include "backends/registry.h"
 #include "core/npy.h"
@@ -43,7 +51,7 @@ struct ConvLayer {
   int64_t cin, cout, hw, k, stride, group;
 };
 
-// MobileNetV2 and ResNet-50 layer shapes (224x224 input).
+// MobileNetV2, ResNet-18/50, VGG-16 and SqueezeNet 1.1 layer shapes (224x224 input).
 const ConvLayer kLayers[] = {
     {"mobilenet_v2/conv0_3x3s2", 3, 32, 224, 3, 2, 1},
     {"mobilenet_v2/dw_3x3_112", 32, 32, 112, 3, 1, 32},
@@ -57,9 +65,31 @@ const ConvLayer kLayers[] = {
     {"resnet50/res3_3x3_28", 128, 128, 28, 3, 1, 1},
     {"resnet50/res4_3x3_14", 256, 256, 14, 3, 1, 1},
     {"resnet50/res5_1x1_7", 512, 2048, 7, 1, 1, 1},
+    {"resnet50/res2_1x1_56_reduce", 256, 64, 56, 1, 1, 1},
+    {"resnet50/res3_1x1_28", 128, 512, 28, 1, 1, 1},
+    {"resnet50/res3_1x1_28_reduce", 512, 128, 28, 1, 1, 1},
+    {"resnet50/res3_3x3s2_56", 128, 128, 56, 3, 2, 1},
+    {"resnet50/res4_1x1_14", 256, 1024, 14, 1, 1, 1},
+    {"resnet50/res4_1x1_14_reduce", 1024, 256, 14, 1, 1, 1},
+    {"resnet50/res5_3x3_7", 512, 512, 7, 3, 1, 1},
+    {"resnet50/res5_1x1_7_reduce", 2048, 512, 7, 1, 1, 1},
+    {"resnet18/layer1_3x3_56", 64, 64, 56, 3, 1, 1},
+    {"resnet18/layer2_3x3s2_56", 64, 128, 56, 3, 2, 1},
+    {"resnet18/layer2_3x3_28", 128, 128, 28, 3, 1, 1},
+    {"resnet18/layer3_3x3_14", 256, 256, 14, 3, 1, 1},
+    {"resnet18/layer4_3x3_7", 512, 512, 7, 3, 1, 1},
+    {"vgg16/conv1_2_3x3_224", 64, 64, 224, 3, 1, 1},
+    {"vgg16/conv2_2_3x3_112", 128, 128, 112, 3, 1, 1},
+    {"vgg16/conv3_2_3x3_56", 256, 256, 56, 3, 1, 1},
+    {"vgg16/conv4_2_3x3_28", 512, 512, 28, 3, 1, 1},
+    {"vgg16/conv5_2_3x3_14", 512, 512, 14, 3, 1, 1},
+    {"squeezenet1_1/fire2_expand3x3_55", 16, 64, 55, 3, 1, 1},
+    {"squeezenet1_1/fire2_expand1x1_55", 16, 64, 55, 1, 1, 1},
+    {"squeezenet1_1/fire9_expand3x3_13", 64, 256, 13, 3, 1, 1},
 };
 
-void BM_Layer(benchmark::State& state, std::string device, ConvLayer l) {
+// The one-node graph of a layer (fused relu), shape-inferred.
+Result<Graph> layer_graph(const ConvLayer& l) {
   Graph g;
   const ValueId x = g.add_value("x", TensorInfo{DType::kF32, Shape{1, l.cin, l.hw, l.hw}});
   g.inputs().push_back(x);
@@ -76,22 +106,47 @@ void BM_Layer(benchmark::State& state, std::string device, ConvLayer l) {
   n.outputs = {g.add_value("y")};
   g.outputs().push_back(n.outputs[0]);
   g.add_node(n);
-  if (!g.infer_shapes().ok()) return state.SkipWithError("shape inference failed");
-  auto dev = open_device(device);
-  if (!dev.ok()) return state.SkipWithError(dev.status().to_string().c_str());
-  const NodeId layers[] = {0};
-  auto prog = (*dev)->compile(g, layers);
-  if (!prog.ok()) return state.SkipWithError(prog.status().to_string().c_str());
-  std::vector<Tensor> in = {random(g.value(x).info.shape, 3)}, out(1);
-  const Shape& ys = g.value(n.outputs[0]).info.shape;
+  RETURN_IF_ERROR(g.infer_shapes());
+  return g;
+}
+
+// Runs a compiled layer until the benchmark stops; counter GFLOP/s of direct convolution.
+void run_layer(benchmark::State& state, const Graph& g, const ConvLayer& l, Program& prog) {
+  std::vector<Tensor> in = {random(g.value(g.inputs()[0]).info.shape, 3)}, out(1);
+  const Shape& ys = g.value(g.outputs()[0]).info.shape;
   const double flops =
       2.0 * static_cast<double>(ys.numel()) * static_cast<double>(l.cin / l.group * l.k * l.k);
   for (auto _ : state) {
-    Status st = (*prog)->run(in, out);
+    Status st = prog.run(in, out);
     if (!st.ok()) return state.SkipWithError(st.to_string().c_str());
   }
   state.counters["GFLOP/s"] =
       benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_Layer(benchmark::State& state, std::string device, ConvLayer l) {
+  auto g = layer_graph(l);
+  if (!g.ok()) return state.SkipWithError(g.status().to_string().c_str());
+  auto dev = open_device(device);
+  if (!dev.ok()) return state.SkipWithError(dev.status().to_string().c_str());
+  const NodeId layers[] = {0};
+  auto prog = (*dev)->compile(*g, layers);
+  if (!prog.ok()) return state.SkipWithError(prog.status().to_string().c_str());
+  state.SetLabel((*prog)->describe());
+  run_layer(state, *g, l, **prog);
+}
+
+void BM_ConvVariant(benchmark::State& state, const char* variant, ConvLayer l, int threads) {
+  auto g = layer_graph(l);
+  if (!g.ok()) return state.SkipWithError(g.status().to_string().c_str());
+  std::vector<int> cores;
+  for (int c = 0; c < threads; ++c) cores.push_back(c);
+  auto pool = cpu::ThreadPool::create(cpu::CoreSet(cores));
+  if (!pool.ok()) return state.SkipWithError(pool.status().to_string().c_str());
+  const NodeId layers[] = {0};
+  auto prog = cpu::CpuProgram::compile(*g, layers, std::move(*pool), variant);
+  if (!prog.ok()) return state.SkipWithError(prog.status().to_string().c_str());
+  run_layer(state, *g, l, **prog);
 }
 
 void BM_Model(benchmark::State& state, std::string device, std::string model) {
@@ -288,6 +343,19 @@ int register_all() {
                                       "t/" + c.name + (native ? "/native" : "/reference"))
                                          .c_str(),
                                      BM_CpuKernel, threads, c, native)
+            ->Unit(benchmark::kMicrosecond)
+            ->UseRealTime();
+      }
+    }
+  }
+  for (size_t v = 0; v < cpu::kNumConvKernels; ++v) {
+    const char* variant = cpu::kConvKernels[v].variant;
+    for (const ConvLayer& l : kLayers) {
+      for (int threads : {1, 2}) {
+        benchmark::RegisterBenchmark((std::string("BM_ConvVariant/") + variant + "/" + l.name +
+                                      "/" + std::to_string(threads))
+                                         .c_str(),
+                                     BM_ConvVariant, variant, l, threads)
             ->Unit(benchmark::kMicrosecond)
             ->UseRealTime();
       }

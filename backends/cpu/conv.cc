@@ -1,11 +1,13 @@
-// Convolution on XNNPACK: 2-D Conv (dense, grouped and depthwise) in NHWC with the weights
-// packed once at build time; relu/clip are clamped into the output, other fused activations run
-// as an in-place pass.
+// Convolution: the variant table, the setup shared by all variants, and the XNNPACK variant:
+// 2-D Conv (dense, grouped and depthwise) in NHWC with the weights packed once at build time;
+// relu/clip are clamped into the output, other fused activations run as an in-place pass.
+#include "backends/cpu/conv.h"
+
+#include <algorithm>
 #include <limits>
 
 #include "backends/cpu/activation.h"
 #include "backends/cpu/kernel_table.h"
-#include "ops/conv_pool_util.h"
 
 namespace tessera::cpu {
 
@@ -47,36 +49,19 @@ class XnnConvKernel final : public Kernel {
   uint64_t packed_bytes_ = 0;
 };
 
-Result<std::unique_ptr<Kernel>> make_conv(const KernelRequest& req) {
-  const OpContext& ctx = req.ctx;
+Result<std::unique_ptr<Kernel>> make_xnn_conv(const KernelRequest& req) {
+  ASSIGN_OR_RETURN(std::optional<ConvSetup> setup, conv_setup(req));
+  if (!setup || !(setup->clamp.min < setup->clamp.max)) return decline();
+  const ConvSetup& s = *setup;
   const Node& n = req.node;
-  if (ctx.input(0).dtype != DType::kF32 || ctx.input(0).shape.rank() != 4) return decline();
-  const Tensor* w = ctx.constant(1);
-  const Tensor* b = ctx.constant(2);
-  if (w == nullptr || w->dtype() != DType::kF32 || (ctx.has_input(2) && b == nullptr))
-    return decline();
-  const Shape& xs = ctx.input(0).shape;
-  const Shape& ws = w->shape();
-  ASSIGN_OR_RETURN(int64_t group, n.attrs.int_or("group", 1));
-  if (group < 1 || xs[1] % group != 0 || ws[0] % group != 0 || ws[1] * group != xs[1])
-    return decline();
-  const int64_t in[2] = {xs[2], xs[3]};
-  const int64_t kernel[2] = {ws[2], ws[3]};
-  ASSIGN_OR_RETURN(WindowGeometry geo, forward_window(ctx, in, kernel, {}));
-  // XNNPACK derives the output size from the padding with floor rounding: it must agree.
-  for (int i = 0; i < 2; ++i) {
-    const int64_t out =
-        (geo.input[i] + geo.pads_begin[i] + geo.pads_end[i] - geo.effective_kernel(i)) /
-            geo.strides[i] +
-        1;
-    if (out != geo.output[i] || geo.pads_begin[i] < 0 || geo.pads_end[i] < 0) return decline();
-  }
-  ASSIGN_OR_RETURN(Activation act, parse_fused_activation(n.attrs));
-  const ClampRange clamp = clamp_of(act);
-  if (!(clamp.min < clamp.max)) return decline();
-
+  const WindowGeometry& geo = s.geo;
+  const Tensor* w = s.weight;
+  const Tensor* b = s.bias;
+  const int64_t group = s.group;
+  const ClampRange clamp = s.clamp;
+  const Activation act = s.act;
   // OIHW -> OHWI (XNNPACK's [groups * group_out, kh, kw, group_in]).
-  const int64_t cout = ws[0], cin_g = ws[1], kh = ws[2], kw = ws[3];
+  const int64_t cout = s.cout, cin_g = s.cin_g, kh = s.kh, kw = s.kw;
   std::vector<float> packed(static_cast<size_t>(cout * kh * kw * cin_g) + 16);
   const float* src = w->data<float>();
   for (int64_t o = 0; o < cout; ++o) {
@@ -99,7 +84,7 @@ Result<std::unique_ptr<Kernel>> make_conv(const KernelRequest& req) {
           static_cast<uint32_t>(geo.strides[0]), static_cast<uint32_t>(geo.strides[1]),
           static_cast<uint32_t>(geo.dilations[0]), static_cast<uint32_t>(geo.dilations[1]),
           static_cast<uint32_t>(group), static_cast<size_t>(cin_g),
-          static_cast<size_t>(cout / group), static_cast<size_t>(xs[1]), static_cast<size_t>(cout),
+          static_cast<size_t>(cout / group), static_cast<size_t>(s.cin), static_cast<size_t>(cout),
           packed.data(), b != nullptr ? b->data<float>() : nullptr, clamp.min, clamp.max, 0, &op),
       k->what_));
   k->op_.reset(op);
@@ -108,20 +93,81 @@ Result<std::unique_ptr<Kernel>> make_conv(const KernelRequest& req) {
   }
   k->packed_bytes_ = static_cast<uint64_t>(cout * (kh * kw * cin_g + 1)) * sizeof(float);
   const bool dw = group > 1 && cin_g == 1;
-  k->desc_ =
-      "xnnpack conv " + std::to_string(kh) + "x" + std::to_string(kw) + "/" +
-      std::to_string(geo.strides[0]) +
-      (dw          ? " depthwise"
-       : group > 1 ? " grouped"
-                   : "") +
-      (act.kind != ActivationKind::kNone ? std::string(" +") + activation_name(act.kind) : "");
+  k->desc_ = "xnnpack conv " + std::to_string(kh) + "x" + std::to_string(kw) + "/" +
+             std::to_string(geo.strides[0]) +
+             (dw          ? " depthwise"
+              : group > 1 ? " grouped"
+                          : "") +
+             activation_suffix(act);
   return std::unique_ptr<Kernel>(std::move(k));
 }
 
 }  // namespace
 
+Result<std::optional<ConvSetup>> conv_setup(const KernelRequest& req) {
+  const OpContext& ctx = req.ctx;
+  const Node& n = req.node;
+  const std::optional<ConvSetup> none;
+  if (ctx.input(0).dtype != DType::kF32 || ctx.input(0).shape.rank() != 4) return none;
+  ConvSetup s;
+  s.weight = ctx.constant(1);
+  s.bias = ctx.constant(2);
+  if (s.weight == nullptr || s.weight->dtype() != DType::kF32 || s.weight->rank() != 4 ||
+      (ctx.has_input(2) && (s.bias == nullptr || s.bias->dtype() != DType::kF32))) {
+    return none;
+  }
+  const Shape& xs = ctx.input(0).shape;
+  const Shape& ws = s.weight->shape();
+  ASSIGN_OR_RETURN(s.group, n.attrs.int_or("group", 1));
+  if (s.group < 1 || xs[1] % s.group != 0 || ws[0] % s.group != 0 || ws[1] * s.group != xs[1])
+    return none;
+  if (s.bias != nullptr && s.bias->numel() != ws[0]) return none;
+  s.cin = xs[1];
+  s.cout = ws[0];
+  s.cin_g = ws[1];
+  s.kh = ws[2];
+  s.kw = ws[3];
+  const int64_t in[2] = {xs[2], xs[3]};
+  const int64_t kernel[2] = {ws[2], ws[3]};
+  ASSIGN_OR_RETURN(s.geo, forward_window(ctx, in, kernel, {}));
+  // The kernels derive the output size from the padding with floor rounding: it must agree.
+  for (int i = 0; i < 2; ++i) {
+    const WindowGeometry& g = s.geo;
+    const int64_t out =
+        (g.input[i] + g.pads_begin[i] + g.pads_end[i] - g.effective_kernel(i)) / g.strides[i] + 1;
+    if (out != g.output[i] || g.pads_begin[i] < 0 || g.pads_end[i] < 0) return none;
+  }
+  ASSIGN_OR_RETURN(s.act, parse_fused_activation(n.attrs));
+  s.clamp = clamp_of(s.act);
+  return std::optional<ConvSetup>(std::move(s));
+}
+
+void conv_epilogue(const ConvSetup& s, const float* bias, float* y, int64_t rows, int64_t k,
+                   int64_t ldy) {
+  const bool clamp = activation_is_clamp(s.act) && s.act.kind != ActivationKind::kNone;
+  const float lo = s.clamp.min, hi = s.clamp.max;
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = y + r * ldy;
+    if (bias != nullptr) {
+      for (int64_t c = 0; c < k; ++c) row[c] += bias[c];
+    }
+    if (clamp) {
+      for (int64_t c = 0; c < k; ++c) row[c] = std::min(std::max(row[c], lo), hi);
+    } else if (s.act.kind != ActivationKind::kNone) {
+      apply_activation(s.act, row, k);
+    }
+  }
+}
+
+std::string activation_suffix(const Activation& a) {
+  return a.kind != ActivationKind::kNone ? std::string(" +") + activation_name(a.kind) : "";
+}
+
 const KernelEntry kConvKernels[] = {
-    {OpKind::kConv, "xnnpack_conv2d_nhwc_f32", make_conv},
+    {OpKind::kConv, "winograd_f4x4_3x3", make_winograd_f4_conv},
+    {OpKind::kConv, "winograd_f2x2_3x3", make_winograd_f2_conv},
+    {OpKind::kConv, "openblas_gemm_conv", make_gemm_conv},
+    {OpKind::kConv, "xnnpack_conv2d_nhwc_f32", make_xnn_conv},
 };
 const size_t kNumConvKernels = sizeof(kConvKernels) / sizeof(kConvKernels[0]);
 

@@ -23,7 +23,8 @@ bool convertible(const TensorInfo& info) {
 
 Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& g,
                                                         std::span<const NodeId> layers,
-                                                        std::shared_ptr<ThreadPool> pool) {
+                                                        std::shared_ptr<ThreadPool> pool,
+                                                        const char* variant) {
   std::unique_ptr<CpuProgram> p(new CpuProgram(g, std::move(pool)));
   slice_boundary(g, layers, &p->inputs_, &p->outputs_);
 
@@ -39,7 +40,7 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& g,
     }
     NodeContext nc(g, node);
     KernelRequest req{g, node, nc.ctx(), *p->pool_};
-    Result<std::unique_ptr<Kernel>> k = build_kernel(req);
+    Result<std::unique_ptr<Kernel>> k = build_kernel(req, variant);
     if (!k.ok())
       return k.status().with_context("node '" + node.name + "' (" + op_name(node.kind) + ")");
     p->owned_bytes_ += (*k)->owned_bytes();

@@ -16,8 +16,10 @@ namespace tessera::cpu {
 
 class CpuProgram final : public Program {
  public:
+  // `variant`: see build_kernel (tests and benchmarks that compare kernel variants).
   static Result<std::unique_ptr<CpuProgram>> compile(const Graph& g, std::span<const NodeId> layers,
-                                                     std::shared_ptr<ThreadPool> pool);
+                                                     std::shared_ptr<ThreadPool> pool,
+                                                     const char* variant = nullptr);
 
   const std::vector<ValueId>& input_values() const override { return inputs_; }
   const std::vector<ValueId>& output_values() const override { return outputs_; }

@@ -78,6 +78,10 @@ struct KernelRequest {
   const Node& node;
   const OpContext& ctx;  // constants and input infos of the node
   ThreadPool& pool;
+  // False in normal dispatch: a factory accepts only the configurations where its variant is
+  // the one chosen (measured fastest). True for tests and benchmarks that compare variants: it
+  // accepts every configuration it can run correctly.
+  bool any_config = false;
 };
 
 // Creates the optimised kernel for the node, or returns null when this configuration has none

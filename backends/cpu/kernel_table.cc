@@ -1,5 +1,7 @@
 #include "backends/cpu/kernel_table.h"
 
+#include <string_view>
+
 namespace tessera::cpu {
 
 std::vector<KernelEntry> all_kernel_entries() {
@@ -21,8 +23,19 @@ bool has_optimised_kernel(OpKind op) {
   return false;
 }
 
-Result<std::unique_ptr<Kernel>> build_kernel(const KernelRequest& req) {
+Result<std::unique_ptr<Kernel>> build_kernel(const KernelRequest& req, const char* variant) {
   static const std::vector<KernelEntry> entries = all_kernel_entries();
+  if (variant != nullptr) {
+    for (const KernelEntry& e : entries) {
+      if (e.op != req.node.kind || std::string_view(e.variant) != variant) continue;
+      KernelRequest forced = req;
+      forced.any_config = true;
+      ASSIGN_OR_RETURN(std::unique_ptr<Kernel> k, e.make(forced));
+      if (k) return k;
+      return unimplemented(std::string("kernel variant ") + variant + " cannot run node '" +
+                           req.node.name + "'");
+    }
+  }
   for (const KernelEntry& e : entries) {
     if (e.op != req.node.kind) continue;
     Result<std::unique_ptr<Kernel>> k = e.make(req);

@@ -41,7 +41,11 @@ std::vector<KernelEntry> all_kernel_entries();
 bool has_optimised_kernel(OpKind op);
 
 // Builds the kernel for a node: the first accepting entry, else the reference kernel.
-Result<std::unique_ptr<Kernel>> build_kernel(const KernelRequest& req);
+// With `variant` (an entry's name, for tests and benchmarks that compare variants), a node of
+// that entry's op gets exactly that variant, built with any_config; it is an Unimplemented error
+// when the variant cannot run the node. Nodes of other ops are dispatched as usual.
+Result<std::unique_ptr<Kernel>> build_kernel(const KernelRequest& req,
+                                             const char* variant = nullptr);
 
 // Replaces the kernels of each ShuffleNet channel shuffle in `layers` (Reshape [N, C, H, W] ->
 // [N, g, C / g, H, W], Transpose (0, 2, 1, 3, 4), Reshape back to [N, C, H, W], the two inner

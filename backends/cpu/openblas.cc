@@ -3,6 +3,8 @@
 #include <cpuinfo.h>
 #include <dlfcn.h>
 
+#include <strings.h>
+
 #include <cstdlib>
 
 namespace tessera::cpu {
@@ -40,6 +42,9 @@ OpenBlas load() {
       reinterpret_cast<decltype(b.get_corename)>(dlsym(handle, "openblas_get_corename"));
   if (b.set_num_threads != nullptr) b.set_num_threads(1);
   const std::string core = b.get_corename != nullptr ? b.get_corename() : "?";
+  for (const char* fast : {"skylakex", "cooperlake", "sapphirerapids"}) {
+    if (strcasecmp(core.c_str(), fast) == 0) b.avx512_kernels = true;
+  }
   b.note = "OpenBLAS (" + core + (already != nullptr ? ", loaded before Tessera" : "") +
            (set_coretype ? ", OPENBLAS_CORETYPE=SkylakeX" : "") + ")";
   return b;

@@ -23,6 +23,10 @@ struct OpenBlas {
   void (*set_num_threads)(int) = nullptr;
   const char* (*get_corename)() = nullptr;
   std::string note;  // how it was loaded, or why not
+  // The core OpenBLAS runs AVX-512 kernels (SkylakeX, Cooperlake, SapphireRapids). Tessera's
+  // choice of OpenBLAS-based convolutions was measured with them; with older kernel sets (a
+  // user-set OPENBLAS_CORETYPE=Haswell, say) the convolutions stay on XNNPACK.
+  bool avx512_kernels = false;
 
   bool available() const { return sgemm != nullptr; }
 };

@@ -5,6 +5,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 
@@ -174,6 +176,20 @@ void ThreadPool::parallel_for(size_t n, size_t tile,
   }
   ForContext ctx{&fn, n};
   pthreadpool_parallelize_1d_tile_1d(pool_, for_tile, &ctx, n, tile, 0);
+}
+
+void ThreadPool::parallel_items(size_t n, const std::function<void(int, size_t)>& fn) {
+  const size_t workers = std::min(n, static_cast<size_t>(num_threads()));
+  if (pool_ == nullptr || workers <= 1) {
+    for (size_t i = 0; i < n; ++i) fn(0, i);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  parallel_for(workers, 1, [&](size_t lo, size_t hi) {
+    for (size_t w = lo; w < hi; ++w) {
+      for (size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) fn(static_cast<int>(w), i);
+    }
+  });
 }
 
 bool ThreadPool::run_one_per_thread(const std::function<void(int)>& fn) {

@@ -54,6 +54,10 @@ class ThreadPool {
   pthreadpool_t pthreadpool() const { return pool_; }
   // Inside run(): calls fn(begin, end) over [0, n) in tiles of `tile`, spread over the threads.
   void parallel_for(size_t n, size_t tile, const std::function<void(size_t, size_t)>& fn);
+  // Inside run(): calls fn(worker, item) for every item in [0, n), items handed out one at a time
+  // to whichever thread is free (balances uneven items); `worker` < num_threads() is unique
+  // among concurrent calls, so it can index per-thread scratch memory.
+  void parallel_items(size_t n, const std::function<void(int, size_t)>& fn);
 
   // Reads back, inside a one-item-per-thread task, each thread's kernel thread id and CPU
   // affinity (sched_getaffinity), thread 0 being the leader. For tests and `tessera devices`.

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,16 +28,19 @@ struct DiffResult {
   std::string kernel;  // the device's description of the node's kernel
 };
 
-// Runs `kind` on `device` and on reference and compares every output elementwise:
-// |dev - ref| <= atol + rtol * |ref|; where the reference is +-inf the device must match exactly,
-// where it is NaN the device must give NaN (unless nan_may_clamp), and where the reference is
-// finite the device must be finite. With `through_pad`, the first activation input reaches the op
-// through a Pad node that pads nothing (the value is unchanged), so that a device which keeps
-// rank-4 tensors in another layout between layers (the cpu device's NHWC) feeds the op in it.
-inline DiffResult diff_op(const std::string& device, OpKind kind, const Attributes& attrs,
-                          const std::vector<DiffInput>& inputs, int num_outputs = 1,
-                          float atol = 1e-4f, float rtol = 1e-4f, bool nan_may_clamp = false,
-                          bool through_pad = false) {
+// Compiles the given nodes of the test graph for the device under test.
+using CompileFn =
+    std::function<Result<std::unique_ptr<Program>>(const Graph&, std::span<const NodeId>)>;
+
+// diff_op with the device under test given as a compile function (`device` names it in
+// messages): tests that build programs other than through open_device, e.g. one kernel variant.
+// With `through_pad`, the first activation input reaches the op through a Pad node that pads
+// nothing (the value is unchanged), so that a device which keeps rank-4 tensors in another layout
+// between layers (the cpu device's NHWC) feeds the op in it.
+inline DiffResult diff_op_with(const CompileFn& compile, const std::string& device, OpKind kind,
+                               const Attributes& attrs, const std::vector<DiffInput>& inputs,
+                               int num_outputs = 1, float atol = 1e-4f, float rtol = 1e-4f,
+                               bool nan_may_clamp = false, bool through_pad = false) {
   DiffResult r;
   Graph g;
   Node n;
@@ -83,11 +88,18 @@ inline DiffResult diff_op(const std::string& device, OpKind kind, const Attribut
   }
   std::vector<Tensor> outs[2];
   const std::string devices[2] = {device, "reference"};
+  std::unique_ptr<Device> ref;  // outlives its program
   for (int d = 0; d < 2; ++d) {
-    auto dev = open_device(devices[d]);
-    EXPECT_TRUE(dev.ok()) << dev.status().to_string();
-    if (!dev.ok()) return r;
-    auto prog = (*dev)->compile(g, layers);
+    Result<std::unique_ptr<Program>> prog = internal_error("not compiled");
+    if (d == 0) {
+      prog = compile(g, layers);
+    } else {
+      auto dev = open_device(devices[d]);
+      EXPECT_TRUE(dev.ok()) << dev.status().to_string();
+      if (!dev.ok()) return r;
+      ref = std::move(*dev);
+      prog = ref->compile(g, layers);
+    }
     EXPECT_TRUE(prog.ok()) << prog.status().to_string();
     if (!prog.ok()) return r;
     if (d == 0) r.kernel = (*prog)->describe();
@@ -128,6 +140,24 @@ inline DiffResult diff_op(const std::string& device, OpKind kind, const Attribut
     }
   }
   return r;
+}
+
+// Runs `kind` on `device` and on reference and compares every output elementwise:
+// |dev - ref| <= atol + rtol * |ref|; where the reference is +-inf the device must match exactly,
+// where it is NaN the device must give NaN (unless nan_may_clamp), and where the reference is
+// finite the device must be finite. `through_pad` as for diff_op_with.
+inline DiffResult diff_op(const std::string& device, OpKind kind, const Attributes& attrs,
+                          const std::vector<DiffInput>& inputs, int num_outputs = 1,
+                          float atol = 1e-4f, float rtol = 1e-4f, bool nan_may_clamp = false,
+                          bool through_pad = false) {
+  std::unique_ptr<Device> dev;  // outlives the program, which may refer to it
+  auto compile = [&](const Graph& g,
+                     std::span<const NodeId> layers) -> Result<std::unique_ptr<Program>> {
+    ASSIGN_OR_RETURN(dev, open_device(device));
+    return dev->compile(g, layers);
+  };
+  return diff_op_with(compile, device, kind, attrs, inputs, num_outputs, atol, rtol, nan_may_clamp,
+                      through_pad);
 }
 
 }  // namespace tessera

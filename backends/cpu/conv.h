@@ -1,0 +1,62 @@
+// Dense 2-D convolution on the cpu device: what every convolution kernel variant shares.
+//
+// Variants (the kConvKernels table in conv.cc, tried in this order):
+//   winograd_f4x4_3x3 / winograd_f2x2_3x3  (winograd.cc) stride-1 3x3 dense convolutions:
+//                        input/output tile transforms written here, the 36/16 element-wise
+//                        products as OpenBLAS sgemm calls, weights transformed at build time;
+//   openblas_gemm_conv (conv_gemm.cc) 1x1 convolutions as one sgemm (no im2col), other dense
+//                        convolutions as im2col + sgemm;
+//   xnnpack_conv2d_nhwc_f32 (conv.cc) everything else, including grouped and depthwise.
+// Each variant accepts only the layers where it measured fastest (docs/performance.md, the
+// BM_ConvVariant benchmarks); KernelRequest::any_config lifts that rule so that tests and
+// benchmarks can run every variant on every shape it supports.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "backends/cpu/kernel.h"
+#include "backends/cpu/xnn_util.h"
+#include "ops/activation.h"
+#include "ops/conv_pool_util.h"
+
+namespace tessera::cpu {
+
+// A Conv node as the kernels see it: constant f32 weights (OIHW), optional constant bias,
+// 4-D f32 input, geometry with floor-rounded output, fused activation.
+struct ConvSetup {
+  const Tensor* weight = nullptr;
+  const Tensor* bias = nullptr;  // null when absent
+  int64_t group = 1;
+  int64_t cin = 0, cout = 0, cin_g = 0, kh = 0, kw = 0;
+  WindowGeometry geo;
+  Activation act;
+  ClampRange clamp{};  // clamp_of(act)
+
+  bool dense() const { return group == 1; }
+  bool stride1_undilated() const {
+    return geo.strides[0] == 1 && geo.strides[1] == 1 && geo.dilations[0] == 1 &&
+           geo.dilations[1] == 1;
+  }
+  // Multiply-adds of one image.
+  int64_t macs_per_image() const { return geo.output[0] * geo.output[1] * cout * cin_g * kh * kw; }
+};
+
+// The setup of a 2-D Conv node, or nullopt for configurations the optimised kernels do not take
+// (1-D/3-D, non-constant weights, ceil-rounded output...). Errors are attribute errors.
+Result<std::optional<ConvSetup>> conv_setup(const KernelRequest& req);
+
+// The epilogue of the GEMM-based kernels: y[r * ldy + k] += bias[k] (bias may be null), then
+// the fused activation, over `rows` rows of `k` channels.
+void conv_epilogue(const ConvSetup& s, const float* bias, float* y, int64_t rows, int64_t k,
+                   int64_t ldy);
+
+// The factories of conv.cc's table.
+Result<std::unique_ptr<Kernel>> make_winograd_f4_conv(const KernelRequest& req);
+Result<std::unique_ptr<Kernel>> make_winograd_f2_conv(const KernelRequest& req);
+Result<std::unique_ptr<Kernel>> make_gemm_conv(const KernelRequest& req);
+
+// A kernel description suffix for the fused activation: "" or " +relu".
+std::string activation_suffix(const Activation& a);
+
+}  // namespace tessera::cpu

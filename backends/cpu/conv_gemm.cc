@@ -1,0 +1,171 @@
+// Dense convolution as OpenBLAS sgemm in NHWC: Y[pixels x K] = X'[pixels x (kh*kw*C)] * W',
+// where X' is X itself for a 1x1, stride-1, unpadded convolution (no copy at all) and an im2col
+// gather otherwise, and W' = the weights as [(ky, kx, c) x K], packed once at build time.
+//
+// Work items are blocks of output pixels (their im2col rows fit in the L2 cache); when there are
+// fewer pixel blocks than threads (small feature maps), the output channels are split instead.
+// Each item runs its sgemm and then the bias/activation epilogue on the rows it just wrote,
+// while they are still in cache.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "backends/cpu/conv.h"
+#include "backends/cpu/openblas.h"
+
+namespace tessera::cpu {
+
+namespace {
+
+// Bytes of im2col rows one work item gathers.
+constexpr int64_t kIm2colBudgetBytes = 1 << 20;
+
+class GemmConvKernel final : public Kernel {
+ public:
+  explicit GemmConvKernel(const ConvSetup& s) : s_(s) {
+    c_ = s.cin;
+    k_ = s.cout;
+    depth_ = s.kh * s.kw * c_;
+    direct_ = s.kh == 1 && s.kw == 1 && s.stride1_undilated() && s.geo.pads_begin[0] == 0 &&
+              s.geo.pads_begin[1] == 0 && s.geo.pads_end[0] == 0 && s.geo.pads_end[1] == 0;
+    // OIHW -> [(ky, kx, c) x K].
+    w_.resize(static_cast<size_t>(depth_ * k_));
+    const float* w = s.weight->data<float>();
+    for (int64_t k = 0; k < k_; ++k) {
+      for (int64_t c = 0; c < c_; ++c) {
+        for (int64_t yx = 0; yx < s.kh * s.kw; ++yx) {
+          w_[static_cast<size_t>((yx * c_ + c) * k_ + k)] = w[(k * c_ + c) * s.kh * s.kw + yx];
+        }
+      }
+    }
+    if (s.bias != nullptr) bias_.assign(s.bias->data<float>(), s.bias->data<float>() + k_);
+  }
+
+  void choose_layouts(std::span<const Layout>, std::span<Layout> wanted,
+                      std::span<Layout> produced) const override {
+    wanted[0] = Layout::kNHWC;
+    produced[0] = Layout::kNHWC;
+  }
+
+  Status bind(std::span<const Operand> in, std::span<const Operand> out,
+              ThreadPool& pool) override {
+    x_ = in[0].f32();
+    y_ = out[0].f32();
+    h_ = in[0].shape[2];
+    w_in_ = in[0].shape[3];
+    oh_ = out[0].shape[2];
+    ow_ = out[0].shape[3];
+    rows_ = in[0].shape[0] * oh_ * ow_;
+    blocks_ = 0;
+    if (rows_ == 0) return Status();  // an empty batch: nothing to run
+    const int threads = pool.num_threads();
+    if (direct_) {
+      // One block per thread; few rows: one block, the threads split the channels (each then
+      // packs only its part of the weights).
+      rb_ = rows_ >= 64 * threads ? (rows_ + threads - 1) / threads : rows_;
+    } else {
+      rb_ = std::clamp<int64_t>(kIm2colBudgetBytes / (depth_ * 4), 16, 512);
+    }
+    rb_ = std::min(rb_, rows_);
+    blocks_ = (rows_ + rb_ - 1) / rb_;
+    rb_ = (rows_ + blocks_ - 1) / blocks_;
+    splits_ = 1;
+    if (blocks_ < threads) splits_ = std::clamp<int64_t>(k_ / 64, 1, threads / blocks_);
+    kc_ = std::min(k_, ((k_ + splits_ - 1) / splits_ + 15) / 16 * 16);
+    splits_ = (k_ + kc_ - 1) / kc_;
+    scratch_.assign(static_cast<size_t>(threads), {});
+    if (!direct_) {
+      for (std::vector<float>& s : scratch_) s.assign(static_cast<size_t>(rb_ * depth_), 0.f);
+    }
+    return Status();
+  }
+
+  Status run(ThreadPool& pool) override {
+    pool.parallel_items(static_cast<size_t>(blocks_ * splits_), [&](int worker, size_t item) {
+      run_item(scratch_[static_cast<size_t>(worker)].data(), static_cast<int64_t>(item) / splits_,
+               static_cast<int64_t>(item) % splits_);
+    });
+    return Status();
+  }
+
+  std::string describe() const override {
+    return std::string("openblas ") + (direct_ ? "gemm" : "im2col+gemm") + " conv " +
+           std::to_string(s_.kh) + "x" + std::to_string(s_.kw) + "/" +
+           std::to_string(s_.geo.strides[0]) + activation_suffix(s_.act);
+  }
+  uint64_t owned_bytes() const override {
+    uint64_t b = (w_.size() + bias_.size()) * sizeof(float);
+    for (const std::vector<float>& s : scratch_) b += s.size() * sizeof(float);
+    return b;
+  }
+
+ private:
+  // Gathers the im2col rows [r0, r0 + nr) into a.
+  void im2col(int64_t r0, int64_t nr, float* a) const {
+    const WindowGeometry& g = s_.geo;
+    for (int64_t r = 0; r < nr; ++r) {
+      const int64_t p = r0 + r;
+      const int64_t n = p / (oh_ * ow_), oy = p / ow_ % oh_, ox = p % ow_;
+      float* row = a + r * depth_;
+      for (int64_t ky = 0; ky < s_.kh; ++ky) {
+        const int64_t iy = oy * g.strides[0] - g.pads_begin[0] + ky * g.dilations[0];
+        for (int64_t kx = 0; kx < s_.kw; ++kx) {
+          const int64_t ix = ox * g.strides[1] - g.pads_begin[1] + kx * g.dilations[1];
+          float* dst = row + (ky * s_.kw + kx) * c_;
+          if (iy < 0 || iy >= h_ || ix < 0 || ix >= w_in_) {
+            std::fill_n(dst, c_, 0.f);
+          } else {
+            std::memcpy(dst, x_ + ((n * h_ + iy) * w_in_ + ix) * c_,
+                        static_cast<size_t>(c_) * sizeof(float));
+          }
+        }
+      }
+    }
+  }
+
+  void run_item(float* scratch, int64_t block, int64_t split) const {
+    const int64_t r0 = block * rb_, nr = std::min(rb_, rows_ - r0);
+    const int64_t k0 = split * kc_, kc = std::min(kc_, k_ - k0);
+    const float* a = x_ + r0 * c_;
+    if (!direct_) {
+      im2col(r0, nr, scratch);
+      a = scratch;
+    }
+    float* y = y_ + r0 * k_ + k0;
+    openblas().sgemm(kRowMajor, kNoTrans, kNoTrans, static_cast<int>(nr), static_cast<int>(kc),
+                     static_cast<int>(depth_), 1.f, a, static_cast<int>(depth_), w_.data() + k0,
+                     static_cast<int>(k_), 0.f, y, static_cast<int>(k_));
+    conv_epilogue(s_, bias_.empty() ? nullptr : bias_.data() + k0, y, nr, kc, k_);
+  }
+
+  ConvSetup s_;
+  int64_t c_ = 0, k_ = 0, depth_ = 0;
+  bool direct_ = false;
+  std::vector<float> w_, bias_;
+  // Bound.
+  const float* x_ = nullptr;
+  float* y_ = nullptr;
+  int64_t h_ = 0, w_in_ = 0, oh_ = 0, ow_ = 0, rows_ = 0;
+  int64_t rb_ = 0, blocks_ = 0, splits_ = 1, kc_ = 0;
+  std::vector<std::vector<float>> scratch_;  // per thread (im2col rows)
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Kernel>> make_gemm_conv(const KernelRequest& req) {
+  ASSIGN_OR_RETURN(std::optional<ConvSetup> s, conv_setup(req));
+  if (!s || !s->dense() || !openblas().available()) return decline();
+  if (!req.any_config) {
+    if (!openblas().avx512_kernels) return decline();
+    // Measured (BM_ConvVariant, docs/performance.md): OpenBLAS beats XNNPACK's 1x1 path by
+    // 1.5-2.5x on channel-reducing 1x1 convolutions (C >= 2K, the bottleneck "reduce" layers)
+    // with at least 14x14 output pixels; elsewhere (expanding 1x1, 7x7 maps, im2col for
+    // strided and larger kernels) XNNPACK is as fast or faster.
+    const bool pointwise = s->kh == 1 && s->kw == 1 && s->stride1_undilated();
+    const int64_t pixels = s->geo.output[0] * s->geo.output[1];
+    if (!pointwise || s->cin < 2 * s->cout || pixels < 196) return decline();
+  }
+  return std::unique_ptr<Kernel>(std::make_unique<GemmConvKernel>(*s));
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,12 @@
+#include "backends/cpu/simd.h"
+
+#include <cpuinfo.h>
+
+namespace tessera::cpu {
+
+bool has_avx512() {
+  static const bool yes = cpuinfo_initialize() && cpuinfo_has_x86_avx512f();
+  return yes;
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,146 @@
+// Every convolution kernel variant of the cpu device (kConvKernels), forced onto layers it would
+// not be chosen for, against the reference convolution: odd shapes and channel counts (3, 13,
+// 127: vector tails), padding, strides, batch > 1, tiles cut by the image edge, fused
+// activations, on one thread and on two (work split over tiles or over output channels).
+#include <string_view>
+
+#include "backends/cpu/cpu_program.h"
+#include "backends/cpu/kernel_table.h"
+#include "tests/backends/backend_test_util.h"
+
+namespace tessera {
+namespace {
+
+using Ints = std::vector<int64_t>;
+using testing::random_tensor;
+
+struct ConvCase {
+  Shape x;
+  Shape w;
+  Ints pads;
+  int64_t stride = 1;
+  std::string activation;  // "" for none
+  bool bias = true;
+};
+
+// Shapes every variant meets: 3x3 stride-1 (Winograd's domain) with all kinds of edges, 1x1
+// (direct GEMM) and strided or larger kernels (im2col).
+const ConvCase kCases[] = {
+    {{1, 3, 13, 13}, {8, 3, 3, 3}, {1, 1, 1, 1}},
+    {{1, 13, 9, 11}, {13, 13, 3, 3}, {1, 1, 1, 1}, 1, "relu"},
+    {{2, 127, 7, 7}, {13, 127, 3, 3}, {1, 1, 1, 1}},
+    {{1, 16, 14, 14}, {33, 16, 3, 3}, {0, 0, 0, 0}, 1, "", false},
+    {{1, 5, 17, 10}, {7, 5, 3, 3}, {0, 1, 2, 1}, 1, "leaky_relu"},
+    {{1, 32, 15, 15}, {64, 32, 3, 3}, {1, 1, 1, 1}, 1, "clip"},
+    {{3, 8, 6, 5}, {40, 8, 3, 3}, {1, 1, 1, 1}, 1, "sigmoid"},
+    {{1, 64, 56, 56}, {64, 64, 3, 3}, {1, 1, 1, 1}, 1, "relu"},
+    {{1, 127, 7, 7}, {13, 127, 1, 1}, {0, 0, 0, 0}},
+    {{2, 13, 5, 9}, {127, 13, 1, 1}, {0, 0, 0, 0}, 1, "relu"},
+    {{1, 64, 14, 14}, {256, 64, 1, 1}, {0, 0, 0, 0}, 2},
+    {{1, 3, 23, 23}, {16, 3, 7, 7}, {3, 3, 3, 3}, 2, "relu"},
+    {{1, 13, 12, 12}, {20, 13, 3, 3}, {1, 1, 1, 1}, 2},
+};
+
+Attributes attrs_of(const ConvCase& c) {
+  Attributes a;
+  a.set("pads", c.pads);
+  a.set("strides", Ints{c.stride, c.stride});
+  if (c.activation == "clip") {
+    a.set("activation_alpha", -0.2f);
+    a.set("activation_beta", 0.7f);
+  }
+  if (c.activation == "leaky_relu") a.set("activation_alpha", 0.1f);
+  if (!c.activation.empty()) a.set("activation", c.activation);
+  return a;
+}
+
+// Whether `variant` must accept the case (every variant may also take more).
+bool must_run(std::string_view variant, const ConvCase& c) {
+  const bool winograd = c.w[2] == 3 && c.w[3] == 3 && c.stride == 1;
+  if (variant.starts_with("winograd")) return winograd;
+  return true;  // openblas_gemm_conv and xnnpack take every dense 2-D convolution
+}
+
+class CpuConvVariantTest : public ::testing::TestWithParam<std::tuple<int, int>> {};
+
+TEST_P(CpuConvVariantTest, MatchesReference) {
+  const cpu::KernelEntry& entry = cpu::kConvKernels[std::get<0>(GetParam())];
+  const int threads = std::get<1>(GetParam());
+  std::vector<int> cores;
+  for (int c = 0; c < threads; ++c) cores.push_back(c);
+  auto pool = cpu::ThreadPool::create(cpu::CoreSet(cores));
+  if (!pool.ok()) GTEST_SKIP() << pool.status().to_string();
+  std::shared_ptr<cpu::ThreadPool> shared = std::move(*pool);
+  uint32_t seed = 1;
+  for (const ConvCase& c : kCases) {
+    SCOPED_TRACE(std::string(entry.variant) + ": " + c.x.to_string() + " * " + c.w.to_string() +
+                 " stride " + std::to_string(c.stride) + " " + c.activation);
+    std::vector<DiffInput> in = {{random_tensor(c.x, seed), false},
+                                 {random_tensor(c.w, seed + 1, -0.5f, 0.5f), true}};
+    if (c.bias) in.push_back({random_tensor(Shape{c.w[0]}, seed + 2), true});
+    seed += 3;
+    bool declined = false;
+    auto compile = [&](const Graph& g,
+                       std::span<const NodeId> layers) -> Result<std::unique_ptr<Program>> {
+      auto p = cpu::CpuProgram::compile(g, layers, shared, entry.variant);
+      if (!p.ok() && p.status().code() == StatusCode::kUnimplemented &&
+          !must_run(entry.variant, c)) {
+        declined = true;
+        // Let the harness compare the dispatched kernel instead.
+        p = cpu::CpuProgram::compile(g, layers, shared);
+      }
+      if (!p.ok()) return p.status();
+      return std::unique_ptr<Program>(std::move(*p));
+    };
+    // Winograd F(4x4) loses about two decimal digits more than direct convolution on these
+    // magnitudes (|y| up to ~20): the tolerance is relative to the output range.
+    const float tol = std::string_view(entry.variant) == "winograd_f4x4_3x3" ? 5e-4f : 1e-4f;
+    DiffResult r =
+        diff_op_with(compile, entry.variant, OpKind::kConv, attrs_of(c), in, 1, tol, tol);
+    if (!declined && !::testing::Test::HasFailure()) {
+      EXPECT_NE(
+          r.kernel.find(std::string_view(entry.variant).starts_with("winograd")   ? "winograd"
+                        : std::string_view(entry.variant).starts_with("openblas") ? "openblas"
+                                                                                  : "xnnpack"),
+          std::string::npos)
+          << r.kernel;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cpu, CpuConvVariantTest,
+    ::testing::Combine(::testing::Range(0, static_cast<int>(cpu::kNumConvKernels)),
+                       ::testing::Values(1, 2)),
+    [](const auto& p) {
+      return std::string(cpu::kConvKernels[std::get<0>(p.param)].variant) + "_" +
+             std::to_string(std::get<1>(p.param)) + "_threads";
+    });
+
+// The default dispatch picks Winograd F(2x2) for a stride-1 3x3 convolution and OpenBLAS for
+// a large 1x1 one; a variant that cannot run a node is an error naming it.
+TEST(CpuConvVariantSelection, DispatchAndForcedErrors) {
+  auto pool = cpu::ThreadPool::create(cpu::CoreSet({0}));
+  ASSERT_TRUE(pool.ok()) << pool.status().to_string();
+  std::shared_ptr<cpu::ThreadPool> shared = std::move(*pool);
+  Graph g;
+  const ValueId x = g.add_value("x", TensorInfo{DType::kF32, Shape{1, 8, 9, 9}});
+  g.inputs().push_back(x);
+  Node n;
+  n.name = "conv5x5";
+  n.kind = OpKind::kConv;
+  n.inputs = {x, g.add_constant("w", random_tensor(Shape{4, 8, 5, 5}, 1))};
+  n.outputs = {g.add_value("y")};
+  g.outputs().push_back(n.outputs[0]);
+  g.add_node(n);
+  ASSERT_TRUE(g.infer_shapes().ok());
+  const NodeId layers[] = {0};
+  auto forced = cpu::CpuProgram::compile(g, layers, shared, "winograd_f2x2_3x3");
+  ASSERT_FALSE(forced.ok());
+  EXPECT_EQ(forced.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(forced.status().to_string().find("conv5x5"), std::string::npos)
+      << forced.status().to_string();
+}
+
+}  // namespace
+}  // namespace tessera
