@@ -305,12 +305,12 @@ Result<std::unique_ptr<VulkanProgram>> VulkanProgram::create(std::shared_ptr<Vul
       return memory == o.memory && begin < o.end && o.begin < end;
     }
   };
+  std::map<VkBuffer, uint64_t> memory_ids;  // buffers with memory of their own -> 1, 2, ...
   auto range_of = [&](const BufferRef& b) {
     auto it = impl.arena_offset.find(b.buffer);
-    if (it == impl.arena_offset.end()) {
-      return Range{reinterpret_cast<uint64_t>(b.buffer), 0, b.bytes};
-    }
-    return Range{0, it->second, it->second + b.bytes};
+    if (it != impl.arena_offset.end()) return Range{0, it->second, it->second + b.bytes};
+    const auto id = memory_ids.emplace(b.buffer, memory_ids.size() + 1).first;
+    return Range{id->second, 0, b.bytes};
   };
   std::vector<Range> written, read;  // since the last barrier
   auto touches = [](const std::vector<Range>& set, const Range& r) {
