@@ -6,11 +6,17 @@
 //              time between the node's timestamps (counter gpu_ms).
 //   per model: Session::run of each foundation model (from $TESSERA_MODEL_DIR or
 //              ~/.cache/tessera/models; models missing there are skipped).
+//   vs cpu:    ModelVsCpu/<model> compiles the whole model on the device and on `cpu` and runs
+//              them alternately (so machine load hits both alike); counters: median ms of each,
+//              their ratio, and the device's memory (activation arena against one buffer per
+//              activation, constants).
 // The device is $TESSERA_BENCH_DEVICE (default vulkan:0), so the same shapes can be timed on
 // reference or cpu for comparison:
 //   build/benchmarks/tessera_vulkan_bench --benchmark_filter=Model
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
@@ -52,6 +58,10 @@ const std::vector<LayerCase>& layer_cases() {
        OpKind::kConv,
        {{"pads", Ints{1, 1, 1, 1}}, {"activation", std::string("relu")}},
        {{1, 64, 56, 56}, {64, 64, 3, 3}, {64}}},
+      {"conv3x3_resnet50_7x7x512",
+       OpKind::kConv,
+       {{"pads", Ints{1, 1, 1, 1}}, {"activation", std::string("relu")}},
+       {{1, 512, 7, 7}, {512, 512, 3, 3}, {512}}},
       {"conv1x1_resnet50_56x56x64to256",
        OpKind::kConv,
        {},
@@ -182,6 +192,66 @@ void BM_Model(benchmark::State& state, const std::string& name) {
   }
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0 : (n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
+}
+
+void BM_ModelVsCpu(benchmark::State& state, const std::string& name) {
+  const std::string base = model_dir() + "/" + name;
+  auto imported = convert_onnx(base + ".onnx");
+  auto input = read_npy(base + ".input.npy");
+  if (!imported.ok() || !input.ok()) {
+    state.SkipWithError((base + ": cannot load the model or its input").c_str());
+    return;
+  }
+  const Graph& g = imported->graph;
+  std::vector<NodeId> layers;
+  for (NodeId i = 0; i < g.num_nodes(); ++i) layers.push_back(i);
+  std::unique_ptr<Device> devices[2];
+  std::unique_ptr<Program> programs[2];
+  const std::string names[2] = {bench_device(), "cpu"};
+  for (int d = 0; d < 2; ++d) {
+    auto dev = open_device(names[d]);
+    if (!dev.ok()) {
+      state.SkipWithError(dev.status().to_string().c_str());
+      return;
+    }
+    devices[d] = std::move(*dev);
+    auto p = devices[d]->compile(g, layers);
+    if (!p.ok()) {
+      state.SkipWithError(p.status().to_string().c_str());
+      return;
+    }
+    programs[d] = std::move(*p);
+  }
+  std::vector<double> ms[2];
+  std::vector<Tensor> ins = {*input};
+  for (auto _ : state) {
+    for (int d = 0; d < 2; ++d) {
+      std::vector<Tensor> outs(programs[d]->output_values().size());
+      const auto t0 = std::chrono::steady_clock::now();
+      Status s = programs[d]->run(ins, outs);
+      const auto t1 = std::chrono::steady_clock::now();
+      if (!s.ok()) {
+        state.SkipWithError(s.to_string().c_str());
+        return;
+      }
+      ms[d].push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    }
+  }
+  state.counters["dev_ms"] = median(ms[0]);
+  state.counters["cpu_ms"] = median(ms[1]);
+  state.counters["dev/cpu"] = median(ms[0]) / std::max(1e-9, median(ms[1]));
+  if (auto* vp = dynamic_cast<VulkanProgram*>(programs[0].get())) {
+    const double mib = 1.0 / (1 << 20);
+    state.counters["arena_MiB"] = static_cast<double>(vp->memory().arena_bytes) * mib;
+    state.counters["separate_MiB"] = static_cast<double>(vp->memory().separate_bytes) * mib;
+    state.counters["const_MiB"] = static_cast<double>(vp->memory().constant_bytes) * mib;
+  }
+}
+
 const bool kRegistered = [] {
   for (const LayerCase& c : layer_cases()) {
     benchmark::RegisterBenchmark((std::string("Layer/") + c.name).c_str(), BM_Layer, c)
@@ -194,6 +264,18 @@ const bool kRegistered = [] {
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime()
         ->Iterations(2);
+  }
+  // Alternating device/cpu runs; TESSERA_BENCH_REPS runs of each (default 5).
+  const char* reps = std::getenv("TESSERA_BENCH_REPS");
+  const int n = reps != nullptr ? std::max(1, std::atoi(reps)) : 5;
+  for (const char* m : {"mobilenet_v2", "resnet18", "resnet50", "squeezenet1_1", "vgg16", "alexnet",
+                        "mobilenet_v3_small", "googlenet", "shufflenet_v2_x0_5", "densenet121",
+                        "efficientnet_b0"}) {
+    benchmark::RegisterBenchmark((std::string("ModelVsCpu/") + m).c_str(), BM_ModelVsCpu,
+                                 std::string(m))
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime()
+        ->Iterations(n);
   }
   return true;
 }();

@@ -57,6 +57,7 @@ std::string VulkanDevice::description() const {
 }
 
 Capability VulkanDevice::capabilities(const Graph& g, const Node& node) const {
+  if (gpu_->lost()) return Capability::no(gpu_->lost_status().message());
   const VulkanKernel* k = find_vulkan_kernel(node.kind);
   if (k == nullptr) {
     return Capability::no(std::string("the vulkan backend has no kernel for ") +
@@ -66,7 +67,7 @@ Capability VulkanDevice::capabilities(const Graph& g, const Node& node) const {
   auto check_value = [&](ValueId v, bool data_input) -> Capability {
     const Value& val = g.value(v);
     if (!val.has_info) return Capability::no("value '" + val.name + "' has no inferred shape");
-    if (!k->alias && data_input && val.info.dtype != DType::kF32) {
+    if (!k->alias && !k->any_dtype && data_input && val.info.dtype != DType::kF32) {
       return Capability::no("value '" + val.name + "' is " + dtype_name(val.info.dtype) +
                             "; the vulkan kernels compute f32 only");
     }

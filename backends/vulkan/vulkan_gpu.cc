@@ -16,6 +16,13 @@ GpuBuffer::~GpuBuffer() {
   api.vkFreeMemory(gpu_->device(), memory_, nullptr);
 }
 
+GpuMemory::GpuMemory(std::shared_ptr<VulkanGpu> gpu, VkDeviceMemory memory, uint64_t size)
+    : gpu_(std::move(gpu)), memory_(memory), size_(size) {}
+
+GpuMemory::~GpuMemory() {
+  gpu_->api().vkFreeMemory(gpu_->device(), memory_, nullptr);
+}
+
 VulkanGpu::VulkanGpu(std::shared_ptr<VulkanContext> context, int index)
     : context_(std::move(context)), index_(index) {}
 
@@ -91,6 +98,14 @@ Status VulkanGpu::init() {
     RETURN_IF_ERROR(check(a.vkCreatePipelineLayout(device_, &pl, nullptr, &pipeline_layouts_[n]),
                           "vkCreatePipelineLayout"));
   }
+
+  // Phase 4: the requirements arena buffers share, from a probe buffer.
+  ASSIGN_OR_RETURN(VkBuffer probe, new_buffer(16, "probe buffer"));
+  VkMemoryRequirements req{};
+  a.vkGetBufferMemoryRequirements(device_, probe, &req);
+  a.vkDestroyBuffer(device_, probe, nullptr);
+  buffer_alignment_ = std::max<uint64_t>(16, req.alignment);
+  buffer_type_bits_ = req.memoryTypeBits;
   return Status();
 }
 
@@ -153,21 +168,9 @@ Result<std::unique_ptr<GpuBuffer>> VulkanGpu::create_buffer(uint64_t bytes, bool
   const std::string what = std::to_string(bytes) + "-byte " +
                            (host_visible ? "staging" : "device-local") +
                            " buffer on vulkan:" + std::to_string(index_);
-  if (size > physical_.properties.limits.maxStorageBufferRange && !host_visible) {
-    return resource_exhausted("vulkan: a " + what + " exceeds maxStorageBufferRange (" +
-                              std::to_string(physical_.properties.limits.maxStorageBufferRange) +
-                              " bytes)");
-  }
+  if (!host_visible) RETURN_IF_ERROR(check_bindable(size, what));
   const VulkanApi& a = api();
-  VkBufferCreateInfo info{};
-  info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
-  info.size = size;
-  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-               VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-  info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  VkBuffer buffer = VK_NULL_HANDLE;
-  RETURN_IF_ERROR(
-      check(a.vkCreateBuffer(device_, &info, nullptr, &buffer), "vkCreateBuffer for a " + what));
+  ASSIGN_OR_RETURN(VkBuffer buffer, new_buffer(size, what));
   VkMemoryRequirements req{};
   a.vkGetBufferMemoryRequirements(device_, buffer, &req);
   const int type = memory_type(req.memoryTypeBits, host_visible);
@@ -201,6 +204,72 @@ Result<std::unique_ptr<GpuBuffer>> VulkanGpu::create_buffer(uint64_t bytes, bool
     return check(r, "binding memory to a " + what);
   }
   return std::make_unique<GpuBuffer>(shared_from_this(), buffer, memory, size, mapped);
+}
+
+Status VulkanGpu::check_bindable(uint64_t size, const std::string& what) const {
+  if (size <= physical_.properties.limits.maxStorageBufferRange) return Status();
+  return resource_exhausted("vulkan: a " + what + " exceeds maxStorageBufferRange (" +
+                            std::to_string(physical_.properties.limits.maxStorageBufferRange) +
+                            " bytes)");
+}
+
+Result<VkBuffer> VulkanGpu::new_buffer(uint64_t size, const std::string& what) {
+  VkBufferCreateInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
+  info.size = size;
+  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+               VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  VkBuffer buffer = VK_NULL_HANDLE;
+  RETURN_IF_ERROR(check(api().vkCreateBuffer(device_, &info, nullptr, &buffer),
+                        "vkCreateBuffer for a " + what));
+  return buffer;
+}
+
+Result<std::unique_ptr<GpuMemory>> VulkanGpu::allocate_memory(uint64_t bytes) {
+  if (lost_) return lost_status();
+  const std::string what =
+      std::to_string(bytes) + "-byte device-local arena on vulkan:" + std::to_string(index_);
+  const int type = memory_type(buffer_type_bits_, false);
+  if (type < 0) return resource_exhausted("vulkan: no memory type can hold a " + what);
+  const uint32_t heap = physical_.memory.memoryTypes[type].heapIndex;
+  if (bytes > physical_.memory.memoryHeaps[heap].size) {
+    return resource_exhausted("vulkan: a " + what + " is larger than its memory heap (" +
+                              std::to_string(physical_.memory.memoryHeaps[heap].size) + " bytes)");
+  }
+  VkMemoryAllocateInfo alloc{};
+  alloc.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
+  alloc.allocationSize = std::max<uint64_t>(bytes, buffer_alignment_);
+  alloc.memoryTypeIndex = static_cast<uint32_t>(type);
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  RETURN_IF_ERROR(check(api().vkAllocateMemory(device_, &alloc, nullptr, &memory),
+                        "vkAllocateMemory for a " + what));
+  return std::make_unique<GpuMemory>(shared_from_this(), memory, alloc.allocationSize);
+}
+
+Result<std::unique_ptr<GpuBuffer>> VulkanGpu::create_buffer_at(const GpuMemory& memory,
+                                                               uint64_t offset, uint64_t bytes) {
+  if (lost_) return lost_status();
+  const uint64_t size = std::max<uint64_t>(16, (bytes + 15) / 16 * 16);
+  const std::string what = std::to_string(bytes) + "-byte arena buffer at offset " +
+                           std::to_string(offset) + " on vulkan:" + std::to_string(index_);
+  RETURN_IF_ERROR(check_bindable(size, what));
+  ASSIGN_OR_RETURN(VkBuffer buffer, new_buffer(size, what));
+  VkMemoryRequirements req{};
+  api().vkGetBufferMemoryRequirements(device_, buffer, &req);
+  if (offset % req.alignment != 0 || offset + req.size > memory.size()) {
+    api().vkDestroyBuffer(device_, buffer, nullptr);
+    return internal_error("vulkan: a " + what + " does not fit its arena of " +
+                          std::to_string(memory.size()) + " bytes");
+  }
+  Status s = check(api().vkBindBufferMemory(device_, buffer, memory.handle(), offset),
+                   "binding arena memory to a " + what);
+  if (!s.ok()) {
+    api().vkDestroyBuffer(device_, buffer, nullptr);
+    return s;
+  }
+  // VK_NULL_HANDLE memory: the buffer leaves the arena to its owner.
+  return std::make_unique<GpuBuffer>(shared_from_this(), buffer, VK_NULL_HANDLE, size, nullptr);
 }
 
 Result<VkPipeline> VulkanGpu::pipeline(const SpirvShader& shader, std::span<const uint32_t> spec,

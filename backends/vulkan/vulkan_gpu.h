@@ -47,6 +47,23 @@ class GpuBuffer {
   void* mapped_;
 };
 
+// Device-local memory that several buffers are bound into (a program's activation arena).
+class GpuMemory {
+ public:
+  GpuMemory(std::shared_ptr<VulkanGpu> gpu, VkDeviceMemory memory, uint64_t size);
+  ~GpuMemory();
+  GpuMemory(const GpuMemory&) = delete;
+  GpuMemory& operator=(const GpuMemory&) = delete;
+
+  VkDeviceMemory handle() const { return memory_; }
+  uint64_t size() const { return size_; }
+
+ private:
+  std::shared_ptr<VulkanGpu> gpu_;
+  VkDeviceMemory memory_;
+  uint64_t size_;
+};
+
 inline constexpr int kMaxBindings = 5;
 inline constexpr uint32_t kPushConstantBytes = 128;
 
@@ -70,6 +87,14 @@ class VulkanGpu : public std::enable_shared_from_this<VulkanGpu> {
   // ResourceExhausted when the memory is not there.
   Result<std::unique_ptr<GpuBuffer>> create_buffer(uint64_t bytes, bool host_visible);
 
+  // Arenas: one device-local allocation, buffers bound into it at offsets that are multiples of
+  // buffer_alignment(). Buffers bound at overlapping ranges alias each other's bytes; the
+  // buffer does not own (or free) the memory, which must outlive it.
+  uint64_t buffer_alignment() const { return buffer_alignment_; }
+  Result<std::unique_ptr<GpuMemory>> allocate_memory(uint64_t bytes);
+  Result<std::unique_ptr<GpuBuffer>> create_buffer_at(const GpuMemory& memory, uint64_t offset,
+                                                      uint64_t bytes);
+
   // The pipeline running `shader` with `spec` as specialisation constants 0..n-1 and
   // `bindings` storage buffers at bindings 0..bindings-1.
   Result<VkPipeline> pipeline(const SpirvShader& shader, std::span<const uint32_t> spec,
@@ -92,14 +117,16 @@ class VulkanGpu : public std::enable_shared_from_this<VulkanGpu> {
   // Checks a result; on VK_ERROR_DEVICE_LOST marks the device lost.
   Status check(VkResult r, const std::string& what);
   bool lost() const { return lost_; }
-  // Makes every later call fail as after a real device loss (for tests of the failure path).
-  void mark_lost() { lost_ = true; }
   Status lost_status() const;
 
  private:
   VulkanGpu(std::shared_ptr<VulkanContext> context, int index);
   Status init();
   int memory_type(uint32_t type_bits, bool host_visible) const;
+  // A storage/transfer VkBuffer of `size` bytes without memory; `what` names it in errors.
+  Result<VkBuffer> new_buffer(uint64_t size, const std::string& what);
+  // ResourceExhausted when one descriptor cannot address `size` bytes.
+  Status check_bindable(uint64_t size, const std::string& what) const;
 
   std::shared_ptr<VulkanContext> context_;
   int index_;
@@ -114,6 +141,9 @@ class VulkanGpu : public std::enable_shared_from_this<VulkanGpu> {
   std::map<std::vector<uint32_t>, VkPipeline> pipelines_;  // key: shader address, bindings, spec
   std::recursive_mutex mutex_;  // guards the caches, the pool and the queue
   bool lost_ = false;
+  // Memory requirements every device-local storage buffer shares (same usage flags).
+  uint64_t buffer_alignment_ = 256;
+  uint32_t buffer_type_bits_ = ~0u;
 };
 
 }  // namespace tessera

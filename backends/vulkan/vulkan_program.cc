@@ -2,17 +2,22 @@
 
 #include <algorithm>
 #include <cstring>
-#include <set>
+#include <map>
 
+#include "backends/cpu/arena.h"
 #include "backends/vulkan/pipelines/kernel.h"
 
 namespace tessera {
 
 struct VulkanProgram::Impl {
+  std::unique_ptr<GpuMemory> arena;                 // activations; outlives their buffers
+  std::map<VkBuffer, uint64_t> arena_offset;        // arena buffers -> their offset in it
   std::vector<std::unique_ptr<GpuBuffer>> buffers;  // every buffer the program owns
   std::vector<int> buffer_of;                       // ValueId -> index into buffers, -1
   std::vector<uint64_t> input_offsets, output_offsets;
   std::unique_ptr<GpuBuffer> input_staging, output_staging;
+  std::unique_ptr<GpuBuffer> fault;         // host-visible: code, then three detail words
+  std::vector<std::string> fault_messages;  // code - 1 -> what the fault means
   VkDescriptorPool descriptor_pool = VK_NULL_HANDLE;
   VkQueryPool query_pool = VK_NULL_HANDLE;
   VkCommandBuffer commands = VK_NULL_HANDLE;
@@ -62,6 +67,15 @@ class Builder final : public KernelBuilder {
     BufferRef r{b->handle(), b->size()};
     impl_.buffers.push_back(std::move(b));
     return r;
+  }
+  Result<FaultSlot> fault(std::string what) override {
+    if (impl_.fault == nullptr) {
+      ASSIGN_OR_RETURN(impl_.fault, gpu_.create_buffer(16, true));
+    }
+    impl_.fault_messages.push_back("node '" + node_->name + "' (" + op_name(node_->kind) +
+                                   "): " + what);
+    return FaultSlot{BufferRef{impl_.fault->handle(), impl_.fault->size()},
+                     static_cast<uint32_t>(impl_.fault_messages.size())};
   }
   void dispatch(Dispatch d) override {
     PlannedDispatch p;
@@ -115,28 +129,58 @@ Result<std::unique_ptr<VulkanProgram>> VulkanProgram::create(std::shared_ptr<Vul
   const VulkanApi& a = dev.api();
   impl.buffer_of.assign(static_cast<size_t>(g.num_values()), -1);
 
-  // Phase 1: activation buffers. Reshape-like nodes share their input's buffer.
-  auto new_buffer = [&](ValueId v) -> Status {
-    ASSIGN_OR_RETURN(std::unique_ptr<GpuBuffer> b,
-                     dev.create_buffer(g.value(v).info.byte_size(), false));
-    impl.buffers.push_back(std::move(b));
-    impl.buffer_of[v] = static_cast<int>(impl.buffers.size()) - 1;
-    return Status();
+  // Phase 1: activation buffers in one arena, shared by lifetime. Step 0 copies the inputs in,
+  // node li runs at step li + 1, step |layers| + 1 copies the outputs out. Reshape-like nodes
+  // share their input's buffer and extend its lifetime to their own consumers.
+  std::vector<ValueId> root(static_cast<size_t>(g.num_values()), kNoValue);
+  std::vector<cpu::ArenaRequest> requests;
+  std::vector<ValueId> owners;  // the value of each request
+  std::vector<int> request_of(static_cast<size_t>(g.num_values()), -1);
+  auto define = [&](ValueId v, int step) {
+    root[v] = v;
+    request_of[v] = static_cast<int>(requests.size());
+    requests.push_back({std::max<uint64_t>(16, g.value(v).info.byte_size()), step, step});
+    owners.push_back(v);
   };
-  for (ValueId v : p->inputs_) RETURN_IF_ERROR(new_buffer(v));
+  auto use = [&](ValueId v, int step) {
+    if (v == kNoValue || root[v] == kNoValue) return;  // constants are not in the arena
+    cpu::ArenaRequest& r = requests[static_cast<size_t>(request_of[root[v]])];
+    r.last_step = std::max(r.last_step, step);
+  };
+  for (ValueId v : p->inputs_) define(v, 0);
   std::vector<PlannedDispatch> planned;
   Builder builder(dev, g, impl, &planned);
-  for (NodeId id : layers) {
-    const Node& n = g.node(id);
+  for (size_t li = 0; li < layers.size(); ++li) {
+    const Node& n = g.node(layers[li]);
     const VulkanKernel* k = find_vulkan_kernel(n.kind);
     if (k == nullptr) return internal_error("no vulkan kernel for node '" + n.name + "'");
+    const int step = static_cast<int>(li) + 1;
+    for (ValueId v : n.inputs) use(v, step);
     if (k->alias) {
-      builder.set_node(&n, 0);
-      RETURN_IF_ERROR(builder.ensure_constant(n.inputs[0]));
-      impl.buffer_of[n.outputs[0]] = impl.buffer_of[n.inputs[0]];
+      if (g.value(n.inputs[0]).is_constant) {
+        builder.set_node(&n, 0);
+        RETURN_IF_ERROR(builder.ensure_constant(n.inputs[0]));
+        impl.buffer_of[n.outputs[0]] = impl.buffer_of[n.inputs[0]];
+      }
+      root[n.outputs[0]] = root[n.inputs[0]];
       continue;
     }
-    for (ValueId v : n.outputs) RETURN_IF_ERROR(new_buffer(v));
+    for (ValueId v : n.outputs) define(v, step);
+  }
+  for (ValueId v : p->outputs_) use(v, static_cast<int>(layers.size()) + 1);
+  const cpu::ArenaPlan arena = cpu::plan_arena(requests, dev.buffer_alignment(), 0);
+  p->memory_.arena_bytes = arena.total_bytes;
+  p->memory_.separate_bytes = arena.sum_bytes;
+  ASSIGN_OR_RETURN(impl.arena, dev.allocate_memory(arena.total_bytes));
+  for (size_t i = 0; i < requests.size(); ++i) {
+    ASSIGN_OR_RETURN(std::unique_ptr<GpuBuffer> b,
+                     dev.create_buffer_at(*impl.arena, arena.offsets[i], requests[i].bytes));
+    impl.arena_offset[b->handle()] = arena.offsets[i];
+    impl.buffers.push_back(std::move(b));
+    impl.buffer_of[owners[i]] = static_cast<int>(impl.buffers.size()) - 1;
+  }
+  for (ValueId v = 0; v < g.num_values(); ++v) {
+    if (root[v] != kNoValue) impl.buffer_of[v] = impl.buffer_of[root[v]];
   }
 
   // Phase 2: plan every node's dispatches (uploads its constants).
@@ -149,6 +193,9 @@ Result<std::unique_ptr<VulkanProgram>> VulkanProgram::create(std::shared_ptr<Vul
     if (!s.ok()) return s.with_context("vulkan: node '" + n.name + "' (" + op_name(n.kind) + ")");
   }
   p->num_dispatches_ = static_cast<int>(planned.size());
+  for (const std::unique_ptr<GpuBuffer>& b : impl.buffers) {
+    if (impl.arena_offset.count(b->handle()) == 0) p->memory_.constant_bytes += b->size();
+  }
 
   // Phase 3: pipelines and descriptor sets.
   uint32_t descriptors = 0;
@@ -249,7 +296,26 @@ Result<std::unique_ptr<VulkanProgram>> VulkanProgram::create(std::shared_ptr<Vul
           VK_ACCESS_HOST_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
           VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
           VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
-  std::set<VkBuffer> dirty;  // written since the last barrier
+  // Hazards by memory range: arena buffers alias each other's bytes, so a dispatch waits for a
+  // barrier when it reads or writes bytes written since the last barrier, or writes bytes read
+  // since then (a later value reusing a dead one's memory).
+  struct Range {
+    uint64_t memory, begin, end;
+    bool overlaps(const Range& o) const {
+      return memory == o.memory && begin < o.end && o.begin < end;
+    }
+  };
+  std::map<VkBuffer, uint64_t> memory_ids;  // buffers with memory of their own -> 1, 2, ...
+  auto range_of = [&](const BufferRef& b) {
+    auto it = impl.arena_offset.find(b.buffer);
+    if (it != impl.arena_offset.end()) return Range{0, it->second, it->second + b.bytes};
+    const auto id = memory_ids.emplace(b.buffer, memory_ids.size() + 1).first;
+    return Range{id->second, 0, b.bytes};
+  };
+  std::vector<Range> written, read;  // since the last barrier
+  auto touches = [](const std::vector<Range>& set, const Range& r) {
+    return std::any_of(set.begin(), set.end(), [&](const Range& o) { return o.overlaps(r); });
+  };
   size_t next = 0;
   for (size_t li = 0; li < layers.size(); ++li) {
     if (impl.query_pool != VK_NULL_HANDLE) {
@@ -259,14 +325,24 @@ Result<std::unique_ptr<VulkanProgram>> VulkanProgram::create(std::shared_ptr<Vul
     for (; next < planned.size() && planned[next].node_index == static_cast<int>(li); ++next) {
       const PlannedDispatch& pd = planned[next];
       bool hazard = false;
-      for (const BufferRef& b : pd.d.bindings) hazard = hazard || dirty.count(b.buffer) != 0;
+      for (size_t bi = 0; bi < pd.d.bindings.size(); ++bi) {
+        const Range r = range_of(pd.d.bindings[bi]);
+        const bool writes = std::find(pd.d.writes.begin(), pd.d.writes.end(),
+                                      static_cast<int>(bi)) != pd.d.writes.end();
+        hazard = hazard || touches(written, r) || (writes && touches(read, r));
+      }
       if (hazard) {
         barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                 VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
-        dirty.clear();
+        written.clear();
+        read.clear();
       }
-      for (int w : pd.d.writes) dirty.insert(pd.d.bindings[static_cast<size_t>(w)].buffer);
+      for (size_t bi = 0; bi < pd.d.bindings.size(); ++bi) {
+        const bool writes = std::find(pd.d.writes.begin(), pd.d.writes.end(),
+                                      static_cast<int>(bi)) != pd.d.writes.end();
+        (writes ? written : read).push_back(range_of(pd.d.bindings[bi]));
+      }
       a.vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pd.pipeline);
       a.vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE,
                                 dev.pipeline_layout(static_cast<int>(pd.d.bindings.size())), 0, 1,
@@ -292,10 +368,19 @@ Result<std::unique_ptr<VulkanProgram>> VulkanProgram::create(std::shared_ptr<Vul
     VkBufferCopy region{0, impl.output_offsets[i], bytes};
     a.vkCmdCopyBuffer(cb, src.handle(), impl.output_staging->handle(), 1, &region);
   }
-  barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+  // Outputs (and the fault words the shaders wrote) become visible to the host.
+  barrier(VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+          VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
           VK_ACCESS_HOST_READ_BIT);
   RETURN_IF_ERROR(dev.check(a.vkEndCommandBuffer(cb), "vkEndCommandBuffer"));
   return p;
+}
+
+uint64_t VulkanProgram::peak_memory_bytes() const {
+  const Impl& impl = *impl_;
+  return memory_.arena_bytes + memory_.constant_bytes +
+         (impl.input_staging ? impl.input_staging->size() : 0) +
+         (impl.output_staging ? impl.output_staging->size() : 0);
 }
 
 Status VulkanProgram::run(std::span<const Tensor> inputs, std::span<Tensor> outputs) {
@@ -316,7 +401,17 @@ Status VulkanProgram::run(std::span<const Tensor> inputs, std::span<Tensor> outp
     std::memcpy(static_cast<char*>(impl.input_staging->mapped()) + impl.input_offsets[i],
                 inputs[i].raw(), inputs[i].byte_size());
   }
+  if (impl.fault != nullptr) std::memset(impl.fault->mapped(), 0, 16);
   RETURN_IF_ERROR(gpu_->submit_and_wait(impl.commands));
+  if (impl.fault != nullptr) {
+    uint32_t f[4];
+    std::memcpy(f, impl.fault->mapped(), 16);
+    if (f[0] != 0 && f[0] <= impl.fault_messages.size()) {
+      const int64_t value = static_cast<int64_t>((uint64_t{f[3]} << 32) | f[2]);
+      return invalid_argument("vulkan: " + impl.fault_messages[f[0] - 1] + ": element " +
+                              std::to_string(f[1]) + " is " + std::to_string(value));
+    }
+  }
   for (size_t i = 0; i < outputs_.size(); ++i) {
     const TensorInfo& info = g_.value(outputs_[i]).info;
     Tensor& dst = outputs[i];

@@ -1,12 +1,13 @@
 // A compiled set of layers on one Vulkan device.
 //
 // Phases:
-//   create: assign a device-local buffer to every value the slice computes (reshapes share
-//           their input's buffer), upload constants once, let each node's kernel plan its
-//           dispatches, create pipelines and descriptor sets, and record ONE command buffer:
-//           staging -> inputs, the dispatches with barriers only where a dispatch touches a
-//           buffer written since the last barrier, timestamps around every node, outputs ->
-//           staging.
+//   create: give every value the slice computes a device-local buffer (reshapes share their
+//           input's), all bound into one arena where values whose lifetimes do not overlap
+//           share memory (cpu::plan_arena, as the cpu backend plans host memory); upload
+//           constants once; let each node's kernel plan its dispatches; create pipelines and
+//           descriptor sets; record ONE command buffer: staging -> inputs, the dispatches with
+//           barriers only where a dispatch touches bytes written since the last barrier (or
+//           writes bytes read since then), timestamps around every node, outputs -> staging.
 //   run:    copy inputs into the staging buffers, submit, wait, copy outputs out, read the
 //           timestamps.
 #pragma once
@@ -26,6 +27,13 @@ struct VulkanNodeTime {
   double ms;  // GPU time between the timestamps around the node's dispatches
 };
 
+// Device memory a program holds.
+struct VulkanProgramMemory {
+  uint64_t arena_bytes = 0;     // activations, sharing memory by lifetime
+  uint64_t separate_bytes = 0;  // what one buffer per activation would take
+  uint64_t constant_bytes = 0;  // weights and derived constants (index tables, folded scales)
+};
+
 class VulkanProgram final : public Program {
  public:
   static Result<std::unique_ptr<VulkanProgram>> create(std::shared_ptr<VulkanGpu> gpu,
@@ -41,10 +49,13 @@ class VulkanProgram final : public Program {
   // the layer that waits. Unimplemented when the queue has no timestamps.
   Status run_timed(std::span<const Tensor> inputs, std::span<Tensor> outputs,
                    std::vector<double>* layer_ms) override;
+  // The activation arena, the constants and the staging buffers.
+  uint64_t peak_memory_bytes() const override;
 
   // Per-node GPU times of the last run (empty when the queue has no timestamps).
   const std::vector<VulkanNodeTime>& node_times() const { return node_times_; }
   int num_dispatches() const { return num_dispatches_; }
+  const VulkanProgramMemory& memory() const { return memory_; }
 
   struct Impl;  // buffers, staging, descriptor and query pools, the command buffer
 
@@ -59,6 +70,7 @@ class VulkanProgram final : public Program {
   std::vector<VulkanNodeTime> node_times_;
   std::vector<double> chained_ms_;  // per layer, see run_timed()
   int num_dispatches_ = 0;
+  VulkanProgramMemory memory_;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -1,7 +1,7 @@
 // Gemm (fully-connected layers) and MatMul.
 //   Gemm with B stored N x K (transB = 1, the usual FC layout) and M <= 8: f32_gemv_rows, one
 //   workgroup per output column reading the weight row once.
-//   everything else: f32_gemm_tiled (64x64 shared-memory tiles, batched for MatMul).
+//   everything else: f32_gemm_tiled (shared-memory tiles picked per shape, batched for MatMul).
 // A constant N x K weight larger than one storage buffer (VGG16's first FC layer is 392 MiB,
 // lavapipe binds 128 MiB) is uploaded in chunks of whole rows, one gemv dispatch per chunk.
 #include "backends/vulkan/pipelines/kernel.h"
@@ -150,6 +150,8 @@ Status plan_gemm(KernelBuilder& b) {
     d.shader = "f32_gemm_tiled";
     d.spec = {p.trans_a ? 1u : 0u, p.trans_b ? 1u : 0u, p.has_bias ? 1u : 0u};
     append_activation_spec(p.act, &d.spec);
+    const GemmTile tile = pick_gemm_tile(p.m, p.n, p.batch);
+    append_tile_spec(tile, &d.spec);
     d.push = {p.m,
               p.n,
               p.k,
@@ -160,8 +162,8 @@ Status plan_gemm(KernelBuilder& b) {
               float_bits(p.beta),
               p.bias_sm,
               p.bias_sn};
-    d.groups[0] = ceil_div(p.n, 64);
-    d.groups[1] = ceil_div(p.m, 64);
+    d.groups[0] = ceil_div(p.n, tile.tile_n());
+    d.groups[1] = ceil_div(p.m, tile.tile_m());
     d.groups[2] = p.batch;
     if (d.groups[0] > 65535 || d.groups[1] > 65535) return b.error("matrix too large");
   }

@@ -6,22 +6,24 @@
 
 namespace tessera {
 
-extern const VulkanKernel kVulkanConvKernel, kVulkanGemmKernel, kVulkanMatMulKernel,
-    kVulkanBatchNormalizationKernel, kVulkanMaxPoolKernel, kVulkanAveragePoolKernel,
-    kVulkanGlobalAveragePoolKernel, kVulkanGlobalMaxPoolKernel, kVulkanLRNKernel,
-    kVulkanSoftmaxKernel, kVulkanReluKernel, kVulkanLeakyReluKernel, kVulkanClipKernel,
-    kVulkanSigmoidKernel, kVulkanHardSigmoidKernel, kVulkanHardSwishKernel, kVulkanTanhKernel,
-    kVulkanAddKernel, kVulkanSubKernel, kVulkanMulKernel, kVulkanDivKernel, kVulkanConcatKernel,
-    kVulkanSplitKernel, kVulkanSliceKernel, kVulkanFlattenKernel, kVulkanReshapeKernel,
-    kVulkanTransposeKernel, kVulkanSqueezeKernel, kVulkanUnsqueezeKernel, kVulkanPadKernel,
-    kVulkanReduceMeanKernel, kVulkanResizeKernel, kVulkanGatherKernel, kVulkanCastKernel,
-    kVulkanIdentityKernel, kVulkanDropoutKernel;
+extern const VulkanKernel kVulkanConvKernel, kVulkanConvTransposeKernel, kVulkanGemmKernel,
+    kVulkanMatMulKernel, kVulkanBatchNormalizationKernel, kVulkanMaxPoolKernel,
+    kVulkanAveragePoolKernel, kVulkanGlobalAveragePoolKernel, kVulkanGlobalMaxPoolKernel,
+    kVulkanLRNKernel, kVulkanSoftmaxKernel, kVulkanReluKernel, kVulkanLeakyReluKernel,
+    kVulkanClipKernel, kVulkanSigmoidKernel, kVulkanHardSigmoidKernel, kVulkanHardSwishKernel,
+    kVulkanTanhKernel, kVulkanAddKernel, kVulkanSubKernel, kVulkanMulKernel, kVulkanDivKernel,
+    kVulkanConcatKernel, kVulkanSplitKernel, kVulkanSliceKernel, kVulkanFlattenKernel,
+    kVulkanReshapeKernel, kVulkanTransposeKernel, kVulkanSqueezeKernel, kVulkanUnsqueezeKernel,
+    kVulkanPadKernel, kVulkanReduceMeanKernel, kVulkanResizeKernel, kVulkanGatherKernel,
+    kVulkanShapeKernel, kVulkanConstantKernel, kVulkanCastKernel, kVulkanIdentityKernel,
+    kVulkanDropoutKernel;
 
 namespace {
 
-// Not served: ConvTranspose, Shape and Constant (folded before a graph reaches a device).
+// Every OpKind of ops/registry.cc (tests/backends/vulkan_ops_test.cc checks it).
 const VulkanKernel* const kKernels[] = {
     &kVulkanConvKernel,
+    &kVulkanConvTransposeKernel,
     &kVulkanGemmKernel,
     &kVulkanMatMulKernel,
     &kVulkanBatchNormalizationKernel,
@@ -54,6 +56,8 @@ const VulkanKernel* const kKernels[] = {
     &kVulkanReduceMeanKernel,
     &kVulkanResizeKernel,
     &kVulkanGatherKernel,
+    &kVulkanShapeKernel,
+    &kVulkanConstantKernel,
     &kVulkanCastKernel,
     &kVulkanIdentityKernel,
     &kVulkanDropoutKernel,

@@ -1,5 +1,6 @@
-// MaxPool, AveragePool (f32_pool2d, one thread per output), GlobalAveragePool, GlobalMaxPool and
-// ReduceMean over consecutive axes (f32_reduce, a workgroup per reduced row).
+// MaxPool, AveragePool (f32_pool: 1-D, 2-D and 3-D windows, one thread per output),
+// GlobalAveragePool, GlobalMaxPool and ReduceMean over consecutive axes (f32_reduce, a workgroup
+// per reduced row).
 #include "backends/vulkan/pipelines/kernel.h"
 #include "ops/conv_pool_util.h"
 #include "ops/data_movement.h"
@@ -17,9 +18,6 @@ Result<PoolPlan> parse_pool(const Graph& g, const Node& node) {
   NodeContext nc(g, node);
   const OpContext& ctx = nc.ctx();
   const Shape& x = ctx.input(0).shape;
-  if (x.rank() != 3 && x.rank() != 4) {
-    return ctx.unsupported("the vulkan kernel pools 1-D or 2-D windows only");
-  }
   if (node.outputs.size() > 1) return ctx.unsupported("the Indices output is not supported");
   PoolPlan p;
   ForwardWindowOptions opt;
@@ -47,7 +45,7 @@ Status plan_pool(KernelBuilder& b) {
   ASSIGN_OR_RETURN(BufferRef x, b.input(0));
   const uint64_t total = static_cast<uint64_t>(b.output_info(0).shape.numel());
   Dispatch d;
-  d.shader = "f32_pool2d";
+  d.shader = "f32_pool";
   d.spec = {b.node().kind == OpKind::kMaxPool ? 1u : 0u,
             static_cast<uint32_t>(w.k[1]),
             static_cast<uint32_t>(w.k[2]),
@@ -56,7 +54,10 @@ Status plan_pool(KernelBuilder& b) {
             static_cast<uint32_t>(w.d[1]),
             static_cast<uint32_t>(w.d[2]),
             p.count_pad ? 1u : 0u,
-            128};
+            128,
+            static_cast<uint32_t>(w.k[0]),
+            static_cast<uint32_t>(w.s[0]),
+            static_cast<uint32_t>(w.d[0])};
   // The padded extent that counts for count_include_pad: clipped at the end padding.
   d.push = {static_cast<uint32_t>(w.in[1]),
             static_cast<uint32_t>(w.in[2]),
@@ -66,7 +67,11 @@ Status plan_pool(KernelBuilder& b) {
             static_cast<uint32_t>(w.pb[2]),
             static_cast<uint32_t>(std::max<int64_t>(0, w.pe[1])),
             static_cast<uint32_t>(std::max<int64_t>(0, w.pe[2])),
-            static_cast<uint32_t>(total)};
+            static_cast<uint32_t>(total),
+            static_cast<uint32_t>(w.in[0]),
+            static_cast<uint32_t>(w.out[0]),
+            static_cast<uint32_t>(w.pb[0]),
+            static_cast<uint32_t>(std::max<int64_t>(0, w.pe[0]))};
   d.bindings = {x, b.output(0)};
   d.writes = {1};
   set_linear_groups(total, 128, &d);

@@ -1,11 +1,16 @@
 // Tensor manipulation.
-//   Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout, f32->f32 Cast: aliases (the output
-//   shares the input's buffer, no dispatch).
+//   Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout: aliases (the output shares the
+//   input's buffer, no dispatch).
 //   Concat, Split: one x32_copy_strided per input / output.
 //   Transpose, Slice, Pad, nearest Resize, Gather with constant indices: x32_gather_flat with an
 //   index table computed once at compile time by running the op's reference kernel on the
 //   element indices (i32), so the index rules are exactly the reference's.
+//   Gather with run-time indices: x32_gather_axis (bad indices fail the run with a Status).
 //   Linear Resize of the two innermost dims: f32_resize_linear.
+//   Cast: xx_cast between every pair of f32, f16, i8, u8, i32, i64, bool (a word copy when the
+//   types match).
+//   Shape, Constant: the output depends on no input value, so the reference kernel computes it
+//   at compile time and each run copies it into the output buffer.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -19,11 +24,7 @@ namespace {
 
 // --- Aliases -------------------------------------------------------------------------------
 
-Capability supports_alias(const Graph& g, const Node& node, const VulkanGpu&) {
-  if (node.kind == OpKind::kCast &&
-      g.value(node.inputs[0]).info.dtype != g.value(node.outputs[0]).info.dtype) {
-    return Capability::no("the vulkan backend casts only to the same dtype");
-  }
+Capability supports_alias(const Graph&, const Node& node, const VulkanGpu&) {
   if (node.kind == OpKind::kDropout && node.outputs.size() > 1) {
     return Capability::no("the mask output of Dropout is not supported");
   }
@@ -110,12 +111,20 @@ bool is_linear_resize(const Node& node) {
   return node.kind == OpKind::kResize && mode.ok() && *mode == "linear";
 }
 
+bool runtime_gather(const Graph& g, const Node& node) {
+  return node.kind == OpKind::kGather && !g.value(node.inputs[1]).is_constant;
+}
+
 Capability supports_gather(const Graph& g, const Node& node, const VulkanGpu& gpu) {
+  if (runtime_gather(g, node)) {
+    const size_t bytes = dtype_size(g.value(node.outputs[0]).info.dtype);
+    if (bytes != 4 && bytes != 8) {
+      return Capability::no("Gather with run-time indices moves 32- or 64-bit elements only");
+    }
+    return Capability::yes();
+  }
   Capability c = supports_copy32(g, node, gpu);
   if (!c.supported) return c;
-  if (node.kind == OpKind::kGather && !g.value(node.inputs[1]).is_constant) {
-    return Capability::no("Gather indices must be constant on the vulkan backend");
-  }
   // Every input but the data must be constant: the table is built at compile time.
   for (size_t i = 1; i < node.inputs.size(); ++i) {
     const ValueId v = node.inputs[i];
@@ -172,8 +181,34 @@ Result<Tensor> index_table(KernelBuilder& b) {
 
 Status plan_resize_linear(KernelBuilder& b);
 
+// Gather along `axis` with indices read on the device.
+Status plan_gather_runtime(KernelBuilder& b) {
+  const Shape& data = b.input_info(0).shape;
+  ASSIGN_OR_RETURN(int axis, axis_of(b.node(), data.rank(), 0));
+  const uint64_t words = dtype_size(b.input_info(0).dtype) / 4;
+  const uint64_t inner = static_cast<uint64_t>(dims_product(data, axis + 1, data.rank())) * words;
+  const uint64_t num_idx = static_cast<uint64_t>(b.input_info(1).shape.numel());
+  const uint64_t total = static_cast<uint64_t>(b.output_info(0).shape.numel()) * words;
+  if (total == 0) return Status();
+  ASSIGN_OR_RETURN(BufferRef src, b.input(0));
+  ASSIGN_OR_RETURN(BufferRef idx, b.input(1));
+  ASSIGN_OR_RETURN(FaultSlot fault, b.fault("index out of range for axis " + std::to_string(axis) +
+                                            " of size " + std::to_string(data[axis])));
+  Dispatch d;
+  d.shader = "x32_gather_axis";
+  d.spec = {256, b.input_info(1).dtype == DType::kI64 ? 1u : 0u};
+  d.bindings = {src, idx, b.output(0), fault.buffer};
+  d.writes = {2};
+  d.push = {static_cast<uint32_t>(total), static_cast<uint32_t>(inner),
+            static_cast<uint32_t>(num_idx), static_cast<uint32_t>(data[axis]), fault.code};
+  set_linear_groups(total, 256, &d);
+  b.dispatch(std::move(d));
+  return Status();
+}
+
 Status plan_gather(KernelBuilder& b) {
   if (is_linear_resize(b.node())) return plan_resize_linear(b);
+  if (runtime_gather(b.graph(), b.node())) return plan_gather_runtime(b);
   ASSIGN_OR_RETURN(Tensor table, index_table(b));
   ASSIGN_OR_RETURN(BufferRef t, b.upload(table.raw(), table.byte_size()));
   ASSIGN_OR_RETURN(BufferRef src, b.input(0));
@@ -265,6 +300,71 @@ Status plan_resize_linear(KernelBuilder& b) {
   return Status();
 }
 
+// --- Cast ------------------------------------------------------------------------------------
+
+Capability supports_cast(const Graph&, const Node&, const VulkanGpu&) {
+  return Capability::yes();  // every dtype pair of ops/cast.cc
+}
+
+uint64_t words_of(const TensorInfo& t) {
+  return (t.byte_size() + 3) / 4;
+}
+
+Status plan_cast(KernelBuilder& b) {
+  const TensorInfo& in = b.input_info(0);
+  const TensorInfo& out = b.output_info(0);
+  ASSIGN_OR_RETURN(BufferRef src, b.input(0));
+  if (in.dtype == out.dtype && in.dtype != DType::kBool) {
+    const uint64_t words = words_of(out);
+    copy_strided(b, src, b.output(0), 1, words, words, 0, words, 0);
+    return Status();
+  }
+  const uint64_t numel = static_cast<uint64_t>(out.shape.numel());
+  if (numel == 0) return Status();
+  const uint64_t bytes = dtype_size(out.dtype);
+  const uint64_t units = bytes >= 4 ? numel : (numel * bytes + 3) / 4;
+  Dispatch d;
+  d.shader = "xx_cast";
+  d.spec = {256, static_cast<uint32_t>(in.dtype), static_cast<uint32_t>(out.dtype)};
+  d.bindings = {src, b.output(0)};
+  d.writes = {1};
+  d.push = {static_cast<uint32_t>(numel), static_cast<uint32_t>(units)};
+  set_linear_groups(units, 256, &d);
+  b.dispatch(std::move(d));
+  return Status();
+}
+
+// --- Outputs known at compile time (Shape, Constant) -------------------------------------------
+
+Capability supports_host_constant(const Graph&, const Node&, const VulkanGpu&) {
+  return Capability::yes();
+}
+
+Status plan_host_constant(KernelBuilder& b) {
+  const Node& n = b.node();
+  // The inputs' values are never read (Shape reads only shapes): zero tensors of their shapes.
+  std::vector<Tensor> ins;
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (n.inputs[i] == kNoValue) {
+      ins.emplace_back();
+      continue;
+    }
+    const TensorInfo& info = b.input_info(static_cast<int>(i));
+    ASSIGN_OR_RETURN(Tensor t, Tensor::create(info.dtype, info.shape));
+    ins.push_back(std::move(t));
+  }
+  const TensorInfo& out_info = b.output_info(0);
+  ASSIGN_OR_RETURN(Tensor out, Tensor::create(out_info.dtype, out_info.shape));
+  NodeContext nc(n, ins);
+  Tensor outs[1] = {out};
+  RETURN_IF_ERROR(run_reference(nc.ctx(), ins, outs));
+  if (out.byte_size() == 0) return Status();
+  ASSIGN_OR_RETURN(BufferRef c, b.upload(out.raw(), out.byte_size()));
+  const uint64_t words = words_of(out_info);
+  copy_strided(b, c, b.output(0), 1, words, words, 0, words, 0);
+  return Status();
+}
+
 }  // namespace
 
 extern const VulkanKernel kVulkanReshapeKernel = {OpKind::kReshape, true, -1, supports_alias,
@@ -279,7 +379,12 @@ extern const VulkanKernel kVulkanIdentityKernel = {OpKind::kIdentity, true, -1, 
                                                    plan_alias};
 extern const VulkanKernel kVulkanDropoutKernel = {OpKind::kDropout, true, -1, supports_alias,
                                                   plan_alias};
-extern const VulkanKernel kVulkanCastKernel = {OpKind::kCast, true, -1, supports_alias, plan_alias};
+extern const VulkanKernel kVulkanCastKernel = {OpKind::kCast, false,     -1,
+                                               supports_cast, plan_cast, true};
+extern const VulkanKernel kVulkanShapeKernel = {
+    OpKind::kShape, false, -1, supports_host_constant, plan_host_constant, true};
+extern const VulkanKernel kVulkanConstantKernel = {
+    OpKind::kConstant, false, -1, supports_host_constant, plan_host_constant, true};
 extern const VulkanKernel kVulkanConcatKernel = {OpKind::kConcat, false, -1, supports_copy32,
                                                  plan_concat};
 extern const VulkanKernel kVulkanSplitKernel = {OpKind::kSplit, false, -1, supports_copy32,
@@ -292,7 +397,7 @@ extern const VulkanKernel kVulkanPadKernel = {OpKind::kPad, false, -1, supports_
                                               plan_gather};
 extern const VulkanKernel kVulkanResizeKernel = {OpKind::kResize, false, -1, supports_gather,
                                                  plan_gather};
-extern const VulkanKernel kVulkanGatherKernel = {OpKind::kGather, false, -1, supports_gather,
-                                                 plan_gather};
+extern const VulkanKernel kVulkanGatherKernel = {OpKind::kGather, false,       -1,
+                                                 supports_gather, plan_gather, true};
 
 }  // namespace tessera

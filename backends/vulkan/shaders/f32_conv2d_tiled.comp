@@ -1,15 +1,19 @@
 // 2-D convolution as an implicit GEMM with shared-memory tiles, per (image, group):
 //   Y[m, n] = act(sum_k W[m, k] * im2col(X)[k, n] + bias[m])
 //   m: output channel of the group (Mg), n: output pixel (OH*OW), k: (ci, kh, kw) (Cg*KH*KW).
-// A 256-thread workgroup computes a 64x64 tile of Y, each thread 4x4 outputs strided by 16, with
-// K in steps of 16 through shared memory. POINTWISE (1x1, stride 1, no padding) reads X as a
-// plain matrix.
-// Spec: 0 KH, 1 KW, 2 SH, 3 SW, 4 DH, 5 DW, 6 has bias, 7-9 activation, 10 pointwise.
+// A workgroup of WG_M x WG_N threads computes a (4 WG_M) x (4 WG_N) tile of Y, each thread 4x4
+// outputs, with K in steps of 16 through shared memory; the host picks the tile per layer shape
+// (pick_gemm_tile). POINTWISE (1x1, stride 1, no padding) reads X as a plain matrix.
+// Spec: 0 KH, 1 KW, 2 SH, 3 SW, 4 DH, 5 DW, 6 has bias, 7-9 activation, 10 pointwise,
+//       11 WG_N, 12 WG_M, 13 local size (WG_N * WG_M).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #define ACT_ID 7
+#define WG_N_ID 11
+#define WG_M_ID 12
+#define LOCAL_ID 13
 #include "common.glsl"
-layout(local_size_x = 256) in;
+layout(local_size_x_id = LOCAL_ID) in;
 layout(constant_id = 0) const uint KH = 1;
 layout(constant_id = 1) const uint KW = 1;
 layout(constant_id = 2) const uint SH = 1;
@@ -31,13 +35,17 @@ layout(push_constant) uniform P {
   uint groups;
 } p;
 
-const uint TM = 64, TN = 64, TK = 16;
+// The tile: a WG_M x WG_N grid of threads, 4x4 outputs each (strided by WG_M / WG_N).
+layout(constant_id = WG_N_ID) const uint WG_N = 16;
+layout(constant_id = WG_M_ID) const uint WG_M = 16;
+const uint THREADS = WG_N * WG_M;
+const uint TM = 4 * WG_M, TN = 4 * WG_N, TK = 16;
 shared float As[TK][TM];
 shared float Bs[TK][TN];
 
 void main() {
   const uint tid = gl_LocalInvocationID.x;
-  const uint tx = tid % 16, ty = tid / 16;
+  const uint tx = tid % WG_N, ty = tid / WG_N;
   const uint n0 = gl_WorkGroupID.x * TN, m0 = gl_WorkGroupID.y * TM;
   const uint g = gl_WorkGroupID.z % p.groups, img = gl_WorkGroupID.z / p.groups;
   const uint K = p.cg * KH * KW, NPIX = p.oh * p.ow, HW = p.h * p.w;
@@ -50,12 +58,12 @@ void main() {
     for (int j = 0; j < 4; ++j) acc[i][j] = 0.0;
 
   for (uint k0 = 0; k0 < K; k0 += TK) {
-    for (uint e = tid; e < TK * TM; e += 256) {
+    for (uint e = tid; e < TK * TM; e += THREADS) {
       const uint kk = e % TK, mm = e / TK;
       const uint m = m0 + mm, k = k0 + kk;
       As[kk][mm] = (m < p.mg && k < K) ? w[wbase + m * K + k] : 0.0;
     }
-    for (uint e = tid; e < TK * TN; e += 256) {
+    for (uint e = tid; e < TK * TN; e += THREADS) {
       const uint nn = e % TN, kk = e / TN;
       const uint n = n0 + nn, k = k0 + kk;
       float v = 0.0;
@@ -78,19 +86,19 @@ void main() {
     barrier();
     for (uint kk = 0; kk < TK; ++kk) {
       float av[4], bv[4];
-      for (int i = 0; i < 4; ++i) av[i] = As[kk][ty + 16 * i];
-      for (int j = 0; j < 4; ++j) bv[j] = Bs[kk][tx + 16 * j];
+      for (int i = 0; i < 4; ++i) av[i] = As[kk][ty + WG_M * i];
+      for (int j = 0; j < 4; ++j) bv[j] = Bs[kk][tx + WG_N * j];
       for (int i = 0; i < 4; ++i)
         for (int j = 0; j < 4; ++j) acc[i][j] += av[i] * bv[j];
     }
     barrier();
   }
   for (int i = 0; i < 4; ++i) {
-    const uint m = m0 + ty + 16 * i;
+    const uint m = m0 + ty + WG_M * i;
     if (m >= p.mg) continue;
     const float b = HAS_BIAS == 1 ? bias[g * p.mg + m] : 0.0;
     for (int j = 0; j < 4; ++j) {
-      const uint n = n0 + tx + 16 * j;
+      const uint n = n0 + tx + WG_N * j;
       if (n < NPIX) y[ybase + m * NPIX + n] = activate(acc[i][j] + b);
     }
   }
