@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include <cstdlib>
+#include <string>
 
 namespace tessera::cpu {
 
@@ -19,18 +20,36 @@ OpenBlas load() {
     already = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
     if (already != nullptr) break;
   }
-  bool set_coretype = false;
-  if (already == nullptr && std::getenv("OPENBLAS_CORETYPE") == nullptr && cpuinfo_initialize() &&
-      cpuinfo_has_x86_avx512f()) {
-    setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
-    set_coretype = true;
+  // OpenBLAS picks its kernel set once, when it loads, from OPENBLAS_CORETYPE or its own CPU
+  // table, which misdetects recent AVX-512 CPUs (a generic kernel set, ~5x slower). Tessera loads
+  // its own copy with the kernel set the CPU supports: TESSERA_OPENBLAS_CORETYPE when given
+  // (honoured as is), else SkylakeX on AVX-512 CPUs, also over an OPENBLAS_CORETYPE naming an
+  // older core (some environments set Haswell globally as a misdetection workaround). The
+  // process's own OPENBLAS_CORETYPE is restored right after, so nothing else sees a change.
+  std::string coretype;
+  if (const char* forced = std::getenv("TESSERA_OPENBLAS_CORETYPE"); forced != nullptr) {
+    coretype = forced;
+  } else if (cpuinfo_initialize() && cpuinfo_has_x86_avx512f()) {
+    coretype = "SkylakeX";
   }
+  const char* user_value = std::getenv("OPENBLAS_CORETYPE");
+  const std::string saved = user_value != nullptr ? user_value : "";
+  const bool had_user_value = user_value != nullptr;
+  const bool set_coretype = already == nullptr && !coretype.empty();
+  if (set_coretype) setenv("OPENBLAS_CORETYPE", coretype.c_str(), 1);
   void* handle = already;
   for (const char* lib : kLibraries) {
     if (handle != nullptr) break;
     handle = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
   }
-  if (set_coretype) unsetenv("OPENBLAS_CORETYPE");  // do not leak it into child processes
+  if (set_coretype) {
+    // Do not leak it into child processes; give the process back its own value.
+    if (had_user_value) {
+      setenv("OPENBLAS_CORETYPE", saved.c_str(), 1);
+    } else {
+      unsetenv("OPENBLAS_CORETYPE");
+    }
+  }
   if (handle == nullptr) {
     b.note = "OpenBLAS not found (libopenblas.so.0)";
     return b;
@@ -46,7 +65,7 @@ OpenBlas load() {
     if (strcasecmp(core.c_str(), fast) == 0) b.avx512_kernels = true;
   }
   b.note = "OpenBLAS (" + core + (already != nullptr ? ", loaded before Tessera" : "") +
-           (set_coretype ? ", OPENBLAS_CORETYPE=SkylakeX" : "") + ")";
+           (set_coretype ? ", loaded with OPENBLAS_CORETYPE=" + coretype : "") + ")";
   return b;
 }
 

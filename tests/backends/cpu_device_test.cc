@@ -1,5 +1,6 @@
 // The cpu device's infrastructure: core sets, topology from a fake sysfs, thread pinning, two
 // devices running at once, the arena planner, device names and error paths.
+#include <cpuinfo.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -280,8 +281,29 @@ TEST(OpenBlasTest, LoadsWithTheRightCore) {
   // On AVX-512 machines the core is never the generic fallback Debian's build picks for CPUs it
   // does not know.
   std::printf("[ openblas ] %s\n", b.note.c_str());
-  if (b.get_corename != nullptr && std::getenv("OPENBLAS_CORETYPE") == nullptr) {
+  if (b.get_corename != nullptr && std::getenv("TESSERA_OPENBLAS_CORETYPE") == nullptr) {
     EXPECT_EQ(std::string(b.get_corename()).find("Prescott"), std::string::npos) << b.note;
+    // Also over an OPENBLAS_CORETYPE naming an older core in the environment.
+    if (cpuinfo_initialize() && cpuinfo_has_x86_avx512f() &&
+        b.note.find("loaded before") == std::string::npos) {
+      EXPECT_TRUE(b.avx512_kernels) << b.note;
+    }
+  }
+  // The process's OPENBLAS_CORETYPE is what it started with (/proc/self/environ is the initial
+  // environment): the load does not change it.
+  std::ifstream environ_file("/proc/self/environ", std::ios::binary);
+  std::string entry, initial;
+  bool initially_set = false;
+  while (std::getline(environ_file, entry, '\0')) {
+    if (entry.rfind("OPENBLAS_CORETYPE=", 0) == 0) {
+      initially_set = true;
+      initial = entry.substr(18);
+    }
+  }
+  const char* now = std::getenv("OPENBLAS_CORETYPE");
+  EXPECT_EQ(now != nullptr, initially_set);
+  if (now != nullptr && initially_set) {
+    EXPECT_EQ(std::string(now), initial);
   }
 }
 
