@@ -73,16 +73,93 @@ __kernel void binary_f32_broadcast(__global const float* A, __global const float
   Y[row * inner + i] = activate(binary_op(a, b, op), act, act_a, act_b);
 }
 
-// y = act(x * scale[c] + shift[c]) over [N, C, inner]. global: (ceil(inner / 4), N * C)
-__kernel void channel_affine_f32_x4(__global const float* X, __global float* Y,
-                                    __global const float* scale, __global const float* shift,
-                                    const int channels, const int inner, const int act,
-                                    const float act_a, const float act_b) {
+// Integer Add/Sub/Mul/Div (shape arithmetic) with the broadcasting of binary_f32_broadcast, as
+// ops/div.cc and ops/add.cc: arithmetic wraps (done on unsigned bits), division truncates toward
+// zero, MIN / -1 wraps to MIN, and a zero divisor writes 0 and records element + 1 of the output
+// in *bad (the first one seen), which fails the run.
+__kernel void binary_i32_broadcast(__global const int* A, __global const int* B, __global int* Y,
+                                   __global const int* meta, __global int* bad, const int rank,
+                                   const int inner, const int outer, const int op) {
+  const int i = get_global_id(0), row = get_global_id(1);
+  if (i >= inner || row >= outer) return;
+  int a_off = 0, b_off = 0, r = row;
+  for (int d = rank - 2; d >= 0; --d) {
+    const int c = r % meta[d];
+    r /= meta[d];
+    a_off += c * meta[rank + d];
+    b_off += c * meta[2 * rank + d];
+  }
+  const uint a = as_uint(A[a_off + i * meta[2 * rank - 1]]);
+  const uint b = as_uint(B[b_off + i * meta[3 * rank - 1]]);
+  uint y;
+  switch (op) {
+    case OP_ADD: y = a + b; break;
+    case OP_SUB: y = a - b; break;
+    case OP_MUL: y = a * b; break;
+    default:
+      if (b == 0) {
+        atomic_cmpxchg(bad, 0, row * inner + i + 1);
+        y = 0;
+      } else {
+        y = as_int(b) == -1 ? 0u - a : as_uint(as_int(a) / as_int(b));
+      }
+      break;
+  }
+  Y[row * inner + i] = as_int(y);
+}
+
+__kernel void binary_i64_broadcast(__global const long* A, __global const long* B,
+                                   __global long* Y, __global const int* meta, __global int* bad,
+                                   const int rank, const int inner, const int outer,
+                                   const int op) {
+  const int i = get_global_id(0), row = get_global_id(1);
+  if (i >= inner || row >= outer) return;
+  int a_off = 0, b_off = 0, r = row;
+  for (int d = rank - 2; d >= 0; --d) {
+    const int c = r % meta[d];
+    r /= meta[d];
+    a_off += c * meta[rank + d];
+    b_off += c * meta[2 * rank + d];
+  }
+  const ulong a = as_ulong(A[a_off + i * meta[2 * rank - 1]]);
+  const ulong b = as_ulong(B[b_off + i * meta[3 * rank - 1]]);
+  ulong y;
+  switch (op) {
+    case OP_ADD: y = a + b; break;
+    case OP_SUB: y = a - b; break;
+    case OP_MUL: y = a * b; break;
+    default:
+      if (b == 0) {
+        atomic_cmpxchg(bad, 0, row * inner + i + 1);
+        y = 0;
+      } else {
+        y = as_long(b) == -1 ? 0ul - a : as_ulong(as_long(a) / as_long(b));
+      }
+      break;
+  }
+  Y[row * inner + i] = as_long(y);
+}
+
+// BatchNormalization over [N, C, inner]: y = act((x - mean[c]) * a[c] + bias[c]), the mean
+// subtracted first as the reference does (the folded x * a + (bias - mean * a) loses precision
+// when |mean| is large next to the spread of x). global: (ceil(inner / 4), N * C)
+__kernel void batch_norm_f32_x4(__global const float* X, __global float* Y,
+                                __global const float* a, __global const float* mean,
+                                __global const float* bias, const int channels, const int inner,
+                                const int act, const float act_a, const float act_b) {
   const int i = get_global_id(0) * 4, nc = get_global_id(1);
   if (i >= inner) return;
   const int c = nc % channels;
-  const float s = scale[c], t = shift[c];
+  const float s = a[c], m = mean[c], t = bias[c];
   const int base = nc * inner;
   for (int j = i; j < i + 4 && j < inner; ++j)
-    Y[base + j] = activate(fma(X[base + j], s, t), act, act_a, act_b);
+    Y[base + j] = activate(fma(X[base + j] - m, s, t), act, act_a, act_b);
+}
+
+// a[c] = scale[c] / sqrt(var[c] + eps), for BatchNormalization parameters that arrive at run
+// time (constant ones are folded on the host in double). global: channels
+__kernel void batch_norm_coefficients_f32(__global const float* scale, __global const float* var,
+                                          __global float* a, const float eps, const int channels) {
+  const int c = get_global_id(0);
+  if (c < channels) a[c] = scale[c] / sqrt(var[c] + eps);
 }
