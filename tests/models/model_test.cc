@@ -157,6 +157,14 @@ INSTANTIATE_TEST_SUITE_P(
                                          ModelCase{"efficientnet_b0"}),
                        ::testing::ValuesIn(kDevices)),
     case_name);
+// The extra architectures on PoCL too (each a few seconds there).
+INSTANTIATE_TEST_SUITE_P(
+    ExtraOpenCL, ModelTest,
+    ::testing::Combine(::testing::Values(ModelCase{"mobilenet_v3_small"}, ModelCase{"googlenet"},
+                                         ModelCase{"shufflenet_v2_x0_5"}, ModelCase{"densenet121"},
+                                         ModelCase{"efficientnet_b0"}),
+                       ::testing::Values("opencl:0")),
+    case_name);
 
 }  // namespace
 }  // namespace tessera
