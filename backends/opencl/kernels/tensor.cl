@@ -64,39 +64,26 @@ inline long index_at(__global const int* idx, const int j, const int idx64) {
   return ((long)idx[2 * j + 1] << 32) | (long)as_uint(idx[2 * j]);  // little-endian words
 }
 
-__kernel void gather_indices_u32(__global const uint* src, __global const int* idx,
-                                 __global uint* dst, __global int* bad, const int idx64,
-                                 const int len, const int count, const int inner,
-                                 const int outer) {
-  const int i = get_global_id(0), j = get_global_id(1), o = get_global_id(2);
-  if (i >= inner || j >= count || o >= outer) return;
-  long v = index_at(idx, j, idx64);
-  uint out = 0;
-  if (v < -len || v >= len) {
-    atomic_cmpxchg(bad, 0, j + 1);
-  } else {
-    if (v < 0) v += len;
-    out = src[(o * len + (int)v) * inner + i];
+// NAME is the whole kernel name, T the unit type.
+#define GATHER_INDICES_KERNEL(NAME, T)                                                          \
+  __kernel void NAME(__global const T* src, __global const int* idx, __global T* dst,           \
+                     __global int* bad, const int idx64, const int len, const int count,        \
+                     const int inner, const int outer) {                                        \
+    const int i = get_global_id(0), j = get_global_id(1), o = get_global_id(2);                 \
+    if (i >= inner || j >= count || o >= outer) return;                                         \
+    long v = index_at(idx, j, idx64);                                                           \
+    T out = 0;                                                                                  \
+    if (v < -len || v >= len) {                                                                 \
+      atomic_cmpxchg(bad, 0, j + 1);                                                            \
+    } else {                                                                                    \
+      if (v < 0) v += len;                                                                      \
+      out = src[(o * len + (int)v) * inner + i];                                                \
+    }                                                                                           \
+    dst[(o * count + j) * inner + i] = out;                                                     \
   }
-  dst[(o * count + j) * inner + i] = out;
-}
 
-__kernel void gather_indices_u8(__global const uchar* src, __global const int* idx,
-                                __global uchar* dst, __global int* bad, const int idx64,
-                                const int len, const int count, const int inner,
-                                const int outer) {
-  const int i = get_global_id(0), j = get_global_id(1), o = get_global_id(2);
-  if (i >= inner || j >= count || o >= outer) return;
-  long v = index_at(idx, j, idx64);
-  uchar out = 0;
-  if (v < -len || v >= len) {
-    atomic_cmpxchg(bad, 0, j + 1);
-  } else {
-    if (v < 0) v += len;
-    out = src[(o * len + (int)v) * inner + i];
-  }
-  dst[(o * count + j) * inner + i] = out;
-}
+GATHER_INDICES_KERNEL(gather_indices_u32, uint)
+GATHER_INDICES_KERNEL(gather_indices_u8, uchar)
 
 // Cast between Tessera dtypes, numbered as core/dtype.h: 0 f32, 1 f16, 2 i8, 3 u8, 4 i32,
 // 5 i64, 6 bool. Semantics of ops/cast.cc: float -> integer truncates toward zero and saturates
