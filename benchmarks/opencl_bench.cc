@@ -3,17 +3,25 @@
 //   BM_TransferFit                        t = alpha * bytes + beta fitted over 4 KiB..16 MiB, the
 //                                         per-device transfer model of seed 000 eq. 1-2
 //   BM_Op/<layer>                         one node on a real layer shape (FLOP/s)
-//   BM_Model/<name>                       a whole exported model ($TESSERA_MODEL_DIR or
-//                                         ~/.cache/tessera/models)
-// The device is opencl:0 unless TESSERA_BENCH_DEVICE names another (e.g. reference, to compare).
+//   BM_Model/<name>/<device>              a whole exported model ($TESSERA_MODEL_DIR or
+//                                         ~/.cache/tessera/models) on each device of
+//                                         TESSERA_BENCH_MODEL_DEVICES (default "opencl:0,cpu")
+// Transfers and ops run on opencl:0 unless TESSERA_BENCH_DEVICE names another (e.g. reference).
+// The model table of docs/performance.md: per model, medians of repetitions interleaved at
+// random between the devices, so both see the same machine load (one model's sessions are kept
+// loaded at a time):
 //
-//   build/benchmarks/tessera_opencl_bench --benchmark_filter=BM_Model
+//   for m in mobilenet_v2 resnet18 ...; do
+//     build/benchmarks/tessera_opencl_bench --benchmark_filter="BM_Model/$m/"
+//       --benchmark_repetitions=7 --benchmark_enable_random_interleaving=true
+//       --benchmark_report_aggregates_only=true; done
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -248,23 +256,51 @@ std::string model_dir() {
   return home != nullptr ? std::string(home) + "/.cache/tessera/models" : "";
 }
 
-void BM_Model(benchmark::State& state, const std::string& name) {
-  const std::string base = model_dir() + "/" + name;
-  if (!std::filesystem::exists(base + ".onnx")) {
-    return state.SkipWithError((base + ".onnx not found").c_str());
+// One timed run per iteration after a warm-up; the session is opened once per (model, device)
+// and kept, so repetitions time only runs.
+void BM_Model(benchmark::State& state, const std::string& name, const std::string& device) {
+  struct Loaded {
+    std::unique_ptr<Session> session;
+    Tensor input;
+    std::string error;
+  };
+  static std::map<std::string, Loaded> loaded;  // "model@device"; only one model's kept
+  std::erase_if(loaded, [&](const auto& kv) { return kv.first.rfind(name + "@", 0) != 0; });
+  Loaded& m = loaded[name + "@" + device];
+  if (!m.session && m.error.empty()) {
+    const std::string base = model_dir() + "/" + name;
+    auto load = [&]() -> Status {
+      ASSIGN_OR_RETURN(ImportedModel imported, convert_onnx(base + ".onnx"));
+      ASSIGN_OR_RETURN(std::shared_ptr<const Model> model,
+                       Model::from_graph(std::move(imported.graph)));
+      ASSIGN_OR_RETURN(m.session, Session::create(model, device));
+      ASSIGN_OR_RETURN(m.input, read_npy(base + ".input.npy"));
+      return m.session->run({m.input}).status();  // warm-up
+    };
+    if (!std::filesystem::exists(base + ".onnx")) {
+      m.error = base + ".onnx not found";
+    } else if (Status s = load(); !s.ok()) {
+      m.error = s.to_string();
+      m.session.reset();
+    }
   }
-  Result<ImportedModel> imported = convert_onnx(base + ".onnx");
-  if (!imported.ok()) return state.SkipWithError(imported.status().to_string().c_str());
-  Result<std::shared_ptr<const Model>> model = Model::from_graph(std::move(imported->graph));
-  if (!model.ok()) return state.SkipWithError(model.status().to_string().c_str());
-  Result<std::unique_ptr<Session>> session = Session::create(*model, bench_device());
-  if (!session.ok()) return state.SkipWithError(session.status().to_string().c_str());
-  Result<Tensor> input = read_npy(base + ".input.npy");
-  if (!input.ok()) return state.SkipWithError(input.status().to_string().c_str());
-  if (!(*session)->run({*input}).ok()) return state.SkipWithError("run failed");  // warm-up
+  if (!m.session) return state.SkipWithError(m.error.c_str());
   for (auto _ : state) {
-    if (!(*session)->run({*input}).ok()) return state.SkipWithError("run failed");
+    if (!m.session->run({m.input}).ok()) return state.SkipWithError("run failed");
   }
+}
+
+std::vector<std::string> model_devices() {
+  const char* env = std::getenv("TESSERA_BENCH_MODEL_DEVICES");
+  std::string list = env != nullptr ? env : "opencl:0,cpu";
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    if (comma > start) out.push_back(list.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
 }
 
 int register_benchmarks() {
@@ -274,12 +310,17 @@ int register_benchmarks() {
         ->MinTime(0.2)
         ->UseRealTime();
   }
-  for (const char* m :
-       {"mobilenet_v2", "resnet18", "resnet50", "squeezenet1_1", "vgg16", "alexnet"}) {
-    benchmark::RegisterBenchmark((std::string("BM_Model/") + m).c_str(), BM_Model, std::string(m))
-        ->Unit(benchmark::kMillisecond)
-        ->Iterations(3)
-        ->UseRealTime();
+  // The six foundation models, then the five extra exports.
+  for (const char* m : {"mobilenet_v2", "resnet18", "resnet50", "squeezenet1_1", "vgg16", "alexnet",
+                        "mobilenet_v3_small", "googlenet", "shufflenet_v2_x0_5", "densenet121",
+                        "efficientnet_b0"}) {
+    for (const std::string& d : model_devices()) {
+      benchmark::RegisterBenchmark((std::string("BM_Model/") + m + "/" + d).c_str(), BM_Model,
+                                   std::string(m), d)
+          ->Unit(benchmark::kMillisecond)
+          ->Iterations(1)
+          ->UseRealTime();
+    }
   }
   return 0;
 }

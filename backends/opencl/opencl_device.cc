@@ -15,6 +15,7 @@ using opencl::Execution;
 using opencl::Launch;
 using opencl::MemHandle;
 using opencl::QueueHandle;
+using opencl::RunCheck;
 
 namespace {
 
@@ -95,6 +96,7 @@ class OpenCLProgram final : public Program {
   std::vector<MemHandle> aux_;      // index tables and folded parameters of the launches
   std::vector<Launch> launches_;
   std::vector<size_t> layer_launch_end_;  // per layer: launches_.size() after its launches
+  std::vector<RunCheck> checks_;          // flags the launches set on bad run-time data
 };
 
 Result<std::unique_ptr<OpenCLProgram>> OpenCLProgram::create(std::shared_ptr<opencl::Runtime> rt,
@@ -258,7 +260,8 @@ Status OpenCLProgram::lower(std::span<const NodeId> layers) {
     }
     for (ValueId v : n.outputs) outs.push_back(storages_[static_cast<size_t>(storage_of_[v])].mem);
     NodeContext nc(g_, n);
-    opencl::Lowering l(*rt_, g_, n, nc.ctx(), std::move(ins), std::move(outs), &aux_, &launches_);
+    opencl::Lowering l(*rt_, g_, n, nc.ctx(), std::move(ins), std::move(outs), &aux_, &launches_,
+                       &checks_);
     RETURN_IF_ERROR(op->lower(l));
     layer_launch_end_.push_back(launches_.size());
   }
@@ -287,6 +290,13 @@ Status OpenCLProgram::run_layers(std::span<const Tensor> inputs, std::span<Tenso
     RETURN_IF_ERROR(cl_check(clEnqueueWriteBuffer(q, st.mem, CL_FALSE, 0, inputs[i].byte_size(),
                                                   inputs[i].raw(), 0, nullptr, nullptr),
                              "writing input '" + v.name + "' to the device"));
+  }
+  // Clear the run-time check flags.
+  static const cl_int kZero = 0;
+  for (const RunCheck& c : checks_) {
+    RETURN_IF_ERROR(cl_check(
+        clEnqueueWriteBuffer(q, c.flag, CL_FALSE, 0, sizeof(kZero), &kZero, 0, nullptr, nullptr),
+        c.what + ": clearing its check flag"));
   }
   // The kernels, in order; when timed, the inputs are on the device before the first layer
   // starts and each layer is finished before the next.
@@ -332,7 +342,15 @@ Status OpenCLProgram::run_layers(std::span<const Tensor> inputs, std::span<Tenso
       return cl_check(err, "reading output '" + g_.value(outputs_[i]).name + "' from the device");
     }
   }
-  return cl_check(clFinish(q), "clFinish");
+  RETURN_IF_ERROR(cl_check(clFinish(q), "clFinish"));
+  for (const RunCheck& c : checks_) {
+    cl_int flag = 0;
+    RETURN_IF_ERROR(cl_check(
+        clEnqueueReadBuffer(q, c.flag, CL_TRUE, 0, sizeof(flag), &flag, 0, nullptr, nullptr),
+        c.what + ": reading its check flag"));
+    if (flag != 0) return out_of_range(c.what + " (element " + std::to_string(flag - 1) + ")");
+  }
+  return Status();
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // Element-wise ops on the opencl device (kernels/elementwise.cl): the activation ops, the
-// broadcasting arithmetic Add/Sub/Mul/Div, and inference BatchNormalization folded into a
-// per-channel y = x * scale + shift at compile time.
+// broadcasting arithmetic Add/Sub/Mul/Div, and inference BatchNormalization as a per-channel
+// y = (x - mean) * a + bias (a folded at compile time when its parameters are constants).
 #include <cmath>
 #include <vector>
 
@@ -38,12 +38,8 @@ Status lower_activation(Lowering& l) {
 
 // ---- Broadcasting arithmetic ----------------------------------------------------------------
 
-Capability check_binary(const OpContext& ctx) {
-  for (int i = 0; i < 2; ++i) {
-    Capability c = require_f32_input(ctx, i);
-    if (!c.supported) return c;
-  }
-  return Capability::yes();
+Capability check_binary(const OpContext& /*ctx*/) {
+  return Capability::yes();  // f32, and the i32 / i64 of shape arithmetic (infer checks dtypes)
 }
 
 // The output shape with adjacent dims merged where both inputs walk them alike, and each
@@ -94,6 +90,41 @@ MergedBroadcast merge_broadcast(const Shape& out, const Shape& sa, const Shape& 
   return {dims, as, bs};
 }
 
+// The merged broadcast as the kernels' meta table: [dims, a strides, b strides].
+std::vector<int32_t> broadcast_meta(const MergedBroadcast& mb) {
+  std::vector<int32_t> meta;
+  for (const std::vector<int64_t>* v : {&mb.dims, &mb.a, &mb.b}) {
+    for (int64_t x : *v) meta.push_back(static_cast<int32_t>(x));
+  }
+  return meta;
+}
+
+// i32 / i64 (shape arithmetic): always the broadcasting kernel; Div checks for zero divisors.
+Status lower_integer_binary(Lowering& l, int op, const MergedBroadcast& mb, int64_t n) {
+  const DType dtype = l.ctx().input(0).dtype;
+  if (dtype != DType::kI32 && dtype != DType::kI64) {
+    return l.ctx().unsupported(std::string("dtype ") + dtype_name(dtype));
+  }
+  ASSIGN_OR_RETURN(cl_mem meta_buf, l.upload_ints(broadcast_meta(mb)));
+  cl_mem bad = nullptr;
+  if (op == 3) {
+    ASSIGN_OR_RETURN(bad, l.run_check("integer division by zero in output"));
+  } else {
+    ASSIGN_OR_RETURN(bad, l.dummy());  // never written
+  }
+  const int64_t rank = static_cast<int64_t>(mb.dims.size());
+  const int64_t inner = mb.dims.back(), outer = n / inner;
+  ASSIGN_OR_RETURN(LaunchBuilder b,
+                   l.kernel("elementwise", dtype == DType::kI32 ? "binary_i32_broadcast"
+                                                                : "binary_i64_broadcast"));
+  b.mem(l.input(0)).mem(l.input(1)).mem(l.output(0)).mem(meta_buf).mem(bad).i32(rank);
+  b.i32(inner).i32(outer).i32(op);
+  ASSIGN_OR_RETURN(Launch launch,
+                   b.finish({static_cast<size_t>(inner), static_cast<size_t>(outer)}));
+  l.add(std::move(launch));
+  return Status();
+}
+
 Status lower_binary(Lowering& l, int op) {
   const OpContext& ctx = l.ctx();
   ASSIGN_OR_RETURN(KernelActivation act, kernel_activation(ctx));
@@ -101,6 +132,8 @@ Status lower_binary(Lowering& l, int op) {
   const int64_t n = out.numel();
   if (n == 0) return Status();
   const MergedBroadcast mb = merge_broadcast(out, ctx.input(0).shape, ctx.input(1).shape);
+  const DType dtype = ctx.input(0).dtype;
+  if (dtype != DType::kF32) return lower_integer_binary(l, op, mb, n);
   if (mb.dims.size() == 1 && mb.a[0] == 1 && mb.b[0] == 1) {
     ASSIGN_OR_RETURN(LaunchBuilder b, l.kernel("elementwise", "binary_f32_same_x4"));
     b.mem(l.input(0)).mem(l.input(1)).mem(l.output(0)).i32(n).i32(op);
@@ -109,11 +142,7 @@ Status lower_binary(Lowering& l, int op) {
     l.add(std::move(launch));
     return Status();
   }
-  std::vector<int32_t> meta;
-  for (const std::vector<int64_t>* v : {&mb.dims, &mb.a, &mb.b}) {
-    for (int64_t x : *v) meta.push_back(static_cast<int32_t>(x));
-  }
-  ASSIGN_OR_RETURN(cl_mem meta_buf, l.upload_ints(meta));
+  ASSIGN_OR_RETURN(cl_mem meta_buf, l.upload_ints(broadcast_meta(mb)));
   const int64_t rank = static_cast<int64_t>(mb.dims.size());
   const int64_t inner = mb.dims.back(), outer = n / inner;
   ASSIGN_OR_RETURN(LaunchBuilder b, l.kernel("elementwise", "binary_f32_broadcast"));
@@ -145,16 +174,11 @@ Capability check_batch_norm(const OpContext& ctx) {
     Capability c = require_f32_input(ctx, i);
     if (!c.supported) return c;
   }
-  for (int i = 1; i < 5; ++i) {
-    if (ctx.constant(i) == nullptr) {
-      return Capability::no("input " + std::to_string(i) +
-                            " (scale, B, mean, var) must be a constant: the OpenCL device folds "
-                            "them into one per-channel scale and shift at compile time");
-    }
-  }
   return Capability::yes();
 }
 
+// y = (x - mean) * a + bias with a = scale / sqrt(var + eps): computed in double on the host when
+// scale and var are constants (the usual inference graph), by a kernel on the device otherwise.
 Status lower_batch_norm(Lowering& l) {
   const OpContext& ctx = l.ctx();
   ASSIGN_OR_RETURN(KernelActivation act, kernel_activation(ctx));
@@ -163,24 +187,28 @@ Status lower_batch_norm(Lowering& l) {
   const Shape& x = ctx.input(0).shape;
   const int64_t channels = x[1];
   const int64_t inner = x.numel() / std::max<int64_t>(x[0] * channels, 1);
-  const float* gamma = ctx.constant(1)->data<float>();
-  const float* beta = ctx.constant(2)->data<float>();
-  const float* mean = ctx.constant(3)->data<float>();
-  const float* var = ctx.constant(4)->data<float>();
-  std::vector<float> scale(static_cast<size_t>(channels)), shift(static_cast<size_t>(channels));
-  for (int64_t c = 0; c < channels; ++c) {
-    const double s = static_cast<double>(gamma[c]) /
-                     std::sqrt(static_cast<double>(var[c]) + static_cast<double>(*eps));
-    scale[static_cast<size_t>(c)] = static_cast<float>(s);
-    shift[static_cast<size_t>(c)] =
-        static_cast<float>(static_cast<double>(beta[c]) - static_cast<double>(mean[c]) * s);
-  }
   if (x.numel() == 0) return Status();
-  ASSIGN_OR_RETURN(cl_mem scale_buf, l.upload_floats(scale));
-  ASSIGN_OR_RETURN(cl_mem shift_buf, l.upload_floats(shift));
-  ASSIGN_OR_RETURN(LaunchBuilder b, l.kernel("elementwise", "channel_affine_f32_x4"));
-  b.mem(l.input(0)).mem(l.output(0)).mem(scale_buf).mem(shift_buf).i32(channels).i32(inner);
-  b.i32(act.kind).f32(act.alpha).f32(act.beta);
+  cl_mem a_buf = nullptr;
+  if (ctx.constant(1) != nullptr && ctx.constant(4) != nullptr) {
+    const float* gamma = ctx.constant(1)->data<float>();
+    const float* var = ctx.constant(4)->data<float>();
+    std::vector<float> a(static_cast<size_t>(channels));
+    for (int64_t c = 0; c < channels; ++c) {
+      a[static_cast<size_t>(c)] =
+          static_cast<float>(static_cast<double>(gamma[c]) /
+                             std::sqrt(static_cast<double>(var[c]) + static_cast<double>(*eps)));
+    }
+    ASSIGN_OR_RETURN(a_buf, l.upload_floats(a));
+  } else {
+    ASSIGN_OR_RETURN(a_buf, l.scratch(static_cast<size_t>(channels) * sizeof(float)));
+    ASSIGN_OR_RETURN(LaunchBuilder b, l.kernel("elementwise", "batch_norm_coefficients_f32"));
+    b.mem(l.input(1)).mem(l.input(4)).mem(a_buf).f32(*eps).i32(channels);
+    ASSIGN_OR_RETURN(Launch launch, b.finish({static_cast<size_t>(channels)}));
+    l.add(std::move(launch));
+  }
+  ASSIGN_OR_RETURN(LaunchBuilder b, l.kernel("elementwise", "batch_norm_f32_x4"));
+  b.mem(l.input(0)).mem(l.output(0)).mem(a_buf).mem(l.input(3)).mem(l.input(2)).i32(channels);
+  b.i32(inner).i32(act.kind).f32(act.alpha).f32(act.beta);
   ASSIGN_OR_RETURN(Launch launch,
                    b.finish({ceil_div(inner, 4), static_cast<size_t>(x[0] * channels)}));
   l.add(std::move(launch));

@@ -3,7 +3,9 @@
 // Every product is one call of a gemm.cl kernel with element strides for A and B, so transposes
 // and batch broadcasting need no copies:
 //   M >= 5                      -> gemm_f32_tile64x64 (local-memory tiles, 4x4 register blocks)
-//   M <= 4, B's k contiguous    -> gemm_f32_small_m_dot (fully connected at batch 1, transB = 1)
+//   M <= 4, A's and B's k contiguous -> gemm_f32_small_m_dot_x4 (fully connected at batch 1,
+//                               transB = 1: float4 loads, B read once for all M rows)
+//   M <= 4, B's k contiguous    -> gemm_f32_small_m_dot
 //   M <= 4, B's n contiguous    -> gemm_f32_small_m_col
 // Gemm's C is a bias broadcast through strides (0 where broadcast), scaled by beta.
 #include <algorithm>
@@ -30,7 +32,9 @@ struct GemmCall {
 Status add_gemm(Lowering& l, const GemmCall& g, const KernelActivation& act) {
   if (g.m == 0 || g.n == 0 || g.batch == 0) return Status();
   const bool small_m = g.m <= 4;
+  const bool dot_x4 = small_m && g.b_rs == 1 && g.a_cs == 1;
   const char* name = !small_m      ? "gemm_f32_tile64x64"
+                     : dot_x4      ? "gemm_f32_small_m_dot_x4"
                      : g.b_rs == 1 ? "gemm_f32_small_m_dot"
                                    : "gemm_f32_small_m_col";
   ASSIGN_OR_RETURN(LaunchBuilder b, l.kernel("gemm", name));
@@ -47,6 +51,7 @@ Status add_gemm(Lowering& l, const GemmCall& g, const KernelActivation& act) {
   const size_t batch = static_cast<size_t>(g.batch);
   Result<Launch> launch =
       !small_m ? b.finish({ceil_div(g.n, 64) * 16, ceil_div(g.m, 64) * 16, batch}, {16, 16, 1})
+      : dot_x4 ? b.finish({static_cast<size_t>(g.n) * 64, 1, batch}, {64, 1, 1})
       : g.b_rs == 1
           ? b.finish({static_cast<size_t>(g.n) * 64, static_cast<size_t>(g.m), batch}, {64, 1, 1})
           : b.finish({static_cast<size_t>(g.n), static_cast<size_t>(g.m), batch});

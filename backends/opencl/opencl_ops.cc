@@ -64,6 +64,19 @@ Result<cl_mem> Lowering::upload_floats(std::span<const float> values) {
   return aux_->back().get();
 }
 
+Result<cl_mem> Lowering::scratch(size_t bytes) {
+  ASSIGN_OR_RETURN(MemHandle m, rt_.create_buffer(bytes));
+  aux_->push_back(std::move(m));
+  return aux_->back().get();
+}
+
+Result<cl_mem> Lowering::run_check(const std::string& what) {
+  ASSIGN_OR_RETURN(cl_mem flag, scratch(sizeof(cl_int)));
+  checks_->push_back(
+      RunCheck{flag, "node '" + node_.name + "' (" + op_name(node_.kind) + "): " + what});
+  return flag;
+}
+
 Result<cl_mem> Lowering::dummy() {
   if (dummy_ == nullptr) {
     const float zero = 0.f;

@@ -32,6 +32,14 @@ struct Launch {
   bool has_local() const { return local[0] != 0; }
 };
 
+// A condition only the kernels can detect (a run-time index out of range): a 4-byte device flag
+// the kernel sets to (element + 1) of the first offender it sees, cleared before every run and
+// read after it; a non-zero flag fails the run with `what` and the element.
+struct RunCheck {
+  cl_mem flag = nullptr;  // owned by the program's auxiliary buffers
+  std::string what;       // "node 'g' (Gather): index out of range ..."
+};
+
 // Binds a kernel's arguments in order; the first failure is kept and reported by finish().
 class LaunchBuilder {
  public:
@@ -59,7 +67,7 @@ class Lowering {
  public:
   Lowering(Runtime& rt, const Graph& g, const Node& node, const OpContext& ctx,
            std::vector<cl_mem> inputs, std::vector<cl_mem> outputs, std::vector<MemHandle>* aux,
-           std::vector<Launch>* launches)
+           std::vector<Launch>* launches, std::vector<RunCheck>* checks)
       : rt_(rt),
         g_(g),
         node_(node),
@@ -67,7 +75,8 @@ class Lowering {
         inputs_(std::move(inputs)),
         outputs_(std::move(outputs)),
         aux_(aux),
-        launches_(launches) {}
+        launches_(launches),
+        checks_(checks) {}
 
   Runtime& runtime() { return rt_; }
   const Graph& graph() const { return g_; }
@@ -85,6 +94,10 @@ class Lowering {
   // A read-only buffer with a copy of `values`, kept for the program's lifetime.
   Result<cl_mem> upload_ints(std::span<const int32_t> values);
   Result<cl_mem> upload_floats(std::span<const float> values);
+  // A device buffer of `bytes` the launches use as scratch, kept for the program's lifetime.
+  Result<cl_mem> scratch(size_t bytes);
+  // A RunCheck flag for this node; `what` says what a set flag means.
+  Result<cl_mem> run_check(const std::string& what);
   // A 4-byte placeholder bound where a kernel takes a buffer it will not read (no bias).
   Result<cl_mem> dummy();
 
@@ -101,6 +114,7 @@ class Lowering {
   std::vector<cl_mem> outputs_;
   std::vector<MemHandle>* aux_;
   std::vector<Launch>* launches_;
+  std::vector<RunCheck>* checks_;
   cl_mem dummy_ = nullptr;
 };
 

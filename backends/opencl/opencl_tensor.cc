@@ -4,6 +4,8 @@
 //   Transpose, Slice, Pad, Gather,    gather_*: per-dimension source offset tables computed here
 //   nearest Resize                    at compile time (a negative entry selects the pad value)
 //   linear Resize                     resize_linear_f32 with per-dimension (i0, i1, w1) tables
+//   Gather with run-time indices      gather_indices_*: indices read on the device, range-checked
+//   Cast                              cast_*: every pair of dtypes (a same-type Cast is a copy)
 //   Reshape, Flatten, Squeeze,        no kernel: the output aliases input 0's buffer
 //   Unsqueeze, Identity, Dropout
 //   Shape, Constant                   no kernel: computed at compile time, uploaded like weights
@@ -12,7 +14,6 @@
 // units) and in bytes otherwise; values are never interpreted, so every dtype moves.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #include "backends/opencl/opencl_ops.h"
@@ -56,7 +57,7 @@ Units units_of(DType dtype) {
 // Per-dimension element offsets into the source (-1: the fill value) for each output coordinate.
 struct GatherPlan {
   std::vector<std::vector<int64_t>> offsets;
-  uint32_t fill = 0;
+  cl_mem fill = nullptr;  // one element (Pad's constant_value); null: zeros
 };
 
 Status add_gather(Lowering& l, cl_mem src, cl_mem dst, DType dtype, GatherPlan plan) {
@@ -82,11 +83,16 @@ Status add_gather(Lowering& l, cl_mem src, cl_mem dst, DType dtype, GatherPlan p
   }
   ASSIGN_OR_RETURN(cl_mem meta_buf, l.upload_ints(meta));
   ASSIGN_OR_RETURN(cl_mem table_buf, l.upload_ints(table));
+  if (plan.fill == nullptr) {
+    const int32_t zeros[2] = {0, 0};  // the widest element, i64
+    ASSIGN_OR_RETURN(plan.fill, l.upload_ints(zeros));
+  }
   const int64_t inner = static_cast<int64_t>(plan.offsets.back().size());
   const int64_t outer = total * (u.per_element > 1 ? u.per_element : 1) / inner;
   const std::string name = std::string("gather_") + u.suffix;
   ASSIGN_OR_RETURN(LaunchBuilder b, l.kernel("tensor", name.c_str()));
-  b.mem(src).mem(dst).mem(meta_buf).mem(table_buf).i32(rank).i32(inner).i32(outer).u32(plan.fill);
+  b.mem(src).mem(dst).mem(meta_buf).mem(table_buf).i32(rank).i32(inner).i32(outer);
+  b.mem(plan.fill).i32(u.per_element);
   ASSIGN_OR_RETURN(Launch launch,
                    b.finish({static_cast<size_t>(inner), static_cast<size_t>(outer)}));
   l.add(std::move(launch));
@@ -238,17 +244,12 @@ Status lower_slice(Lowering& l) {
   return add_gather(l, l.input(0), l.output(0), ctx.input(0).dtype, std::move(plan));
 }
 
+// pads and axes must be constants (the output shape depends on them); constant_value may arrive
+// at run time, as the gather kernels read the fill element from a buffer.
 Capability check_pad(const OpContext& ctx) {
-  Capability c = check_slice(ctx);
-  if (!c.supported) return c;
-  if (ctx.has_input(2) && ctx.constant(2) != nullptr && ctx.constant(2)->numel() == 1 &&
-      dtype_size(ctx.input(0).dtype) != 4) {
-    const Tensor* v = ctx.constant(2);
-    const auto* bytes = static_cast<const unsigned char*>(v->raw());
-    for (size_t i = 0; i < v->byte_size(); ++i) {
-      if (bytes[i] != 0) {
-        return Capability::no("a non-zero constant_value is supported for 4-byte dtypes only");
-      }
+  for (int i : {1, 3}) {
+    if (ctx.has_input(i) && ctx.constant(i) == nullptr) {
+      return Capability::no("input " + std::to_string(i) + " must be a constant");
     }
   }
   return Capability::yes();
@@ -280,10 +281,7 @@ Status lower_pad(Lowering& l) {
     end[static_cast<size_t>(*a)] = pads[i + n];
   }
   GatherPlan plan;
-  if (ctx.has_input(2) && ctx.constant(2) != nullptr && ctx.constant(2)->numel() == 1 &&
-      ctx.constant(2)->byte_size() == 4) {
-    std::memcpy(&plan.fill, ctx.constant(2)->raw(), 4);
-  }
+  if (ctx.has_input(2) && ctx.input(2).shape.numel() == 1) plan.fill = l.input(2);
   const std::vector<int64_t> st = strides_of(in);
   for (int d = 0; d < rank; ++d) {
     const size_t ud = static_cast<size_t>(d);
@@ -320,17 +318,38 @@ Status lower_pad(Lowering& l) {
   return add_gather(l, l.input(0), l.output(0), ctx.input(0).dtype, std::move(plan));
 }
 
-Capability check_gather(const OpContext& ctx) {
-  if (ctx.constant(1) == nullptr) {
-    return Capability::no("indices (input 1) must be a constant on the OpenCL device");
-  }
-  return Capability::yes();
+Capability check_gather(const OpContext& /*ctx*/) {
+  return Capability::yes();  // constant indices become a gather table, others are read on device
+}
+
+// Indices that arrive at run time: read by the kernel, which flags any out of range.
+Status lower_gather_runtime(Lowering& l, int axis) {
+  const OpContext& ctx = l.ctx();
+  const Shape& in = ctx.input(0).shape;
+  const Units u = units_of(ctx.input(0).dtype);
+  int64_t outer = 1, inner = u.per_element;
+  for (int d = 0; d < axis; ++d) outer *= in[d];
+  for (int d = axis + 1; d < in.rank(); ++d) inner *= in[d];
+  const int64_t len = in[axis], count = ctx.input(1).shape.numel();
+  if (outer * count * inner == 0) return Status();
+  ASSIGN_OR_RETURN(cl_mem bad,
+                   l.run_check("an index is out of range for axis " + std::to_string(axis) +
+                               " of length " + std::to_string(len)));
+  const std::string name = std::string("gather_indices_") + u.suffix;
+  ASSIGN_OR_RETURN(LaunchBuilder b, l.kernel("tensor", name.c_str()));
+  b.mem(l.input(0)).mem(l.input(1)).mem(l.output(0)).mem(bad);
+  b.i32(ctx.input(1).dtype == DType::kI64 ? 1 : 0).i32(len).i32(count).i32(inner).i32(outer);
+  ASSIGN_OR_RETURN(Launch launch, b.finish({static_cast<size_t>(inner), static_cast<size_t>(count),
+                                            static_cast<size_t>(outer)}));
+  l.add(std::move(launch));
+  return Status();
 }
 
 Status lower_gather(Lowering& l) {
   const OpContext& ctx = l.ctx();
   const Shape& in = ctx.input(0).shape;
   ASSIGN_OR_RETURN(int axis, axis_attr(ctx, in.rank(), 0));
+  if (ctx.constant(1) == nullptr) return lower_gather_runtime(l, axis);
   ASSIGN_OR_RETURN(std::vector<int64_t> idx, constant_ints(ctx, 1, "indices"));
   int64_t outer = 1, inner = 1;
   for (int d = 0; d < axis; ++d) outer *= in[d];
@@ -473,20 +492,29 @@ Status lower_resize(Lowering& l) {
 
 // ---- Aliases and compile-time ops -----------------------------------------------------------
 
-Capability check_cast(const OpContext& ctx) {
-  Result<int64_t> to = ctx.attrs().get_int("to");
-  // ONNX TensorProto types with the same Tessera dtype as the input are a plain copy.
-  const DType in = ctx.input(0).dtype;
-  const int64_t same = in == DType::kF32    ? 1
-                       : in == DType::kU8   ? 2
-                       : in == DType::kI8   ? 3
-                       : in == DType::kI32  ? 6
-                       : in == DType::kI64  ? 7
-                       : in == DType::kBool ? 9
-                       : in == DType::kF16  ? 10
-                                            : -1;
-  if (to.ok() && *to == same) return Capability::yes();
-  return Capability::no("the OpenCL device runs Cast only between equal types (a copy)");
+// ---- Cast ------------------------------------------------------------------------------------
+
+// Every dtype pair converts (the target dtype was checked by shape inference). A same-type Cast
+// is a copy, except bool -> bool, which normalises every byte to 0 or 1 as the reference does.
+Status lower_cast(Lowering& l) {
+  // The kernel numbers dtypes as core/dtype.h does.
+  static_assert(static_cast<int>(DType::kF32) == 0 && static_cast<int>(DType::kF16) == 1 &&
+                static_cast<int>(DType::kI8) == 2 && static_cast<int>(DType::kU8) == 3 &&
+                static_cast<int>(DType::kI32) == 4 && static_cast<int>(DType::kI64) == 5 &&
+                static_cast<int>(DType::kBool) == 6);
+  const OpContext& ctx = l.ctx();
+  const DType from = ctx.input(0).dtype, to = l.output_info(0).dtype;
+  const int64_t n = ctx.input(0).shape.numel();
+  if (n == 0) return Status();
+  if (from == to && from != DType::kBool) {
+    return add_copy_rows(l, from, l.input(0), 0, n, l.output(0), 0, n, n, 1);
+  }
+  ASSIGN_OR_RETURN(LaunchBuilder b, l.kernel("tensor", "cast_f32_f16_i8_u8_i32_i64_bool"));
+  b.mem(l.input(0)).mem(l.output(0)).i32(n).i32(static_cast<int>(from));
+  b.i32(static_cast<int>(to));
+  ASSIGN_OR_RETURN(Launch launch, b.finish({static_cast<size_t>(n)}));
+  l.add(std::move(launch));
+  return Status();
 }
 
 const OpenCLOp kTensorOps[] = {
@@ -503,7 +531,7 @@ const OpenCLOp kTensorOps[] = {
     {OpKind::kGather, Execution::kKernels, check_gather, lower_gather},
     {OpKind::kShape, Execution::kCompileTime, nullptr, nullptr},
     {OpKind::kConstant, Execution::kCompileTime, nullptr, nullptr},
-    {OpKind::kCast, Execution::kAlias, check_cast, nullptr},
+    {OpKind::kCast, Execution::kKernels, any_dtype, lower_cast},
     {OpKind::kIdentity, Execution::kAlias, nullptr, nullptr},
     {OpKind::kDropout, Execution::kAlias, nullptr, nullptr},
 };

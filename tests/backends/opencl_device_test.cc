@@ -33,6 +33,10 @@ Tensor rnd(const Shape& s, uint32_t seed) {
   return t;
 }
 
+Tensor i64s(const std::vector<int64_t>& v) {
+  return Tensor::from_int64s(Shape({static_cast<int64_t>(v.size())}), v);
+}
+
 std::shared_ptr<opencl::Runtime> runtime_or_null(std::string* why) {
   Result<std::shared_ptr<opencl::Runtime>> rt = opencl::Runtime::open(0);
   if (!rt.ok()) {
@@ -202,19 +206,64 @@ TEST(OpenCLDevice, RefusesTensorsBeyondTheMaximumAllocation) {
 TEST(OpenCLDevice, RefusesUnsupportedNodesByName) {
   Device* dev = nullptr;
   TESSERA_OPENCL_DEVICE_OR_SKIP(dev);
-  // BatchNormalization whose mean is a run-time input cannot be folded at compile time.
-  const Shape ch({3});
-  Result<Graph> g = one_node_graph(OpKind::kBatchNormalization, Attributes(),
-                                   {activation(rnd(Shape({1, 3, 4, 4}), 1)), weight(rnd(ch, 2)),
-                                    weight(rnd(ch, 3)), activation(rnd(ch, 4)), weight(rnd(ch, 5))},
-                                   1);
-  ASSERT_TRUE(g.ok()) << g.status().to_string();
-  const Capability c = dev->capabilities(*g, g->node(0));
+  // A Relu on f16 data (a graph built without shape inference, which would refuse it too): the
+  // kernels compute in f32, and the refusal names the node and the input.
+  Graph g;
+  const ValueId x = g.add_value("x", TensorInfo{DType::kF16, Shape({4})});
+  const ValueId y = g.add_value("y", TensorInfo{DType::kF16, Shape({4})});
+  g.inputs() = {x};
+  g.outputs() = {y};
+  Node n;
+  n.name = "half_relu";
+  n.kind = OpKind::kRelu;
+  n.inputs = {x};
+  n.outputs = {y};
+  g.add_node(std::move(n));
+  const Capability c = dev->capabilities(g, g.node(0));
   EXPECT_FALSE(c.supported);
-  EXPECT_NE(c.reason.find("constant"), std::string::npos) << c.reason;
-  Result<std::unique_ptr<Program>> p = dev->compile(*g, std::vector<NodeId>{0});
+  EXPECT_NE(c.reason.find("f16"), std::string::npos) << c.reason;
+  Result<std::unique_ptr<Program>> p = dev->compile(g, std::vector<NodeId>{0});
   ASSERT_FALSE(p.ok());
-  EXPECT_NE(p.status().message().find("test_node"), std::string::npos);
+  EXPECT_NE(p.status().message().find("half_relu"), std::string::npos) << p.status().to_string();
+}
+
+// Values only the kernels see (run-time Gather indices, integer divisors) that the reference
+// would reject fail the run with a Status naming the node and the element, never a read out of
+// bounds; the same program then runs clean inputs correctly.
+TEST(OpenCLDevice, BadRunTimeIndicesAndDivisorsAreAStatus) {
+  Device* dev = nullptr;
+  TESSERA_OPENCL_DEVICE_OR_SKIP(dev);
+  Result<Graph> g =
+      one_node_graph(OpKind::kGather, Attributes(),
+                     {activation(rnd(Shape({5, 3}), 1)), activation(i64s({0, 1, 2}))}, 1);
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  Result<std::unique_ptr<Program>> p = dev->compile(*g, std::vector<NodeId>{0});
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  const Tensor data = rnd(Shape({5, 3}), 1);
+  std::vector<Tensor> outs(1);
+  for (int64_t bad : {int64_t{5}, int64_t{-6}, int64_t{1} << 40}) {
+    const std::vector<Tensor> ins = {data, i64s({0, bad, 2})};
+    const Status s = (*p)->run(ins, outs);
+    EXPECT_EQ(s.code(), StatusCode::kOutOfRange) << s.to_string();
+    EXPECT_NE(s.message().find("test_node"), std::string::npos) << s.to_string();
+    EXPECT_NE(s.message().find("element 1"), std::string::npos) << s.to_string();
+  }
+  const std::vector<Tensor> good = {data, i64s({4, -5, 2})};
+  ASSERT_TRUE((*p)->run(good, outs).ok());
+  EXPECT_EQ(outs[0].data<float>()[0], data.data<float>()[12]);
+  EXPECT_EQ(outs[0].data<float>()[3], data.data<float>()[0]);
+
+  Result<Graph> div =
+      one_node_graph(OpKind::kDiv, Attributes(),
+                     {activation(i64s({8, 9, 10, 11})), activation(i64s({1, 2, 3, 4}))}, 1);
+  ASSERT_TRUE(div.ok()) << div.status().to_string();
+  Result<std::unique_ptr<Program>> q = dev->compile(*div, std::vector<NodeId>{0});
+  ASSERT_TRUE(q.ok()) << q.status().to_string();
+  const std::vector<Tensor> zero = {i64s({8, 9, 10, 11}), i64s({1, 2, 0, 4})};
+  const Status s = (*q)->run(zero, outs);
+  EXPECT_EQ(s.code(), StatusCode::kOutOfRange) << s.to_string();
+  EXPECT_NE(s.message().find("division by zero"), std::string::npos) << s.to_string();
+  EXPECT_NE(s.message().find("element 2"), std::string::npos) << s.to_string();
 }
 
 TEST(OpenCLDevice, UploadDownloadRoundTrip) {

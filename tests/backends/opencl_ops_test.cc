@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -171,6 +172,12 @@ std::vector<OpCase> gemm_cases() {
   gemm("fc_batch3", Shape({3, 257}), Shape({257, 129}), Shape({1, 129}), attrs({}), 7);
   gemm("fc_batch2_transB_tanh", Shape({2, 300}), Shape({13, 300}), Shape({13}),
        attrs({{"transB", int64_t{1}}, {"activation", "tanh"}}), 8);
+  // Four rows and a k tail (1027 = 4 * 256 + 3) through the float4 dot kernel; with transA the
+  // rows of A are strided, which takes the scalar dot kernel.
+  gemm("fc_batch4_transB_k_tail", Shape({4, 1027}), Shape({65, 1027}), Shape({65}),
+       attrs({{"transB", int64_t{1}}}), 9);
+  gemm("fc_batch3_transA_transB", Shape({127, 3}), Shape({13, 127}), Shape({13}),
+       attrs({{"transA", int64_t{1}}, {"transB", int64_t{1}}}), 10);
   auto matmul = [&](std::string name, Shape a, Shape b, bool b_const, uint32_t seed) {
     c.push_back({"MatMul_" + name,
                  OpKind::kMatMul,
@@ -266,6 +273,48 @@ std::vector<OpCase> elementwise_cases() {
   binary(OpKind::kAdd, "same_relu", odd, odd, attrs({{"activation", "relu"}}), 5);
   binary(OpKind::kMul, "se_gate", Shape({2, 13, 7, 9}), Shape({2, 13, 1, 1}), attrs({}), 6);
   binary(OpKind::kAdd, "row_bias", Shape({3, 5, 127}), Shape({127}), attrs({}), 7, true);
+  // Shape arithmetic in i32 / i64: wrapping on random bits, broadcasting, and every Div corner
+  // (negative operands truncate toward zero, MIN / -1 wraps).
+  for (DType t : {DType::kI32, DType::kI64}) {
+    const std::string ty = dtype_name(t);
+    for (OpKind k : {OpKind::kAdd, OpKind::kSub, OpKind::kMul}) {
+      c.push_back(
+          {std::string(op_name(k)) + "_" + ty + "_wraps",
+           k,
+           attrs({}),
+           {activation(typed(t, Shape({3, 13}), 50)), activation(typed(t, Shape({13}), 51))}});
+    }
+    const std::vector<int64_t> num = {7,
+                                      -7,
+                                      7,
+                                      -7,
+                                      0,
+                                      100,
+                                      std::numeric_limits<int64_t>::min(),
+                                      std::numeric_limits<int32_t>::min(),
+                                      5,
+                                      -1,
+                                      12,
+                                      13};
+    const std::vector<int64_t> den = {2, 2, -2, -2, 3, 7, -1, -1, 9, 1, -5, 4};
+    Tensor a = Tensor::from_int64s(Shape({2, 6}), num), b = Tensor::from_int64s(Shape({2, 6}), den);
+    if (t == DType::kI32) {
+      Tensor a32 = Tensor::create(t, a.shape()).value(), b32 = Tensor::create(t, b.shape()).value();
+      for (int64_t i = 0; i < a.numel(); ++i) {
+        a32.data<int32_t>()[i] = static_cast<int32_t>(num[static_cast<size_t>(i)]);
+        b32.data<int32_t>()[i] = static_cast<int32_t>(den[static_cast<size_t>(i)]);
+      }
+      a = a32;
+      b = b32;
+    }
+    c.push_back(
+        {"Div_" + ty + "_truncates", OpKind::kDiv, attrs({}), {activation(a), activation(b)}});
+    c.push_back(
+        {"Mul_" + ty + "_by_constant_row",
+         OpKind::kMul,
+         attrs({}),
+         {activation(typed(t, Shape({4, 1, 3}), 52)), weight(typed(t, Shape({5, 1}), 53))}});
+  }
   {
     Tensor a = with_specials(rnd(odd, 8));
     c.push_back({"Div_by_zero_nan",
@@ -286,6 +335,27 @@ std::vector<OpCase> elementwise_cases() {
   bn("odd", odd, attrs({{"epsilon", 1e-3f}}), 10);
   bn("relu_3d", Shape({1, 5, 3, 4, 7}), attrs({{"activation", "relu"}}), 11);
   bn("rank2", Shape({3, 127}), attrs({}), 12);
+  {
+    // Parameters fed at run time (training-style graphs, or a slice cut before them), a mean far
+    // from the data to catch the folded form's cancellation.
+    const Shape x({2, 13, 7, 9}), ch({13});
+    c.push_back(
+        {"BatchNormalization_runtime_params",
+         OpKind::kBatchNormalization,
+         attrs({{"epsilon", 1e-3f}, {"activation", "relu"}}),
+         {activation(rnd(x, 13, 99.f, 101.f)), activation(rnd(ch, 14)), activation(rnd(ch, 15)),
+          activation(rnd(ch, 16, 99.5f, 100.5f)), activation(rnd(ch, 17, 0.1f, 2.f))},
+         1,
+         1e-4f});
+    c.push_back({"BatchNormalization_runtime_mean_only",
+                 OpKind::kBatchNormalization,
+                 attrs({}),
+                 {activation(rnd(Shape({3, 127}), 18)), weight(rnd(Shape({127}), 19)),
+                  weight(rnd(Shape({127}), 20)), activation(rnd(Shape({127}), 21)),
+                  weight(rnd(Shape({127}), 22, 0.1f, 2.f))},
+                 1,
+                 1e-4f});
+  }
   return c;
 }
 
@@ -390,6 +460,23 @@ std::vector<OpCase> tensor_cases() {
                attrs({}),
                {activation(rnd(Shape({1, 3, 5, 7}), 16)), weight(ints64({0, 1, 2, -1, 0, 0, 1, 3})),
                 weight(scalar(1.5f))}});
+  {
+    Tensor v = Tensor::create(DType::kU8, Shape({})).value();
+    v.data<uint8_t>()[0] = 200;
+    c.push_back({"Pad_u8_constant",
+                 OpKind::kPad,
+                 attrs({}),
+                 {activation(typed(DType::kU8, Shape({3, 5}), 44)), weight(ints64({1, 0, 2, 3})),
+                  weight(v)}});
+  }
+  {
+    Tensor v = ints64(Shape({}), {-1234567890123});
+    c.push_back({"Pad_i64_constant",
+                 OpKind::kPad,
+                 attrs({}),
+                 {activation(typed(DType::kI64, Shape({2, 3}), 45)), weight(ints64({0, 2, 1, 1})),
+                  weight(v)}});
+  }
   c.push_back(
       {"Pad_reflect",
        OpKind::kPad,
@@ -408,6 +495,30 @@ std::vector<OpCase> tensor_cases() {
                OpKind::kGather,
                attrs({{"axis", int64_t{1}}}),
                {activation(rnd(Shape({3, 13, 5}), 20)), weight(ints64(Shape({}), {-2}))}});
+  c.push_back({"Gather_runtime_i64_axis1",
+               OpKind::kGather,
+               attrs({{"axis", int64_t{1}}}),
+               {activation(rnd(Shape({3, 13, 5}), 40)),
+                activation(ints64(Shape({2, 3}), {0, -1, 12, 7, -13, 3}))}});
+  {
+    Tensor idx = Tensor::create(DType::kI32, Shape({4})).value();
+    const int32_t v[] = {126, 0, -127, 64};
+    std::memcpy(idx.raw(), v, sizeof(v));
+    c.push_back({"Gather_runtime_i32_last_axis",
+                 OpKind::kGather,
+                 attrs({{"axis", int64_t{-1}}}),
+                 {activation(rnd(Shape({2, 3, 127}), 41)), activation(idx)}});
+  }
+  c.push_back({"Gather_runtime_u8_data",
+               OpKind::kGather,
+               attrs({}),
+               {activation(typed(DType::kU8, Shape({13, 7}), 42)),
+                activation(ints64(Shape({3}), {12, 0, -2}))}});
+  c.push_back(
+      {"Gather_runtime_i64_data_scalar_index",
+       OpKind::kGather,
+       attrs({}),
+       {activation(typed(DType::kI64, Shape({5, 3}), 43)), activation(ints64(Shape({}), {-5}))}});
   c.push_back(
       {"Resize_nearest_x2",
        OpKind::kResize,
@@ -453,6 +564,57 @@ std::vector<OpCase> tensor_cases() {
                OpKind::kCast,
                attrs({{"to", int64_t{1}}}),
                {activation(rnd(Shape({3, 13}), 32))}});
+  // Every source dtype to every target dtype (ONNX TensorProto numbers). Float sources hold NaN,
+  // infinities, values beyond every integer range and both signs of the truncation; integer
+  // sources hold random bits, so narrowing wraps and bool sees bytes other than 0 and 1.
+  {
+    const std::pair<int64_t, DType> targets[] = {
+        {1, DType::kF32}, {10, DType::kF16}, {3, DType::kI8},  {2, DType::kU8},
+        {6, DType::kI32}, {7, DType::kI64},  {9, DType::kBool}};
+    Tensor f = rnd(Shape({3, 43}), 33, -300.f, 300.f);
+    float* p = f.data<float>();
+    const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
+                              std::numeric_limits<float>::infinity(),
+                              -std::numeric_limits<float>::infinity(),
+                              3e9f,
+                              -3e9f,
+                              1e19f,
+                              -1e19f,
+                              -0.f,
+                              -0.7f,
+                              0.7f,
+                              255.5f,
+                              -128.9f,
+                              65504.f,
+                              1e-8f};
+    for (size_t i = 0; i < std::size(specials); ++i) p[i * 3] = specials[i];
+    for (const auto& [from_code, from] : targets) {
+      Tensor src;
+      if (from == DType::kF32) {
+        src = f;
+      } else if (from == DType::kF16) {
+        // Halves of the f32 values (NaN excluded: its payload bits are not specified).
+        src = Tensor::create(DType::kF16, f.shape()).value();
+        for (int64_t i = 0; i < f.numel(); ++i) {
+          const float v = std::isnan(p[i]) ? 1.f : p[i];
+          src.data<uint16_t>()[i] = float_to_half(v);
+        }
+      } else {
+        src = typed(from, f.shape(), 34 + static_cast<uint32_t>(from_code));
+      }
+      for (const auto& [to_code, to] : targets) {
+        if (to == DType::kF16 && from == DType::kF32) continue;  // below, without NaN
+        c.push_back({std::string("Cast_") + dtype_name(from) + "_to_" + dtype_name(to),
+                     OpKind::kCast,
+                     attrs({{"to", to_code}}),
+                     {activation(src)}});
+      }
+    }
+    Tensor no_nan = f.clone().value();
+    no_nan.data<float>()[0] = 65520.f;  // rounds to +inf in f16
+    c.push_back(
+        {"Cast_f32_to_f16", OpKind::kCast, attrs({{"to", int64_t{10}}}), {activation(no_nan)}});
+  }
   return c;
 }
 
@@ -556,6 +718,85 @@ TEST(OpenCLOpTable, EveryOpHasAnEntryAndAHarnessCase) {
     for (const OpCase& c : cases) covered = covered || c.kind == kind;
     EXPECT_TRUE(covered) << op_name(kind) << " has no case in the OpenCL harness";
   }
+}
+
+// Where opencl:0 may refuse a node the reference runs: genuine limits of an OpenCL device, each
+// matched by a fragment of the refusal reason. Empty today: every registered op runs with
+// every input fed at run time wherever shapes still infer.
+struct DeviceLimit {
+  OpKind kind;
+  const char* reason;  // a fragment of Capability::reason
+};
+constexpr std::array<DeviceLimit, 0> kDeviceLimits{};
+
+bool is_device_limit(OpKind kind, const std::string& reason) {
+  for (const DeviceLimit& l : kDeviceLimits) {
+    if (l.kind == kind && reason.find(l.reason) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Walks every registered OpKind: each harness case of that kind, and the same node with every
+// constant input fed at run time instead (a slice can be cut anywhere, so a device sees weights,
+// indices, BatchNormalization statistics and shape tensors arrive as activations). Whenever shapes
+// still infer and the reference runs the node, opencl:0 must accept it and match the reference,
+// or refuse it for one of kDeviceLimits.
+TEST(OpenCLCapabilities, EveryRegisteredOpRunsWithConstantOrRuntimeInputs) {
+  Device* dev = nullptr;
+  TESSERA_OPENCL_DEVICE_OR_SKIP(dev);
+  const std::vector<OpCase> cases = all_cases();
+  int checked = 0, runtime_variants = 0;
+  for (int k = 0; k < kNumOpKinds; ++k) {
+    const OpKind kind = static_cast<OpKind>(k);
+    if (!op_is_registered(kind)) continue;
+    bool seen = false;
+    for (const OpCase& c : cases) {
+      if (c.kind != kind) continue;
+      seen = true;
+      // Variant 0: as written; then each constant input alone at run time; then all of them.
+      std::vector<std::vector<NodeInput>> variants = {c.inputs};
+      std::vector<NodeInput> all_runtime = c.inputs;
+      for (size_t i = 0; i < c.inputs.size(); ++i) {
+        if (!c.inputs[i].constant) continue;
+        variants.push_back(c.inputs);
+        variants.back()[i].constant = false;
+        all_runtime[i].constant = false;
+      }
+      if (variants.size() > 2) variants.push_back(all_runtime);
+      for (size_t variant = 0; variant < variants.size(); ++variant) {
+        const std::vector<NodeInput>& inputs = variants[variant];
+        const std::string what =
+            c.name + (variant == 0 ? "" : " (variant " + std::to_string(variant) + ")");
+        Result<Graph> g = one_node_graph(kind, c.attrs, inputs, c.num_outputs);
+        if (!g.ok()) continue;  // shapes depend on the values: a graph question, not a device's
+        std::vector<std::pair<ValueId, Tensor>> feed;
+        for (size_t i = 0; i < inputs.size(); ++i) {
+          const ValueId v = g->node(0).inputs[i];
+          if (v != kNoValue && !g->value(v).is_constant) feed.emplace_back(v, inputs[i].tensor);
+        }
+        ReferenceDevice ref;
+        Result<std::vector<Tensor>> want = run_layers(ref, *g, {0}, feed);
+        if (!want.ok()) continue;  // the oracle itself needs these inputs constant
+        ++checked;
+        runtime_variants += variant > 0 ? 1 : 0;
+        const Capability cap = dev->capabilities(*g, g->node(0));
+        if (!cap.supported) {
+          EXPECT_TRUE(is_device_limit(kind, cap.reason))
+              << what << ": refused for a reason that is not a device limit: " << cap.reason;
+          continue;
+        }
+        if (variant == 0) continue;  // the harness above runs the case as written
+        Result<std::vector<Tensor>> got = run_layers(*dev, *g, {0}, feed);
+        ASSERT_TRUE(got.ok()) << what << ": " << got.status().to_string();
+        for (size_t o = 0; o < got->size(); ++o) {
+          expect_matches((*got)[o], (*want)[o], c.tol, what + " output " + std::to_string(o));
+        }
+      }
+    }
+    EXPECT_TRUE(seen || kind == OpKind::kConstant) << op_name(kind) << " has no harness case";
+  }
+  EXPECT_GT(checked, 100);
+  EXPECT_GT(runtime_variants, 20);
 }
 
 }  // namespace

@@ -157,12 +157,13 @@ INSTANTIATE_TEST_SUITE_P(
                                          ModelCase{"efficientnet_b0"}),
                        ::testing::ValuesIn(kDevices)),
     case_name);
+// The extra architectures on the emulated GPUs too.
 INSTANTIATE_TEST_SUITE_P(
-    VulkanExtra, ModelTest,
+    ExtraGpu, ModelTest,
     ::testing::Combine(::testing::Values(ModelCase{"mobilenet_v3_small"}, ModelCase{"googlenet"},
                                          ModelCase{"shufflenet_v2_x0_5"}, ModelCase{"densenet121"},
                                          ModelCase{"efficientnet_b0"}),
-                       ::testing::Values("vulkan:0")),
+                       ::testing::Values("vulkan:0", "opencl:0")),
     case_name);
 
 }  // namespace
