@@ -12,6 +12,10 @@
 //       exported by scripts/export_models.py) over four devices with synthetic per-layer costs.
 //   BM_CostModelBuild/<layers>x<devices>x<levels>
 //       building the CostModel (once per profile, before any planning).
+//   BM_ExecutorStages/<model>/<device>/<stages>/<merged>
+//       one Executor::run of a plan cutting the model into <stages> equal stages, all on
+//       <device>: merged (the default) runs them as one program, unmerged pays every boundary
+//       through host memory. The gap is the per-stage overhead a same-device boundary would cost.
 //
 // Run: build/benchmarks/tessera_plan_bench --benchmark_repetitions=5
 //          --benchmark_report_aggregates_only=true
@@ -23,6 +27,7 @@
 
 #include "graph/onnx/onnx_import.h"
 #include "scheduler/cost_model.h"
+#include "scheduler/executor.h"
 #include "scheduler/planners/slice.h"
 #include "tests/scheduler/profile_test_util.h"
 
@@ -121,27 +126,67 @@ void BM_CostModelBuild(benchmark::State& state) {
   }
 }
 
-void BM_PlanModel(benchmark::State& state, const std::string& model) {
+Result<LayerGraph> load_model(const std::string& model, ImportedModel* keep) {
   const char* dir = std::getenv("TESSERA_MODEL_DIR");
   const std::string path = std::string(dir ? dir : "") + "/" + model + ".onnx";
   if (dir == nullptr || !std::filesystem::exists(path)) {
-    state.SkipWithError(("no " + path + " (set TESSERA_MODEL_DIR)").c_str());
+    return not_found("no " + path + " (set TESSERA_MODEL_DIR)");
+  }
+  ASSIGN_OR_RETURN(*keep, convert_onnx(path));
+  return LayerGraph::build(keep->graph);
+}
+
+void BM_PlanModel(benchmark::State& state, const std::string& model) {
+  ImportedModel imported;
+  auto lg = load_model(model, &imported);
+  if (!lg.ok()) {
+    state.SkipWithError(lg.status().to_string().c_str());
     return;
   }
-  auto imported = convert_onnx(path);
-  if (!imported.ok()) {
-    state.SkipWithError(imported.status().to_string().c_str());
-    return;
-  }
-  LayerGraph lg = LayerGraph::build(imported->graph).value();
-  Profile p = synthetic_profile(lg, 4, 1, 2);
-  CostModel cm = CostModel::build(p, lg).value();
+  Profile p = synthetic_profile(*lg, 4, 1, 2);
+  CostModel cm = CostModel::build(p, *lg).value();
   SlicePlanRequest req;
   for (auto _ : state) {
     auto plan = make_slice_plan(cm, req);
     benchmark::DoNotOptimize(plan.ok());
   }
-  state.counters["layers"] = lg.num_layers();
+  state.counters["layers"] = lg->num_layers();
+}
+
+void BM_ExecutorStages(benchmark::State& state, const std::string& model,
+                       const std::string& device) {
+  const int stages = static_cast<int>(state.range(0));
+  ImportedModel imported;
+  auto lg = load_model(model, &imported);
+  if (!lg.ok()) {
+    state.SkipWithError(lg.status().to_string().c_str());
+    return;
+  }
+  const int L = lg->num_layers();
+  std::vector<std::pair<int, std::string>> starts;
+  for (int s = 0; s < stages; ++s) starts.emplace_back(s * L / stages, device);
+  Plan plan = plan_from_slices(L, starts).value();
+  ExecutorOptions options;
+  options.merge_same_device = state.range(1) != 0;
+  auto ex = Executor::create(*lg, plan, options);
+  if (!ex.ok()) {
+    state.SkipWithError(ex.status().to_string().c_str());
+    return;
+  }
+  std::vector<Tensor> inputs;
+  for (ValueId v : lg->graph().inputs()) {
+    const TensorInfo& info = lg->graph().value(v).info;
+    inputs.push_back(Tensor::create(info.dtype, info.shape).value());
+  }
+  std::vector<Tensor> outputs;
+  for (auto _ : state) {
+    Status s = (*ex)->run(inputs, &outputs);
+    if (!s.ok()) {
+      state.SkipWithError(s.to_string().c_str());
+      break;
+    }
+  }
+  state.counters["steps"] = static_cast<double>((*ex)->steps().size());
 }
 
 void register_all() {
@@ -168,6 +213,17 @@ void register_all() {
     benchmark::RegisterBenchmark((std::string("BM_PlanModel/") + model).c_str(),
                                  [model](benchmark::State& s) { BM_PlanModel(s, model); })
         ->Unit(benchmark::kMicrosecond);
+  }
+  for (const char* model : {"mobilenet_v2", "resnet18"}) {
+    for (const char* device : {"cpu", "npu:0"}) {
+      benchmark::RegisterBenchmark(
+          (std::string("BM_ExecutorStages/") + model + "/" + device).c_str(),
+          [model, device](benchmark::State& s) { BM_ExecutorStages(s, model, device); })
+          ->ArgsProduct({{1, 8}, {1, 0}})
+          ->ArgNames({"stages", "merged"})
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+    }
   }
 }
 
