@@ -204,14 +204,16 @@ TEST(ExecutorTest, DeviceConstraintsAreRefusedNamingTheStage) {
       << s.status().to_string();
   EXPECT_NE(s.status().to_string().find("sigmoid"), std::string::npos) << s.status().to_string();
 
-  // A 1024 x 1024 MatMul holds 2 MB of fp16 weights: over a 1 MB cap.
+  // A 1024 x 1024 fully connected layer holds 2 MB of fp16 weights: over a 1 MB cap.
   Graph g;
   ValueId x = g.add_value("x", TensorInfo{DType::kF32, Shape{1, 1024}});
   g.inputs().push_back(x);
   ValueId w = g.add_constant(
       "w", Tensor::from_floats(Shape{1024, 1024}, std::vector<float>(1024 * 1024, 0.001f)));
   ValueId h = g.add_value("h"), y = g.add_value("y");
-  g.add_node(Node{"big_matmul", OpKind::kMatMul, {}, {x, w}, {h}});
+  Attributes trans_b;
+  trans_b.set("transB", int64_t{1});
+  g.add_node(Node{"big_gemm", OpKind::kGemm, trans_b, {x, w}, {h}});
   g.add_node(Node{"relu", OpKind::kRelu, {}, {h}, {y}});
   g.outputs() = {y};
   auto big = testing::make_model(std::move(g));
@@ -225,6 +227,36 @@ TEST(ExecutorTest, DeviceConstraintsAreRefusedNamingTheStage) {
   // The Relu alone fits.
   Plan fits = plan_from_slices(2, {{0, "reference"}, {1, "npu:0"}}).value();
   EXPECT_TRUE(Executor::create(*big.lg, fits).ok());
+
+  // Two 700 x 700 layers fit the cap one at a time (0.98 MB of fp16 weights each) but not
+  // together: the merged program is refused, so the two stages run as two programs.
+  Graph g2;
+  ValueId cur = g2.add_value("x", TensorInfo{DType::kF32, Shape{1, 700}});
+  g2.inputs().push_back(cur);
+  for (int i = 0; i < 2; ++i) {
+    ValueId wi = g2.add_constant(
+        "w" + std::to_string(i),
+        Tensor::from_floats(Shape{700, 700}, std::vector<float>(700 * 700, 0.001f)));
+    ValueId out = g2.add_value("h" + std::to_string(i));
+    g2.add_node(Node{"fc" + std::to_string(i), OpKind::kGemm, trans_b, {cur, wi}, {out}});
+    cur = out;
+  }
+  g2.outputs() = {cur};
+  auto two = testing::make_model(std::move(g2));
+  Plan split = plan_from_slices(2, {{0, "npu:0"}, {1, "npu:0"}}).value();
+  auto sp = Executor::create(*two.lg, split);
+  ASSERT_TRUE(sp.ok()) << sp.status().to_string();
+  EXPECT_EQ((*sp)->steps().size(), 2u);
+  std::mt19937 rng(9);
+  std::vector<Tensor> in = random_inputs(two.lg->graph(), rng);
+  std::vector<Tensor> out;
+  ASSERT_TRUE((*sp)->run(in, &out).ok());
+  std::vector<Tensor> want = run_plan(*two.lg, plan_from_slices(2, {{0, "reference"}}).value(), in);
+  ASSERT_EQ(out.size(), 1u);
+  for (size_t k = 0; k < want[0].span<float>().size(); ++k) {
+    ASSERT_NEAR(out[0].span<float>()[k], want[0].span<float>()[k],
+                1e-2f * (1 + std::abs(want[0].span<float>()[k])));  // fp16 on the NPU
+  }
 }
 
 TEST(ExecutorTest, BadPlansNameTheStage) {
