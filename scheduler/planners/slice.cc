@@ -14,19 +14,32 @@ double slicing_cost(const SliceCosts& costs, const std::vector<Slice>& slices) {
 namespace {
 
 // Algorithm 1 over a slice-cost function `c(o, first, last)`: best[l] is the cheapest way to
-// run layers [0, l); choice[l] its last slice. Ties keep the first found (shorter k, lower o).
+// run layers [0, l); choice[l] its last slice. Ties keep the first found (lower k, lower o).
+//
+// Pruning (SliceCosts contract): a slice containing an infeasible slice is infeasible. So for
+// each option the first feasible start kmin[o] of a slice ending at l only moves forward as l
+// grows, and starts before it are never priced: an option that cannot run a layer, or whose
+// memory a long slice would overflow, costs O(L) probes instead of O(L^2) queries.
 template <typename CostFn>
 Slicing dp(int L, int D, CostFn c) {
   std::vector<double> best(static_cast<size_t>(L) + 1, kInfiniteCost);
   std::vector<Slice> choice(static_cast<size_t>(L) + 1);
+  std::vector<int> kmin(static_cast<size_t>(D), 0);
   best[0] = 0;
   for (int l = 1; l <= L; ++l) {
+    int kfirst = l;
+    for (int o = 0; o < D; ++o) {
+      int& k = kmin[static_cast<size_t>(o)];
+      while (k < l && !(c(o, k, l) < kInfiniteCost)) ++k;
+      kfirst = std::min(kfirst, k);
+    }
     double b = kInfiniteCost;
     Slice pick;
-    for (int k = 0; k < l; ++k) {
+    for (int k = kfirst; k < l; ++k) {
       const double base = best[static_cast<size_t>(k)];
       if (!(base < kInfiniteCost)) continue;
       for (int o = 0; o < D; ++o) {
+        if (k < kmin[static_cast<size_t>(o)]) continue;
         const double cost = base + c(o, k, l);
         if (cost < b) {
           b = cost;

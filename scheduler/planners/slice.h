@@ -33,7 +33,9 @@ class SliceCosts {
   virtual int num_layers() const = 0;
   virtual int num_options() const = 0;
   // Eq. 8 for layers [first, last) on option `o`, in the objective's unit; kInfiniteCost when
-  // the option cannot run the slice (op support, memory).
+  // the option cannot run the slice (op support, memory). Infeasibility must be monotone: a
+  // slice that contains an infeasible slice is infeasible (true of op support and of memory,
+  // since weights and the largest live set only grow); the planners prune on it.
   virtual double cost(int o, int first, int last) const = 0;
   // The execution part alone (no transfers), for the communication-oblivious baseline;
   // kInfiniteCost when the slice cannot run.
