@@ -150,13 +150,27 @@ double CostModelSlices::cost(int o, int first, int last) const {
                                           : cm_.slice_ms(vd, first, last);
 }
 
+CostModelSlices::CostModelSlices(const CostModel& cm, Objective objective,
+                                 std::vector<int> virtual_devices)
+    : cm_(cm), objective_(objective), vds_(std::move(virtual_devices)) {
+  if (objective_ != Objective::kEnergy) return;
+  const int L = cm_.num_layers();
+  for (int vd : vds_) {
+    std::vector<double> prefix(static_cast<size_t>(L) + 1, 0);
+    for (int l = 0; l < L; ++l) {
+      const double e = cm_.can_run(vd, l) ? cm_.exec_ms(vd, l) * cm_.power_w(vd, l) : 0;
+      prefix[static_cast<size_t>(l) + 1] = prefix[static_cast<size_t>(l)] + e;
+    }
+    exec_energy_prefix_.push_back(std::move(prefix));
+  }
+}
+
 double CostModelSlices::exec_cost(int o, int first, int last) const {
   const int vd = vds_[static_cast<size_t>(o)];
   if (!cm_.can_run_slice(vd, first, last)) return kInfiniteCost;
   if (objective_ == Objective::kLatency) return cm_.slice_exec_ms(vd, first, last);
-  double e = 0;
-  for (int l = first; l < last; ++l) e += cm_.exec_ms(vd, l) * cm_.power_w(vd, l);
-  return e;
+  const auto& p = exec_energy_prefix_[static_cast<size_t>(o)];
+  return p[static_cast<size_t>(last)] - p[static_cast<size_t>(first)];
 }
 
 namespace {
