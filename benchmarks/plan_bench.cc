@@ -190,19 +190,18 @@ void BM_ExecutorStages(benchmark::State& state, const std::string& model,
 }
 
 void register_all() {
+  // Latency over 4 devices at one level; energy over 5 devices x 5 levels = 25 virtual devices.
   for (const char* planner : {"slice", "hca", "preferred"}) {
-    benchmark::RegisterBenchmark(
-        (std::string("BM_Plan/") + planner + "/latency").c_str(),
-        [planner](benchmark::State& s) { BM_Plan(s, planner, Objective::kLatency); })
-        ->Args({50, 4, 1})
-        ->Args({200, 4, 1})
-        ->Unit(benchmark::kMicrosecond);
-    benchmark::RegisterBenchmark(
-        (std::string("BM_Plan/") + planner + "/energy").c_str(),
-        [planner](benchmark::State& s) { BM_Plan(s, planner, Objective::kEnergy); })
-        ->Args({50, 5, 5})
-        ->Args({200, 5, 5})
-        ->Unit(benchmark::kMicrosecond);
+    for (Objective objective : {Objective::kLatency, Objective::kEnergy}) {
+      const int64_t devices = objective == Objective::kLatency ? 4 : 5;
+      const int64_t levels = objective == Objective::kLatency ? 1 : 5;
+      benchmark::RegisterBenchmark(
+          (std::string("BM_Plan/") + planner + "/" + objective_name(objective)).c_str(),
+          [planner, objective](benchmark::State& s) { BM_Plan(s, planner, objective); })
+          ->Args({50, devices, levels})
+          ->Args({200, devices, levels})
+          ->Unit(benchmark::kMicrosecond);
+    }
   }
   benchmark::RegisterBenchmark("BM_CostModelBuild", BM_CostModelBuild)
       ->Args({50, 4, 1})
