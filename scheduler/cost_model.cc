@@ -287,6 +287,16 @@ Result<CostModel> CostModel::build(const Profile& profile, const LayerGraph& lg)
       m.out_count_[m.range(first, last)] = count;
     }
   }
+  // The largest live set over cuts first..last, so that a slice's memory is O(1) to price
+  // (the planners ask for it O(L^2 D) times).
+  m.live_max_.assign(cells, 0);
+  for (int first = 0; first <= L; ++first) {
+    uint64_t live = 0;
+    for (int last = first; last <= L; ++last) {
+      live = std::max(live, profile.cut_live_bytes[static_cast<size_t>(last)]);
+      m.live_max_[m.range(first, last)] = live;
+    }
+  }
   m.weight_prefix_.assign(static_cast<size_t>(L + 1), 0);
   for (int i = 0; i < L; ++i) {
     m.weight_prefix_[static_cast<size_t>(i + 1)] =
@@ -569,12 +579,8 @@ int CostModel::slice_output_count(int first, int last) const {
 }
 
 uint64_t CostModel::slice_memory_bytes(int first, int last) const {
-  uint64_t live = 0;
-  for (int k = first; k <= last; ++k) {
-    live = std::max(live, profile_.cut_live_bytes[static_cast<size_t>(k)]);
-  }
   return weight_prefix_[static_cast<size_t>(last)] - weight_prefix_[static_cast<size_t>(first)] +
-         live;
+         live_max_[range(first, last)];
 }
 
 bool CostModel::can_run_slice(int vd, int first, int last) const {

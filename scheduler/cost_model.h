@@ -178,6 +178,7 @@ class CostModel {
   // Per (first, last) with first <= last.
   std::vector<uint64_t> in_bytes_, out_bytes_;
   std::vector<int> in_count_, out_count_;
+  std::vector<uint64_t> live_max_;  // the largest live set at cuts first..last
   std::vector<uint64_t> weight_prefix_;
   std::vector<std::vector<RegressionFit>> regression_;
   std::vector<double> regression_error_;

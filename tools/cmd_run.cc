@@ -116,16 +116,24 @@ Result<std::vector<Tensor>> run_plan(const std::string& path, const Model& model
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(ms.begin(), ms.end());
-  // Per stage: the mean over the timed runs (run 0 was the warm-up).
-  std::vector<double> stage_ms(plan.stages.size(), 0);
-  for (const StageRun& r : ex->stage_runs()) {
-    if (r.run > 0) stage_ms[static_cast<size_t>(r.stage)] += r.ms / repeat;
-  }
-  std::printf("%5s  %-20s %12s %12s\n", "stage", "device", "measured ms", "estimated ms");
-  for (size_t i = 0; i < plan.stages.size(); ++i) {
-    const Stage& s = plan.stages[i];
-    std::printf("%5zu  %-20s %12.3f %12.3f\n", i, s.placement.label().c_str(), stage_ms[i],
-                s.estimate.exec_ms + s.estimate.transfer_ms);
+  // Per step (adjacent stages on one device run as one program): the mean over the timed runs
+  // (run 0 was the warm-up) next to the sum of its stages' estimates.
+  const std::vector<double> step_ms = ex->mean_step_ms(1);
+  std::printf("%5s  %-7s %-20s %12s %12s\n", "step", "stages", "device", "measured ms",
+              "estimated ms");
+  for (size_t i = 0; i < ex->steps().size(); ++i) {
+    const ExecutorStep& step = ex->steps()[i];
+    double estimated = 0;
+    for (int k = step.first_stage; k <= step.last_stage; ++k) {
+      const StageEstimate& e = plan.stages[static_cast<size_t>(k)].estimate;
+      estimated += e.exec_ms + e.transfer_ms;
+    }
+    const std::string stages =
+        step.first_stage == step.last_stage
+            ? std::to_string(step.first_stage)
+            : std::to_string(step.first_stage) + "-" + std::to_string(step.last_stage);
+    std::printf("%5zu  %-7s %-20s %12.3f %12.3f\n", i, stages.c_str(), step.device.c_str(),
+                step_ms[i], estimated);
   }
   std::printf("plan %s: latency median %.3f ms, min %.3f ms over %d run(s); estimated %.3f ms\n",
               plan.notation().c_str(), ms[ms.size() / 2], ms.front(), repeat,

@@ -14,19 +14,32 @@ double slicing_cost(const SliceCosts& costs, const std::vector<Slice>& slices) {
 namespace {
 
 // Algorithm 1 over a slice-cost function `c(o, first, last)`: best[l] is the cheapest way to
-// run layers [0, l); choice[l] its last slice. Ties keep the first found (shorter k, lower o).
+// run layers [0, l); choice[l] its last slice. Ties keep the first found (lower k, lower o).
+//
+// Pruning (SliceCosts contract): a slice containing an infeasible slice is infeasible. So for
+// each option the first feasible start kmin[o] of a slice ending at l only moves forward as l
+// grows, and starts before it are never priced: an option that cannot run a layer, or whose
+// memory a long slice would overflow, costs O(L) probes instead of O(L^2) queries.
 template <typename CostFn>
 Slicing dp(int L, int D, CostFn c) {
   std::vector<double> best(static_cast<size_t>(L) + 1, kInfiniteCost);
   std::vector<Slice> choice(static_cast<size_t>(L) + 1);
+  std::vector<int> kmin(static_cast<size_t>(D), 0);
   best[0] = 0;
   for (int l = 1; l <= L; ++l) {
+    int kfirst = l;
+    for (int o = 0; o < D; ++o) {
+      int& k = kmin[static_cast<size_t>(o)];
+      while (k < l && !(c(o, k, l) < kInfiniteCost)) ++k;
+      kfirst = std::min(kfirst, k);
+    }
     double b = kInfiniteCost;
     Slice pick;
-    for (int k = 0; k < l; ++k) {
+    for (int k = kfirst; k < l; ++k) {
       const double base = best[static_cast<size_t>(k)];
       if (!(base < kInfiniteCost)) continue;
       for (int o = 0; o < D; ++o) {
+        if (k < kmin[static_cast<size_t>(o)]) continue;
         const double cost = base + c(o, k, l);
         if (cost < b) {
           b = cost;
@@ -137,13 +150,27 @@ double CostModelSlices::cost(int o, int first, int last) const {
                                           : cm_.slice_ms(vd, first, last);
 }
 
+CostModelSlices::CostModelSlices(const CostModel& cm, Objective objective,
+                                 std::vector<int> virtual_devices)
+    : cm_(cm), objective_(objective), vds_(std::move(virtual_devices)) {
+  if (objective_ != Objective::kEnergy) return;
+  const int L = cm_.num_layers();
+  for (int vd : vds_) {
+    std::vector<double> prefix(static_cast<size_t>(L) + 1, 0);
+    for (int l = 0; l < L; ++l) {
+      const double e = cm_.can_run(vd, l) ? cm_.exec_ms(vd, l) * cm_.power_w(vd, l) : 0;
+      prefix[static_cast<size_t>(l) + 1] = prefix[static_cast<size_t>(l)] + e;
+    }
+    exec_energy_prefix_.push_back(std::move(prefix));
+  }
+}
+
 double CostModelSlices::exec_cost(int o, int first, int last) const {
   const int vd = vds_[static_cast<size_t>(o)];
   if (!cm_.can_run_slice(vd, first, last)) return kInfiniteCost;
   if (objective_ == Objective::kLatency) return cm_.slice_exec_ms(vd, first, last);
-  double e = 0;
-  for (int l = first; l < last; ++l) e += cm_.exec_ms(vd, l) * cm_.power_w(vd, l);
-  return e;
+  const auto& p = exec_energy_prefix_[static_cast<size_t>(o)];
+  return p[static_cast<size_t>(last)] - p[static_cast<size_t>(first)];
 }
 
 namespace {

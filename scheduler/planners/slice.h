@@ -33,7 +33,9 @@ class SliceCosts {
   virtual int num_layers() const = 0;
   virtual int num_options() const = 0;
   // Eq. 8 for layers [first, last) on option `o`, in the objective's unit; kInfiniteCost when
-  // the option cannot run the slice (op support, memory).
+  // the option cannot run the slice (op support, memory). Infeasibility must be monotone: a
+  // slice that contains an infeasible slice is infeasible (true of op support and of memory,
+  // since weights and the largest live set only grow); the planners prune on it.
   virtual double cost(int o, int first, int last) const = 0;
   // The execution part alone (no transfers), for the communication-oblivious baseline;
   // kInfiniteCost when the slice cannot run.
@@ -69,8 +71,7 @@ const char* objective_name(Objective o);
 // Slices priced by a CostModel over a set of its virtual devices (the options).
 class CostModelSlices : public SliceCosts {
  public:
-  CostModelSlices(const CostModel& cm, Objective objective, std::vector<int> virtual_devices)
-      : cm_(cm), objective_(objective), vds_(std::move(virtual_devices)) {}
+  CostModelSlices(const CostModel& cm, Objective objective, std::vector<int> virtual_devices);
   int num_layers() const override { return cm_.num_layers(); }
   int num_options() const override { return static_cast<int>(vds_.size()); }
   double cost(int o, int first, int last) const override;
@@ -81,6 +82,9 @@ class CostModelSlices : public SliceCosts {
   const CostModel& cm_;
   Objective objective_;
   std::vector<int> vds_;
+  // Per option, for the energy objective: prefix sums of execution energy (mJ) per layer, 0 for
+  // layers it cannot run (a slice holding one is refused before the sum is read).
+  std::vector<std::vector<double>> exec_energy_prefix_;
 };
 
 struct SlicePlanRequest {
