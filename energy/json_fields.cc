@@ -24,13 +24,17 @@ Result<Json> parse_file(const std::string& path) {
   return parse(ss.str(), path);
 }
 
-Status write_file(const std::string& path, const Json& j) {
+Status write_text_file(const std::string& path, std::string_view text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) return io_error(path + ": cannot open for writing");
-  out << j.dump(2) << "\n";
+  out << text;
   out.close();
   if (!out) return io_error(path + ": write failed");
   return Status();
+}
+
+Status write_file(const std::string& path, const Json& j) {
+  return write_text_file(path, j.dump(2) + "\n");
 }
 
 std::string index_path(const std::string& path, size_t i) {

@@ -23,6 +23,9 @@ Result<Json> parse(std::string_view text, const std::string& origin);
 Result<Json> parse_file(const std::string& path);
 // Writes `j` indented by two spaces with a trailing newline.
 Status write_file(const std::string& path, const Json& j);
+// Writes `text` to `path` (replacing it); the error names the path and whether opening or
+// writing failed.
+Status write_text_file(const std::string& path, std::string_view text);
 
 // "devices" + 2 -> "devices[2]"; "" + "name" -> "name"; "devices[2]" + "mhz" -> "devices[2].mhz".
 std::string index_path(const std::string& path, size_t i);

@@ -204,12 +204,7 @@ std::string Platform::to_json_text() const {
 }
 
 Status Platform::save(const std::string& path) const {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return io_error(path + ": cannot open for writing");
-  out << to_json_text();
-  out.close();
-  if (!out) return io_error(path + ": write failed");
-  return Status();
+  return json::write_text_file(path, to_json_text());
 }
 
 const PlatformDevice* Platform::find(const std::string& device) const {

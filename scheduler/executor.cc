@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backends/registry.h"
+#include "energy/json_fields.h"
 
 namespace tessera {
 
@@ -314,11 +315,7 @@ std::string Executor::chrome_trace_json() const {
 }
 
 Status Executor::write_trace(const std::string& path) const {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) return io_error(path + ": cannot write trace");
-  out << chrome_trace_json();
-  if (!out) return io_error(path + ": write failed");
-  return Status();
+  return json::write_text_file(path, chrome_trace_json());
 }
 
 }  // namespace tessera

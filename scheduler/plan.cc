@@ -243,11 +243,7 @@ std::string Plan::to_json_text() const {
 }
 
 Status Plan::save(const std::string& path) const {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) return io_error(path + ": cannot write plan");
-  out << to_json_text();
-  if (!out) return io_error(path + ": write failed");
-  return Status();
+  return json::write_text_file(path, to_json_text());
 }
 
 namespace {

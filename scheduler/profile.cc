@@ -267,12 +267,7 @@ std::string Profile::to_json_text() const {
 }
 
 Status Profile::save(const std::string& path) const {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return io_error(path + ": cannot open for writing");
-  out << to_json_text();
-  out.close();
-  if (!out) return io_error(path + ": write failed");
-  return Status();
+  return json::write_text_file(path, to_json_text());
 }
 
 namespace {

@@ -1,6 +1,7 @@
 #include "tools/cli.h"
 
 #include <cstdlib>
+#include <sstream>
 
 namespace tessera::cli {
 
@@ -63,6 +64,16 @@ Result<Args> parse(int argc, char** argv, int first, const std::vector<FlagSpec>
     slot.push_back(value);
   }
   return args;
+}
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    if (!part.empty()) out.push_back(part);
+  }
+  return out;
 }
 
 std::string usage(const std::vector<FlagSpec>& specs) {

@@ -33,4 +33,7 @@ Result<Args> parse(int argc, char** argv, int first, const std::vector<FlagSpec>
 // "  --output, -o VALUE   help" lines for --help.
 std::string usage(const std::vector<FlagSpec>& specs);
 
+// "a,b,,c" -> {"a", "b", "c"}: a comma-separated flag value, empty parts dropped.
+std::vector<std::string> split_commas(const std::string& s);
+
 }  // namespace tessera::cli

@@ -30,16 +30,6 @@ const std::vector<cli::FlagSpec> kFlags = {
     {"--help", "-h", false, false, "show this help"},
 };
 
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string part;
-  while (std::getline(ss, part, ',')) {
-    if (!part.empty()) out.push_back(part);
-  }
-  return out;
-}
-
 }  // namespace
 
 void print_plan_table(const Plan& p, const LayerGraph& lg) {
@@ -86,8 +76,8 @@ int cmd_plan(int argc, char** argv) {
   if (!objective.ok()) return report_error("plan", objective.status());
   req.objective = *objective;
   req.planner = args->get("--planner", "slice");
-  req.devices = split_commas(args->get("--devices"));
-  req.preference = split_commas(args->get("--prefer"));
+  req.devices = cli::split_commas(args->get("--devices"));
+  req.preference = cli::split_commas(args->get("--prefer"));
   if (req.planner == "preferred" && req.preference.empty()) req.preference = req.devices;
   auto plan = make_slice_plan(*cm, req);
   if (!plan.ok()) return report_error("plan", plan.status());

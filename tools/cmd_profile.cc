@@ -49,16 +49,6 @@ const std::vector<cli::FlagSpec> kFlags = {
     {"--help", "-h", false, false, "show this help"},
 };
 
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string part;
-  while (std::getline(ss, part, ',')) {
-    if (!part.empty()) out.push_back(part);
-  }
-  return out;
-}
-
 // A one-line progress bar on stderr, redrawn at most every 100 ms.
 class ProgressBar {
  public:
@@ -293,7 +283,7 @@ int cmd_profile(int argc, char** argv) {
     platform = Platform::detect(sysfs);
   }
   ProfileOptions options;
-  options.devices = split_commas(args->get("--devices"));
+  options.devices = cli::split_commas(args->get("--devices"));
   options.repeat = *repeat;
   options.warmup = *warmup;
   options.all_levels = args->has("--all-levels");

@@ -13,14 +13,8 @@ namespace tessera::cpu {
 
 namespace {
 
-class XnnConvKernel final : public Kernel {
+class XnnConvKernel final : public NhwcIo<> {
  public:
-  void choose_layouts(std::span<const Layout> /*available*/, std::span<Layout> wanted,
-                      std::span<Layout> produced) const override {
-    wanted[0] = Layout::kNHWC;
-    produced[0] = Layout::kNHWC;
-  }
-
   Status bind(std::span<const Operand> in, std::span<const Operand> out,
               ThreadPool& pool) override {
     const Shape& x = in[0].shape;

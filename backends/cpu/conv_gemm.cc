@@ -20,7 +20,7 @@ namespace {
 // Bytes of im2col rows one work item gathers.
 constexpr int64_t kIm2colBudgetBytes = 1 << 20;
 
-class GemmConvKernel final : public Kernel {
+class GemmConvKernel final : public NhwcIo<> {
  public:
   explicit GemmConvKernel(const ConvSetup& s) : s_(s) {
     c_ = s.cin;
@@ -39,12 +39,6 @@ class GemmConvKernel final : public Kernel {
       }
     }
     if (s.bias != nullptr) bias_.assign(s.bias->data<float>(), s.bias->data<float>() + k_);
-  }
-
-  void choose_layouts(std::span<const Layout>, std::span<Layout> wanted,
-                      std::span<Layout> produced) const override {
-    wanted[0] = Layout::kNHWC;
-    produced[0] = Layout::kNHWC;
   }
 
   Status bind(std::span<const Operand> in, std::span<const Operand> out,

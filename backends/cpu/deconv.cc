@@ -10,15 +10,8 @@ namespace tessera::cpu {
 
 namespace {
 
-class XnnDeconvKernel final : public XnnOperatorKernel {
+class XnnDeconvKernel final : public NhwcIo<XnnOperatorKernel> {
  public:
-  void choose_layouts(std::span<const Layout>, std::span<Layout> wanted,
-                      std::span<Layout> produced) const override {
-    std::fill(wanted.begin(), wanted.end(), Layout::kNCHW);
-    wanted[0] = Layout::kNHWC;
-    produced[0] = Layout::kNHWC;
-  }
-
   Status bind(std::span<const Operand> in, std::span<const Operand> out,
               ThreadPool& pool) override {
     const Shape& x = in[0].shape;

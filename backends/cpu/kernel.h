@@ -72,6 +72,20 @@ class Kernel {
   virtual uint64_t owned_bytes() const { return 0; }
 };
 
+// A kernel that takes activation input 0 and produces output 0 in NHWC (other inputs in
+// logical order): convolutions, pools, LRN, linear Resize. `Base` is Kernel or one of its
+// helper bases (XnnOperatorKernel).
+template <typename Base = Kernel>
+class NhwcIo : public Base {
+ public:
+  void choose_layouts(std::span<const Layout> available, std::span<Layout> wanted,
+                      std::span<Layout> produced) const override {
+    Kernel::choose_layouts(available, wanted, produced);
+    wanted[0] = Layout::kNHWC;
+    produced[0] = Layout::kNHWC;
+  }
+};
+
 // What a factory sees of one node.
 struct KernelRequest {
   const Graph& graph;

@@ -13,14 +13,8 @@ namespace {
 
 enum class PoolKind { kMax, kAverage, kGlobalAverage };
 
-class XnnPoolKernel final : public Kernel {
+class XnnPoolKernel final : public NhwcIo<> {
  public:
-  void choose_layouts(std::span<const Layout>, std::span<Layout> wanted,
-                      std::span<Layout> produced) const override {
-    wanted[0] = Layout::kNHWC;
-    produced[0] = Layout::kNHWC;
-  }
-
   Status bind(std::span<const Operand> in, std::span<const Operand> out,
               ThreadPool& pool) override {
     const Shape& x = in[0].shape;
@@ -145,13 +139,8 @@ Result<std::unique_ptr<Kernel>> make_global_average_pool(const KernelRequest& re
 }
 
 // GlobalMaxPool over NHWC: a running max across pixels, vectorised over channels.
-class GlobalMaxPoolKernel final : public Kernel {
+class GlobalMaxPoolKernel final : public NhwcIo<> {
  public:
-  void choose_layouts(std::span<const Layout>, std::span<Layout> wanted,
-                      std::span<Layout> produced) const override {
-    wanted[0] = Layout::kNHWC;
-    produced[0] = Layout::kNHWC;
-  }
   Status bind(std::span<const Operand> in, std::span<const Operand> out, ThreadPool&) override {
     x_ = in[0].f32();
     y_ = out[0].f32();

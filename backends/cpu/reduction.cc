@@ -138,14 +138,9 @@ Result<std::unique_ptr<Kernel>> make_reduce_mean(const KernelRequest& req) {
   return std::unique_ptr<Kernel>(new ReduceMeanKernel(std::move(p), in.shape, out_rank));
 }
 
-class LrnKernel final : public Kernel {
+class LrnKernel final : public NhwcIo<> {
  public:
   explicit LrnKernel(LrnParams p) : p_(p) {}
-  void choose_layouts(std::span<const Layout>, std::span<Layout> wanted,
-                      std::span<Layout> produced) const override {
-    wanted[0] = Layout::kNHWC;
-    produced[0] = Layout::kNHWC;
-  }
   Status bind(std::span<const Operand> in, std::span<const Operand> out, ThreadPool&) override {
     // Rank 4 in NHWC, or layout-trivial (the same bytes): pixels of `channels_` floats.
     x_ = static_cast<const float*>(in[0].data);

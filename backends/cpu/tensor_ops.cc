@@ -371,15 +371,9 @@ Result<std::unique_ptr<Kernel>> make_gather(const KernelRequest& req) {
 // same arithmetic as the reference's two separable passes (H first, then W; a pass that is an
 // identity is skipped, as there), so results match it exactly; channels of an NHWC image are
 // the contiguous, vectorised inner loop.
-class ResizeLinearKernel final : public Kernel {
+class ResizeLinearKernel final : public NhwcIo<> {
  public:
   explicit ResizeLinearKernel(std::vector<LinearTaps> taps) : taps_(std::move(taps)) {}
-  void choose_layouts(std::span<const Layout>, std::span<Layout> wanted,
-                      std::span<Layout> produced) const override {
-    std::fill(wanted.begin(), wanted.end(), Layout::kNCHW);
-    wanted[0] = Layout::kNHWC;
-    produced[0] = Layout::kNHWC;
-  }
   Status bind(std::span<const Operand> in, std::span<const Operand> out, ThreadPool&) override {
     x_ = static_cast<const float*>(in[0].data);
     y_ = out[0].f32();

@@ -165,7 +165,7 @@ constexpr int64_t kBlockBudgetBytes = 1 << 20;
 constexpr int64_t kMinBlockTiles = 96;
 
 template <typename F>
-class WinogradConvKernel final : public Kernel {
+class WinogradConvKernel final : public NhwcIo<> {
   static constexpr int A = F::kAlpha, M = F::kM, kE = A * A;
 
  public:
@@ -195,12 +195,6 @@ class WinogradConvKernel final : public Kernel {
     }
     if (s.bias != nullptr) bias_.assign(s.bias->data<float>(), s.bias->data<float>() + k_);
     zeros_.assign(static_cast<size_t>(c_), 0.f);
-  }
-
-  void choose_layouts(std::span<const Layout>, std::span<Layout> wanted,
-                      std::span<Layout> produced) const override {
-    wanted[0] = Layout::kNHWC;
-    produced[0] = Layout::kNHWC;
   }
 
   Status bind(std::span<const Operand> in, std::span<const Operand> out,
