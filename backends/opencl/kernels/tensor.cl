@@ -25,35 +25,25 @@ __kernel void copy_rows_u8(__global const uchar* src, const int src_off, const i
   if (i < row_len && r < rows) dst[dst_off + r * dst_stride + i] = src[src_off + r * src_stride + i];
 }
 
-__kernel void gather_u32(__global const uint* src, __global uint* dst, __global const int* meta,
-                         __global const int* table, const int rank, const int inner,
-                         const int outer, __global const uint* fill, const int fill_units) {
-  const int i = get_global_id(0), row = get_global_id(1);
-  if (i >= inner || row >= outer) return;
-  int off = table[meta[2 * rank - 1] + i];
-  int r = row;
-  for (int d = rank - 2; d >= 0; --d) {
-    const int t = table[meta[rank + d] + r % meta[d]];
-    r /= meta[d];
-    off = (off < 0 || t < 0) ? -1 : off + t;
+// NAME is the whole kernel name, T the unit type.
+#define GATHER_KERNEL(NAME, T)                                                          \
+  __kernel void NAME(__global const T* src, __global T* dst, __global const int* meta,  \
+                     __global const int* table, const int rank, const int inner,        \
+                     const int outer, __global const T* fill, const int fill_units) {   \
+    const int i = get_global_id(0), row = get_global_id(1);                             \
+    if (i >= inner || row >= outer) return;                                             \
+    int off = table[meta[2 * rank - 1] + i];                                            \
+    int r = row;                                                                        \
+    for (int d = rank - 2; d >= 0; --d) {                                               \
+      const int t = table[meta[rank + d] + r % meta[d]];                                \
+      r /= meta[d];                                                                     \
+      off = (off < 0 || t < 0) ? -1 : off + t;                                          \
+    }                                                                                   \
+    dst[row * inner + i] = off < 0 ? fill[i % fill_units] : src[off];                   \
   }
-  dst[row * inner + i] = off < 0 ? fill[i % fill_units] : src[off];
-}
 
-__kernel void gather_u8(__global const uchar* src, __global uchar* dst, __global const int* meta,
-                        __global const int* table, const int rank, const int inner,
-                        const int outer, __global const uchar* fill, const int fill_units) {
-  const int i = get_global_id(0), row = get_global_id(1);
-  if (i >= inner || row >= outer) return;
-  int off = table[meta[2 * rank - 1] + i];
-  int r = row;
-  for (int d = rank - 2; d >= 0; --d) {
-    const int t = table[meta[rank + d] + r % meta[d]];
-    r /= meta[d];
-    off = (off < 0 || t < 0) ? -1 : off + t;
-  }
-  dst[row * inner + i] = off < 0 ? fill[i % fill_units] : src[off];
-}
+GATHER_KERNEL(gather_u32, uint)
+GATHER_KERNEL(gather_u8, uchar)
 
 // Gather with indices that arrive at run time (i32, or i64 read as two words when idx64):
 // out[o, j, i] = src[o, idx[j], i] in units, [outer, len, inner] -> [outer, count, inner]. An
