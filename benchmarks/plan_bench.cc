@@ -6,7 +6,12 @@
 //       make_slice_plan on a MatMul chain of <layers> layers, priced by a CostModel over a
 //       synthetic profile of <devices> devices with <levels> DVFS levels each (latency plans
 //       over the top levels, eq. 6; energy over every level, eq. 7). The time is what
-//       `tessera plan` spends planning: the search plus building the Plan with its estimates.
+//       `tessera plan` spends planning: building the SliceTable, the search, and the Plan with
+//       its estimates. Counter `priced`: slice costs the search evaluated (noise-free work).
+//   BM_PlanByQuery/<planner>/<objective>/<layers>x<devices>x<levels>
+//       the same search over CostModelSlices, one virtual CostModel query per slice (the path
+//       before the SliceTable; kept for synthetic instances and as the exhaustive search's
+//       pricing). `priced`: queries made.
 //   BM_PlanModel/<model>
 //       the slice planner (latency) on a real model's LayerGraph (TESSERA_MODEL_DIR, as
 //       exported by scripts/export_models.py) over four devices with synthetic per-layer costs.
@@ -21,6 +26,7 @@
 //          --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
@@ -91,6 +97,16 @@ Profile synthetic_profile(const LayerGraph& lg, int devices, int levels, uint32_
   return p;
 }
 
+// make_slice_plan's `preferred` order for BM_Plan: npu:0, then cpu, as options of `vds`.
+std::vector<int> preference_order(const CostModel& cm, const std::vector<int>& vds) {
+  std::vector<int> order;
+  for (const char* name : {"npu:0", "cpu"}) {
+    const int v = cm.find(name).value();
+    order.push_back(static_cast<int>(std::find(vds.begin(), vds.end(), v) - vds.begin()));
+  }
+  return order;
+}
+
 void BM_Plan(benchmark::State& state, const std::string& planner, Objective objective) {
   const int layers = static_cast<int>(state.range(0));
   const int devices = static_cast<int>(state.range(1));
@@ -110,9 +126,37 @@ void BM_Plan(benchmark::State& state, const std::string& planner, Objective obje
     }
     benchmark::DoNotOptimize(plan->estimated_latency_ms);
   }
-  const size_t options =
-      objective == Objective::kLatency ? cm.latency_devices().size() : cm.energy_devices().size();
-  state.counters["options"] = static_cast<double>(options);
+  const std::vector<int> vds =
+      objective == Objective::kLatency ? cm.latency_devices() : cm.energy_devices();
+  state.counters["options"] = static_cast<double>(vds.size());
+  const SliceTable table = cm.slice_table(vds, objective);
+  const Slicing s = planner == "hca" ? plan_slice_hca(table)
+                    : planner == "preferred"
+                        ? plan_slice_preferred(table, preference_order(cm, vds))
+                        : plan_slice_dp(table);
+  state.counters["priced"] = static_cast<double>(s.priced);
+}
+
+// The search alone over the per-query CostModelSlices.
+void BM_PlanByQuery(benchmark::State& state, const std::string& planner, Objective objective) {
+  const int layers = static_cast<int>(state.range(0));
+  auto m = testing::make_model(testing::matmul_chain(layers));
+  Profile p = synthetic_profile(*m.lg, static_cast<int>(state.range(1)),
+                                static_cast<int>(state.range(2)), 1);
+  CostModel cm = CostModel::build(p, *m.lg).value();
+  const std::vector<int> vds =
+      objective == Objective::kLatency ? cm.latency_devices() : cm.energy_devices();
+  auto search = [&] {
+    CostModelSlices costs(cm, objective, vds);
+    if (planner == "hca") return plan_slice_hca(costs);
+    if (planner == "preferred") return plan_slice_preferred(costs, preference_order(cm, vds));
+    return plan_slice_dp(costs);
+  };
+  for (auto _ : state) {
+    Slicing s = search();
+    benchmark::DoNotOptimize(s.cost);
+  }
+  state.counters["priced"] = static_cast<double>(search().priced);
 }
 
 void BM_CostModelBuild(benchmark::State& state) {
@@ -198,6 +242,12 @@ void register_all() {
       benchmark::RegisterBenchmark(
           (std::string("BM_Plan/") + planner + "/" + objective_name(objective)).c_str(),
           [planner, objective](benchmark::State& s) { BM_Plan(s, planner, objective); })
+          ->Args({50, devices, levels})
+          ->Args({200, devices, levels})
+          ->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark(
+          (std::string("BM_PlanByQuery/") + planner + "/" + objective_name(objective)).c_str(),
+          [planner, objective](benchmark::State& s) { BM_PlanByQuery(s, planner, objective); })
           ->Args({50, devices, levels})
           ->Args({200, devices, levels})
           ->Unit(benchmark::kMicrosecond);

@@ -627,4 +627,105 @@ double CostModel::slice_energy_mj(int vd, int first, int last) const {
   return exec + moves * transfer_power_w(vd);
 }
 
+// ---- the planners' table ----
+
+SliceTable CostModel::slice_table(const std::vector<int>& vds, Objective objective) const {
+  SliceTable t;
+  t.cm_ = this;
+  t.objective_ = objective;
+  t.L_ = L_;
+  t.D_ = static_cast<int>(vds.size());
+  t.vds_ = vds;
+  const bool energy = objective == Objective::kEnergy;
+  const size_t stride = static_cast<size_t>(L_) + 1;
+  t.reach_.assign(vds.size() * stride, 0);
+  for (size_t o = 0; o < vds.size(); ++o) {
+    const size_t vd = static_cast<size_t>(vds[o]);
+    t.prefix_.push_back(energy ? energy_prefix_[vd].data() : exec_prefix_[vd].data());
+    t.scale_.push_back(energy ? transfer_power_w(static_cast<int>(vd)) : 1.0);
+    // Transfer group: the measured level whose fits price the option's transfers and overhead.
+    const LevelProfile* level = transfer_level_[vd];
+    int g = 0;
+    while (g < t.num_groups() && t.groups_[static_cast<size_t>(g)].upload != &level->upload) ++g;
+    if (g == t.num_groups())
+      t.groups_.push_back({&level->upload, &level->download, &overhead_[vd]});
+    t.group_.push_back(g);
+
+    // Reach: an earlier option on the same device with the same unsupported layers has the same
+    // (memory is the device's); else one two-pointer scan, since reach only grows with k.
+    int* reach = &t.reach_[o * stride];
+    const VirtualDevice& v = vds_[vd];
+    bool shared = false;
+    for (size_t p = 0; p < o && !shared; ++p) {
+      const size_t pv = static_cast<size_t>(vds[p]);
+      if (vds_[pv].device_index == v.device_index &&
+          unsupported_prefix_[pv] == unsupported_prefix_[vd]) {
+        std::copy_n(&t.reach_[p * stride], stride, reach);
+        shared = true;
+      }
+    }
+    if (shared) continue;
+    const std::vector<int>& un = unsupported_prefix_[vd];
+    const uint64_t memory = devices_[static_cast<size_t>(v.device_index)].memory_bytes;
+    int l = 0;
+    for (int k = 0; k < L_; ++k) {
+      l = std::max(l, k);
+      while (l < L_ && un[static_cast<size_t>(l) + 1] == un[static_cast<size_t>(k)] &&
+             slice_memory_bytes(k, l + 1) <= memory) {
+        ++l;
+      }
+      reach[k] = l;
+    }
+    reach[L_] = L_;
+  }
+  return t;
+}
+
+namespace {
+
+// transfer_g(k, l) from a slice's boundary: the order of CostModel::slice_energy_mj's moves,
+// upload + download + overhead.
+inline double transfer_ms(const TransferFit& upload, const TransferFit& download,
+                          const SliceOverhead& overhead, uint64_t in_bytes, int in_count,
+                          uint64_t out_bytes, int out_count) {
+  return upload.ms(in_bytes, in_count) + download.ms(out_bytes, out_count) +
+         overhead.ms(in_bytes + out_bytes);
+}
+
+}  // namespace
+
+double SliceTable::transfer(int g, int k, int l) const {
+  const Group& gr = groups_[static_cast<size_t>(g)];
+  const size_t r = cm_->range(k, l);
+  return transfer_ms(*gr.upload, *gr.download, *gr.overhead, cm_->in_bytes_[r], cm_->in_count_[r],
+                     cm_->out_bytes_[r], cm_->out_count_[r]);
+}
+
+void SliceTable::transfer_row(int g, int k, int last, double* row) const {
+  const Group& gr = groups_[static_cast<size_t>(g)];
+  const TransferFit& up = *gr.upload;
+  const TransferFit& down = *gr.download;
+  const SliceOverhead overhead = *gr.overhead;
+  // Row k of the CostModel's boundary tables is contiguous in l.
+  const size_t r = cm_->range(k, 0);
+  const uint64_t* in_bytes = &cm_->in_bytes_[r];
+  const uint64_t* out_bytes = &cm_->out_bytes_[r];
+  const int* in_count = &cm_->in_count_[r];
+  const int* out_count = &cm_->out_count_[r];
+  for (int l = k + 1; l <= last; ++l) {
+    row[l] = transfer_ms(up, down, overhead, in_bytes[l], in_count[l], out_bytes[l], out_count[l]);
+  }
+}
+
+double SliceTable::exec_cost(int o, int k, int l) const {
+  if (k < 0 || l > L_ || k >= l || l > reach(o, k)) return kInfiniteCost;
+  return prefix(o)[l] - prefix(o)[k];
+}
+
+double SliceTable::cost(int o, int k, int l) const {
+  const double e = exec_cost(o, k, l);
+  if (!(e < kInfiniteCost)) return kInfiniteCost;
+  return e + transfer(group(o), k, l) * transfer_scale(o);
+}
+
 }  // namespace tessera

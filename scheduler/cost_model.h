@@ -31,7 +31,9 @@
 //              P_transfer uses the platform's device-wide dynamic power.
 //
 // Slices are half-open layer ranges [first, last). All queries are O(1) after build (prefix sums
-// and per-range boundary tables), so an O(L^2 D) dynamic program can call them freely.
+// and per-range boundary tables). A planner that prices O(L^2 D) slices asks for a SliceTable
+// instead (below): the same eq. 8 laid out as flat per-option arrays, so that the dynamic program
+// reads contiguous memory rather than making one query per slice.
 #pragma once
 
 #include <algorithm>
@@ -47,6 +49,11 @@
 namespace tessera {
 
 inline constexpr double kInfiniteCost = std::numeric_limits<double>::infinity();
+
+// What a planner minimises: latency in ms, or energy in mJ.
+enum class Objective { kLatency, kEnergy };
+
+class SliceTable;
 
 struct VirtualDevice {
   std::string device;     // backend device name
@@ -139,6 +146,11 @@ class CostModel {
 
   const SliceOverhead& slice_overhead(int vd) const { return overhead_[static_cast<size_t>(vd)]; }
 
+  // Eq. 8 over virtual devices `vds` (option o -> vds[o]) for one objective, as flat arrays
+  // for a planner (see SliceTable). O(L D) to build; the table refers to this CostModel, which
+  // must outlive it.
+  SliceTable slice_table(const std::vector<int>& vds, Objective objective) const;
+
   // The regression of a device: per-op fits and the pooled fit (op ""), with their errors.
   const std::vector<RegressionFit>& regression(int device_index) const {
     return regression_[static_cast<size_t>(device_index)];
@@ -157,6 +169,8 @@ class CostModel {
     return static_cast<size_t>(first) * static_cast<size_t>(L_ + 1) + static_cast<size_t>(last);
   }
   double transfer_power_w(int vd) const;
+
+  friend class SliceTable;
 
   Profile profile_;
   const LayerGraph* lg_ = nullptr;
@@ -182,6 +196,71 @@ class CostModel {
   std::vector<uint64_t> weight_prefix_;
   std::vector<std::vector<RegressionFit>> regression_;
   std::vector<double> regression_error_;
+};
+
+// A CostModel's eq. 8 for one objective over a set of virtual devices (the options), laid out
+// for the slicing planners, built once per planning call by CostModel::slice_table:
+//
+//   cost(o, k, l) = prefix_o[l] - prefix_o[k] + scale_o * transfer_g(o)(k, l)   for k < l <=
+//   reach_o[k] transfer_g(k, l) = upload(in bytes, in tensors) + download(out bytes, out tensors)
+//                      + overhead(in bytes + out bytes)                            (ms)
+//
+// prefix_o is the option's execution prefix sum (ms for latency, mJ for energy) and scale_o is 1
+// for latency, the transfer power (W) for energy. Options whose transfers and overhead come from
+// the same measured level (a device's DVFS levels priced by one level's fits) share a transfer
+// group, so a planner computes transfer_g(k, .) once per group and cut, not once per option.
+// Feasibility (op support and memory) is monotone: a slice containing an infeasible slice is
+// infeasible, so the feasible slices starting at k on option o are exactly k < l <= reach_o[k].
+//
+// cost() agrees with CostModel::slice_energy_mj exactly and with slice_ms to rounding (the
+// transfer terms are summed before the execution is added).
+class SliceTable {
+ public:
+  int num_layers() const { return L_; }
+  int num_options() const { return D_; }
+  Objective objective() const { return objective_; }
+  int virtual_device(int o) const { return vds_[static_cast<size_t>(o)]; }
+
+  // The largest l such that [k, l) is feasible on option o; k when [k, k + 1) is not.
+  int reach(int o, int k) const {
+    return reach_[static_cast<size_t>(o) * static_cast<size_t>(L_ + 1) + static_cast<size_t>(k)];
+  }
+  // Execution prefix of option o (L + 1 entries, the objective's unit); exec of a feasible
+  // [k, l) is prefix(o)[l] - prefix(o)[k].
+  const double* prefix(int o) const { return prefix_[static_cast<size_t>(o)]; }
+  // Multiplier of the transfer group's ms in the objective's unit.
+  double transfer_scale(int o) const { return scale_[static_cast<size_t>(o)]; }
+  int num_groups() const { return static_cast<int>(groups_.size()); }
+  int group(int o) const { return group_[static_cast<size_t>(o)]; }
+  // row[l] = transfer_g(k, l) for k < l <= last (row has at least last + 1 entries).
+  void transfer_row(int g, int k, int last, double* row) const;
+
+  // Eq. 8 for [k, l) on option o, kInfiniteCost when infeasible.
+  double cost(int o, int k, int l) const;
+  // The execution part alone, kInfiniteCost when infeasible.
+  double exec_cost(int o, int k, int l) const;
+
+ private:
+  friend class CostModel;
+  // transfer_g(k, l) for one slice.
+  double transfer(int g, int k, int l) const;
+
+  struct Group {
+    const TransferFit* upload = nullptr;
+    const TransferFit* download = nullptr;
+    const SliceOverhead* overhead = nullptr;
+  };
+
+  const CostModel* cm_ = nullptr;
+  Objective objective_ = Objective::kLatency;
+  int L_ = 0;
+  int D_ = 0;
+  std::vector<int> vds_;
+  std::vector<const double*> prefix_;  // per option, into the CostModel's prefix sums
+  std::vector<double> scale_;          // per option
+  std::vector<int> group_;             // per option
+  std::vector<Group> groups_;
+  std::vector<int> reach_;  // [o][k], k = 0..L
 };
 
 }  // namespace tessera

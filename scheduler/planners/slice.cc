@@ -5,60 +5,149 @@
 
 namespace tessera {
 
-double slicing_cost(const SliceCosts& costs, const std::vector<Slice>& slices) {
+namespace {
+
+template <typename CostFn>
+double sum_costs(const std::vector<Slice>& slices, CostFn cost) {
   double total = 0;
-  for (const Slice& s : slices) total += costs.cost(s.option, s.first, s.last);
+  for (const Slice& s : slices) total += cost(s.option, s.first, s.last);
   return total;
+}
+
+}  // namespace
+
+double slicing_cost(const SliceCosts& costs, const std::vector<Slice>& slices) {
+  return sum_costs(slices, [&](int o, int f, int l) { return costs.cost(o, f, l); });
+}
+
+double slicing_cost(const SliceTable& table, const std::vector<Slice>& slices) {
+  return sum_costs(slices, [&](int o, int f, int l) { return table.cost(o, f, l); });
 }
 
 namespace {
 
-// Algorithm 1 over a slice-cost function `c(o, first, last)`: best[l] is the cheapest way to
-// run layers [0, l); choice[l] its last slice. Ties keep the first found (lower k, lower o).
+// Charge per slice of the communication-oblivious baseline: execution alone, plus a negligible
+// charge per slice so that equal execution prefers fewer slices (an oblivious planner has no
+// reason to cut).
+double oblivious(double exec) {
+  return exec < kInfiniteCost ? exec * (1 + 1e-12) + 1e-12 : exec;
+}
+
+// Algorithm 1 (eq. 9), pushed forward: best[k] is the cheapest way to run layers [0, k); once
+// it is final, every feasible slice [k, l) on every option relaxes best[l]. For one l the
+// candidates arrive in order of k, then option, so keeping the first of equal costs picks the
+// lowest k and then the lowest option, like the recurrence read left to right.
 //
-// Pruning (SliceCosts contract): a slice containing an infeasible slice is infeasible. So for
-// each option the first feasible start kmin[o] of a slice ending at l only moves forward as l
-// grows, and starts before it are never priced: an option that cannot run a layer, or whose
-// memory a long slice would overflow, costs O(L) probes instead of O(L^2) queries.
-template <typename CostFn>
-Slicing dp(int L, int D, CostFn c) {
+// `rows` prices the slices starting at a cut: rows.start(k) once per cut, then
+// rows.price(o, k, row) fills row[l] = C(o, k, l) for k < l <= reach and returns reach (k when
+// [k, k + 1) is infeasible). Feasibility is monotone (SliceCosts contract), so the feasible
+// slices from k on o are a run of l and nothing past the first infeasible one is priced.
+// `priced` counts the slice costs evaluated.
+template <typename Rows>
+Slicing dp(int L, int D, Rows& rows) {
   std::vector<double> best(static_cast<size_t>(L) + 1, kInfiniteCost);
-  std::vector<Slice> choice(static_cast<size_t>(L) + 1);
-  std::vector<int> kmin(static_cast<size_t>(D), 0);
+  std::vector<int> pick(static_cast<size_t>(L) + 1, -1);  // k * D + o of the last slice
+  std::vector<double> row(static_cast<size_t>(L) + 1, 0);
   best[0] = 0;
-  for (int l = 1; l <= L; ++l) {
-    int kfirst = l;
+  for (int k = 0; k < L; ++k) {
+    const double base = best[static_cast<size_t>(k)];
+    if (!(base < kInfiniteCost)) continue;
+    rows.start(k);
     for (int o = 0; o < D; ++o) {
-      int& k = kmin[static_cast<size_t>(o)];
-      while (k < l && !(c(o, k, l) < kInfiniteCost)) ++k;
-      kfirst = std::min(kfirst, k);
-    }
-    double b = kInfiniteCost;
-    Slice pick;
-    for (int k = kfirst; k < l; ++k) {
-      const double base = best[static_cast<size_t>(k)];
-      if (!(base < kInfiniteCost)) continue;
-      for (int o = 0; o < D; ++o) {
-        if (k < kmin[static_cast<size_t>(o)]) continue;
-        const double cost = base + c(o, k, l);
-        if (cost < b) {
-          b = cost;
-          pick = Slice{k, l, o};
-        }
+      const int reach = rows.price(o, k, row.data());
+      const int id = k * D + o;
+      double* b = best.data();
+      int* p = pick.data();
+      const double* r = row.data();
+      for (int l = k + 1; l <= reach; ++l) {  // branch-free: the outcome is unpredictable
+        const double c = base + r[l];
+        const bool better = c < b[l];
+        b[l] = better ? c : b[l];
+        p[l] = better ? id : p[l];
       }
     }
-    best[static_cast<size_t>(l)] = b;
-    choice[static_cast<size_t>(l)] = pick;
   }
   Slicing s;
+  s.priced = rows.priced;
   if (!(best[static_cast<size_t>(L)] < kInfiniteCost)) return s;
   s.cost = best[static_cast<size_t>(L)];
-  for (int l = L; l > 0; l = choice[static_cast<size_t>(l)].first) {
-    s.slices.push_back(choice[static_cast<size_t>(l)]);
+  for (int l = L; l > 0;) {
+    const int id = pick[static_cast<size_t>(l)];
+    s.slices.push_back(Slice{id / D, l, id % D});
+    l = id / D;
   }
   std::reverse(s.slices.begin(), s.slices.end());
   return s;
 }
+
+// Rows of a SliceCosts, one query per slice, probing until the first infeasible one.
+template <typename CostFn>
+struct QueryRows {
+  int L;
+  CostFn cost;
+  int64_t priced = 0;
+  void start(int) {}
+  int price(int o, int k, double* row) {
+    int l = k + 1;
+    for (; l <= L; ++l) {
+      ++priced;
+      const double c = cost(o, k, l);
+      if (!(c < kInfiniteCost)) break;
+      row[l] = c;
+    }
+    return l - 1;
+  }
+};
+
+template <typename CostFn>
+Slicing dp_by_query(int L, int D, CostFn cost) {
+  QueryRows<CostFn> rows{L, cost};
+  return dp(L, D, rows);
+}
+
+// Rows of a SliceTable: per cut, one transfer row per transfer group; per option, the exec
+// prefix difference plus the scaled transfer row, over the feasible run only.
+struct TableRows {
+  const SliceTable& t;
+  bool exec_only;                // the communication-oblivious baseline
+  std::vector<double> transfer;  // [group][l]
+  int64_t priced = 0;
+
+  TableRows(const SliceTable& table, bool oblivious_only)
+      : t(table),
+        exec_only(oblivious_only),
+        transfer(static_cast<size_t>(table.num_groups()) *
+                 static_cast<size_t>(table.num_layers() + 1)) {}
+
+  double* transfer_of(int g) {
+    return &transfer[static_cast<size_t>(g) * static_cast<size_t>(t.num_layers() + 1)];
+  }
+  void start(int k) {
+    if (exec_only) return;
+    for (int g = 0; g < t.num_groups(); ++g) {
+      int last = k;
+      for (int o = 0; o < t.num_options(); ++o) {
+        if (t.group(o) == g) last = std::max(last, t.reach(o, k));
+      }
+      t.transfer_row(g, k, last, transfer_of(g));
+      priced += last - k;
+    }
+  }
+  int price(int o, int k, double* row) {
+    const int reach = t.reach(o, k);
+    const double* p = t.prefix(o);
+    const double pk = p[k];
+    priced += reach - k;
+    if (exec_only) {
+      for (int l = k + 1; l <= reach; ++l) row[l] = oblivious(p[l] - pk);
+      return reach;
+    }
+    const double* tr = transfer_of(t.group(o));
+    const double w = t.transfer_scale(o);
+    for (int l = k + 1; l <= reach; ++l) row[l] = (p[l] - pk) + tr[l] * w;
+    return reach;
+  }
+};
 
 void exhaust(const SliceCosts& costs, int first, double so_far, std::vector<Slice>* cur,
              Slicing* best) {
@@ -72,6 +161,7 @@ void exhaust(const SliceCosts& costs, int first, double so_far, std::vector<Slic
   }
   for (int last = first + 1; last <= L; ++last) {
     for (int o = 0; o < costs.num_options(); ++o) {
+      ++best->priced;
       const double c = costs.cost(o, first, last);
       if (!(c < kInfiniteCost)) continue;
       cur->push_back(Slice{first, last, o});
@@ -81,11 +171,46 @@ void exhaust(const SliceCosts& costs, int first, double so_far, std::vector<Slic
   }
 }
 
+// Device-preferred slicing over `reach(o, k)` (the last layer + 1 that a slice starting at k
+// on option o can extend to; k when none), priced by `cost`.
+template <typename ReachFn, typename CostFn>
+Slicing preferred(int L, const std::vector<int>& order, ReachFn reach, CostFn cost) {
+  Slicing s;
+  std::vector<Slice>& slices = s.slices;
+  if (order.empty()) return s;
+  const int pref = order.front();
+  int l = 0;
+  while (l < L) {
+    const int last = reach(pref, l);
+    if (last > l) {
+      slices.push_back(Slice{l, last, pref});
+      l = last;
+      continue;
+    }
+    bool placed = false;
+    for (size_t i = 1; i < order.size() && !placed; ++i) {
+      if (reach(order[i], l) > l) {
+        slices.push_back(Slice{l, l + 1, order[i]});
+        placed = true;
+      }
+    }
+    if (!placed) return Slicing{};
+    ++l;
+  }
+  s.cost = sum_costs(slices, cost);
+  return s;
+}
+
 }  // namespace
 
 Slicing plan_slice_dp(const SliceCosts& costs) {
-  return dp(costs.num_layers(), costs.num_options(),
-            [&](int o, int f, int l) { return costs.cost(o, f, l); });
+  return dp_by_query(costs.num_layers(), costs.num_options(),
+                     [&](int o, int f, int l) { return costs.cost(o, f, l); });
+}
+
+Slicing plan_slice_dp(const SliceTable& table) {
+  TableRows rows(table, false);
+  return dp(table.num_layers(), table.num_options(), rows);
 }
 
 Slicing plan_slice_exhaustive(const SliceCosts& costs) {
@@ -96,42 +221,36 @@ Slicing plan_slice_exhaustive(const SliceCosts& costs) {
 }
 
 Slicing plan_slice_hca(const SliceCosts& costs) {
-  // Execution alone, plus a negligible charge per slice so that equal execution prefers fewer
-  // slices (an oblivious planner has no reason to cut).
-  Slicing s = dp(costs.num_layers(), costs.num_options(), [&](int o, int f, int l) {
-    const double e = costs.exec_cost(o, f, l);
-    return e < kInfiniteCost ? e * (1 + 1e-12) + 1e-12 : e;
-  });
+  Slicing s = dp_by_query(costs.num_layers(), costs.num_options(),
+                          [&](int o, int f, int l) { return oblivious(costs.exec_cost(o, f, l)); });
   if (s.feasible()) s.cost = slicing_cost(costs, s.slices);
   return s;
 }
 
-Slicing plan_slice_preferred(const SliceCosts& costs, const std::vector<int>& order) {
-  Slicing s;
-  const int L = costs.num_layers();
-  if (order.empty()) return s;
-  const int pref = order.front();
-  int l = 0;
-  while (l < L) {
-    if (costs.cost(pref, l, l + 1) < kInfiniteCost) {
-      int last = l + 1;
-      while (last < L && costs.cost(pref, l, last + 1) < kInfiniteCost) ++last;
-      s.slices.push_back(Slice{l, last, pref});
-      l = last;
-      continue;
-    }
-    bool placed = false;
-    for (size_t i = 1; i < order.size() && !placed; ++i) {
-      if (costs.cost(order[i], l, l + 1) < kInfiniteCost) {
-        s.slices.push_back(Slice{l, l + 1, order[i]});
-        placed = true;
-      }
-    }
-    if (!placed) return Slicing{};
-    ++l;
-  }
-  s.cost = slicing_cost(costs, s.slices);
+Slicing plan_slice_hca(const SliceTable& table) {
+  TableRows rows(table, true);
+  Slicing s = dp(table.num_layers(), table.num_options(), rows);
+  if (s.feasible()) s.cost = slicing_cost(table, s.slices);
   return s;
+}
+
+Slicing plan_slice_preferred(const SliceCosts& costs, const std::vector<int>& order) {
+  const int L = costs.num_layers();
+  auto cost = [&](int o, int f, int l) { return costs.cost(o, f, l); };
+  return preferred(
+      L, order,
+      [&](int o, int k) {
+        int last = k;
+        while (last < L && cost(o, k, last + 1) < kInfiniteCost) ++last;
+        return last;
+      },
+      cost);
+}
+
+Slicing plan_slice_preferred(const SliceTable& table, const std::vector<int>& order) {
+  return preferred(
+      table.num_layers(), order, [&](int o, int k) { return table.reach(o, k); },
+      [&](int o, int f, int l) { return table.cost(o, f, l); });
 }
 
 Result<Objective> parse_objective(const std::string& name) {
@@ -253,18 +372,18 @@ Result<Plan> make_slice_plan(const CostModel& cm, const SlicePlanRequest& req) {
       }
     }
   }
-  CostModelSlices costs(cm, req.objective, vds);
   Slicing s;
   if (req.planner == "slice") {
-    s = plan_slice_dp(costs);
+    s = plan_slice_dp(cm.slice_table(vds, req.objective));
   } else if (req.planner == "exhaustive") {
     if (cm.num_layers() > 16) {
       return invalid_argument("exhaustive: " + std::to_string(cm.num_layers()) +
                               " layers is too many to enumerate (at most 16)");
     }
-    s = plan_slice_exhaustive(costs);
+    // One query per slice, independent of the table the other planners read.
+    s = plan_slice_exhaustive(CostModelSlices(cm, req.objective, vds));
   } else if (req.planner == "hca") {
-    s = plan_slice_hca(costs);
+    s = plan_slice_hca(cm.slice_table(vds, req.objective));
   } else if (req.planner == "preferred") {
     if (req.preference.empty()) {
       return invalid_argument("preferred: name the preferred device and its fallbacks");
@@ -279,8 +398,7 @@ Result<Plan> make_slice_plan(const CostModel& cm, const SlicePlanRequest& req) {
       }
       order.push_back(static_cast<int>(it - vds.begin()));
     }
-    CostModelSlices pref_costs(cm, req.objective, vds);
-    s = plan_slice_preferred(pref_costs, order);
+    s = plan_slice_preferred(cm.slice_table(vds, req.objective), order);
   } else {
     return invalid_argument("planner '" + req.planner +
                             "' is not slice, exhaustive, hca or preferred");

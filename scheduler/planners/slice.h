@@ -5,7 +5,9 @@
 //                 C_tot(0) = 0,  C_tot(l) = min_{0<=k<l, d} C_tot(k) + C(k, l, d)
 //               where C is eq. 8 (execution plus the transfers of the live tensors at both cuts,
 //               infinite when d cannot run a layer or the slice does not fit its memory).
-//               O(L^2 D) cost queries, each O(1) in the CostModel.
+//               O(L^2 D) slice costs. Over a CostModel the planners read a SliceTable (flat
+//               per-option prefix sums, one transfer row per cut and transfer group, the
+//               feasible run of every slice start), a few multiply-adds per slice.
 //   exhaustive  every slicing and every assignment; exponential, for verification only.
 //   hca         heterogeneity- and constraint-aware but communication-oblivious (Sect. VI-E):
 //               minimises execution alone, then is priced with transfers.
@@ -14,9 +16,12 @@
 //               device of the fallback order that can.
 //
 // The planners work on SliceCosts, so they can be verified on synthetic cost instances;
-// CostModelSlices prices slices with a CostModel for one objective.
+// CostModelSlices prices slices with a CostModel for one objective, one query per slice. The
+// SliceTable overloads give the same plans (to rounding) from the table, which make_slice_plan
+// uses; the exhaustive search keeps the per-query path, so it checks the table too.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -52,19 +57,23 @@ struct Slice {
 struct Slicing {
   std::vector<Slice> slices;
   double cost = kInfiniteCost;  // kInfiniteCost: no feasible slicing
+  int64_t priced = 0;           // slice costs the search evaluated (its work, noise-free)
   bool feasible() const { return cost < kInfiniteCost; }
 };
 
 // Sum of `costs.cost` over the slices (kInfiniteCost if any is infeasible).
 double slicing_cost(const SliceCosts& costs, const std::vector<Slice>& slices);
+double slicing_cost(const SliceTable& table, const std::vector<Slice>& slices);
 
 Slicing plan_slice_dp(const SliceCosts& costs);
+Slicing plan_slice_dp(const SliceTable& table);
 Slicing plan_slice_exhaustive(const SliceCosts& costs);
 Slicing plan_slice_hca(const SliceCosts& costs);
+Slicing plan_slice_hca(const SliceTable& table);
 // `order`: the preferred option first, then the fallback options in order.
 Slicing plan_slice_preferred(const SliceCosts& costs, const std::vector<int>& order);
+Slicing plan_slice_preferred(const SliceTable& table, const std::vector<int>& order);
 
-enum class Objective { kLatency, kEnergy };
 Result<Objective> parse_objective(const std::string& name);
 const char* objective_name(Objective o);
 

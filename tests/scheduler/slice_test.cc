@@ -263,6 +263,164 @@ TEST(SliceTest, CostModelPlansMatchExhaustiveOnRealModels) {
   }
 }
 
+// ---- the SliceTable against the per-query CostModel ----
+
+// A chain of `n` operators of one width where Adds read an earlier tensor (skip connections of
+// random length), so the tensors crossing a cut depend on both ends of a slice.
+Graph skip_chain(std::mt19937& rng, int n) {
+  Graph g;
+  const int64_t w = 8 + 8 * static_cast<int64_t>(rng() % 4);
+  ValueId cur = g.add_value("x", TensorInfo{DType::kF32, Shape{2, w}});
+  g.inputs().push_back(cur);
+  std::vector<ValueId> earlier = {cur};
+  for (int i = 0; i < n; ++i) {
+    const std::string name = "n" + std::to_string(i);
+    ValueId out = g.add_value(name);
+    const unsigned kind = i == 0 ? 0 : rng() % 3;
+    if (kind == 0) {
+      std::vector<float> wt(static_cast<size_t>(w * w), 0.01f);
+      ValueId wv = g.add_constant("w" + std::to_string(i), Tensor::from_floats(Shape{w, w}, wt));
+      g.add_node(Node{name, OpKind::kMatMul, {}, {cur, wv}, {out}});
+    } else if (kind == 1) {
+      g.add_node(Node{name, OpKind::kSigmoid, {}, {cur}, {out}});
+    } else {
+      const ValueId skip = earlier[rng() % earlier.size()];
+      g.add_node(Node{name, OpKind::kAdd, {}, {cur, skip}, {out}});
+    }
+    cur = out;
+    earlier.push_back(out);
+  }
+  g.outputs() = {cur};
+  return g;
+}
+
+// random_profile plus calibration runs, so the per-slice overhead (fixed, per byte, clamped at
+// 0) takes part, and an NPU memory cap that binds on some slices.
+Profile overhead_profile(const LayerGraph& lg, std::mt19937& rng) {
+  std::uniform_real_distribution<double> u(0, 1);
+  uint64_t weights = 0;
+  for (int l = 0; l < lg.num_layers(); ++l) weights += lg.layer(l).cost.weight_bytes;
+  const uint64_t mem = rng() % 2 ? 1000000000 : 2000 + static_cast<uint64_t>(u(rng) * weights);
+  Profile p = random_profile(lg, rng, mem);
+  const int L = lg.num_layers();
+  for (DeviceProfile& dp : p.devices) {
+    for (LevelProfile& lv : dp.levels) {
+      for (int r = 0; r < 6; ++r) {
+        const int first = static_cast<int>(rng() % static_cast<unsigned>(L));
+        const int last = first + 1 + static_cast<int>(rng() % static_cast<unsigned>(L - first));
+        lv.slice_runs.push_back(SliceRun{first, last, 0.2 + 4 * u(rng) * (last - first)});
+      }
+    }
+  }
+  return p;
+}
+
+TEST(SliceTableTest, AgreesWithThePerQueryCostModel) {
+  std::mt19937 rng(11);
+  int64_t feasible = 0, infeasible = 0, clamped = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    auto m = testing::make_model(skip_chain(rng, 3 + static_cast<int>(rng() % 20)));
+    Profile p = overhead_profile(*m.lg, rng);
+    auto cm = CostModel::build(p, *m.lg);
+    ASSERT_TRUE(cm.ok()) << cm.status().to_string();
+    const int L = cm->num_layers();
+    for (Objective obj : {Objective::kLatency, Objective::kEnergy}) {
+      const std::vector<int> vds =
+          obj == Objective::kLatency ? cm->latency_devices() : cm->energy_devices();
+      const SliceTable t = cm->slice_table(vds, obj);
+      const CostModelSlices q(*cm, obj, vds);
+      ASSERT_EQ(t.num_layers(), L);
+      ASSERT_EQ(t.num_options(), static_cast<int>(vds.size()));
+      for (int o = 0; o < t.num_options(); ++o) {
+        const int vd = vds[static_cast<size_t>(o)];
+        EXPECT_EQ(t.virtual_device(o), vd);
+        if (cm->slice_overhead(vd).fixed_ms < 0) ++clamped;
+        for (int k = 0; k <= L; ++k) {
+          for (int l = k + 1; l <= L; ++l) {
+            const bool ok = cm->can_run_slice(vd, k, l);
+            ASSERT_EQ(ok, l <= t.reach(o, k)) << "o " << o << " [" << k << ", " << l << ")";
+            const double want =
+                obj == Objective::kLatency ? cm->slice_ms(vd, k, l) : cm->slice_energy_mj(vd, k, l);
+            const double got = t.cost(o, k, l);
+            if (!ok) {
+              ++infeasible;
+              EXPECT_EQ(got, kInfiniteCost);
+              EXPECT_EQ(t.exec_cost(o, k, l), kInfiniteCost);
+              continue;
+            }
+            ++feasible;
+            EXPECT_NEAR(got, want, 1e-12 * std::max(1.0, std::abs(want)))
+                << "o " << o << " [" << k << ", " << l << ")";
+            if (obj == Objective::kEnergy) {
+              EXPECT_EQ(got, want);  // the same operations in the same order
+            }
+            EXPECT_NEAR(t.exec_cost(o, k, l), q.exec_cost(o, k, l),
+                        1e-12 * std::max(1.0, q.exec_cost(o, k, l)));
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(feasible, 1000);
+  EXPECT_GT(infeasible, 1000);
+  EXPECT_GT(clamped, 0);
+}
+
+// Every planner over the table gives the plan of the same planner over per-query costs (to
+// rounding), never breaks a constraint, and the slice plan is optimal against the exhaustive
+// search on the small models.
+TEST(SliceTableTest, PlannersMatchThePerQueryPlannersAndKeepTheConstraints) {
+  std::mt19937 rng(12);
+  int exhausted = 0, multi_slice = 0;
+  for (int trial = 0; trial < 120; ++trial) {
+    const int n = 2 + static_cast<int>(rng() % (trial % 4 == 0 ? 10 : 40));
+    auto m = testing::make_model(skip_chain(rng, n));
+    Profile p = overhead_profile(*m.lg, rng);
+    auto cm = CostModel::build(p, *m.lg);
+    ASSERT_TRUE(cm.ok()) << cm.status().to_string();
+    for (Objective obj : {Objective::kLatency, Objective::kEnergy}) {
+      const std::vector<int> vds =
+          obj == Objective::kLatency ? cm->latency_devices() : cm->energy_devices();
+      const SliceTable t = cm->slice_table(vds, obj);
+      const CostModelSlices q(*cm, obj, vds);
+      auto check = [&](const Slicing& fast, const Slicing& slow, const char* who) {
+        ASSERT_EQ(fast.feasible(), slow.feasible()) << who;
+        if (!fast.feasible()) return;
+        EXPECT_NEAR(fast.cost, slow.cost, 1e-9 * std::max(1.0, slow.cost)) << who;
+        EXPECT_NEAR(slicing_cost(q, fast.slices), fast.cost, 1e-9 * std::max(1.0, fast.cost))
+            << who;
+        int next = 0;
+        for (const Slice& sl : fast.slices) {
+          ASSERT_EQ(sl.first, next) << who;
+          EXPECT_TRUE(cm->can_run_slice(vds[static_cast<size_t>(sl.option)], sl.first, sl.last))
+              << who << " [" << sl.first << ", " << sl.last << ") on option " << sl.option;
+          next = sl.last;
+        }
+        EXPECT_EQ(next, cm->num_layers()) << who;
+      };
+      const Slicing dp = plan_slice_dp(t);
+      check(dp, plan_slice_dp(q), "slice");
+      if (dp.slices.size() > 1) ++multi_slice;
+      const Slicing hca = plan_slice_hca(t);
+      check(hca, plan_slice_hca(q), "hca");
+      if (hca.feasible()) {
+        EXPECT_GE(hca.cost, dp.cost - 1e-9 * dp.cost);
+      }
+      const std::vector<int> order = {static_cast<int>(vds.size()) - 1, 0};
+      const Slicing pref = plan_slice_preferred(t, order);
+      const Slicing pref_q = plan_slice_preferred(q, order);
+      check(pref, pref_q, "preferred");
+      EXPECT_EQ(pref.slices, pref_q.slices);
+      if (cm->num_layers() <= 7) {
+        check(dp, plan_slice_exhaustive(q), "slice vs exhaustive");
+        ++exhausted;
+      }
+    }
+  }
+  EXPECT_GT(exhausted, 10);
+  EXPECT_GT(multi_slice, 20);
+}
+
 TEST(SliceTest, RequestErrors) {
   std::mt19937 rng(3);
   auto m = testing::make_model(testing::matmul_chain(4));
