@@ -59,11 +59,14 @@ Slicing dp(int L, int D, Rows& rows) {
       double* b = best.data();
       int* p = pick.data();
       const double* r = row.data();
-      for (int l = k + 1; l <= reach; ++l) {  // branch-free: the outcome is unpredictable
+      // Branch-free (written so that the compiler keeps it so): whether a candidate improves
+      // is data-dependent and a mispredicted branch costs more than the update.
+      for (int l = k + 1; l <= reach; ++l) {
         const double c = base + r[l];
-        const bool better = c < b[l];
-        b[l] = better ? c : b[l];
-        p[l] = better ? id : p[l];
+        const double old = b[l];
+        const int better = -static_cast<int>(c < old);
+        p[l] ^= (p[l] ^ id) & better;
+        b[l] = std::min(old, c);
       }
     }
   }
@@ -111,6 +114,7 @@ struct TableRows {
   const SliceTable& t;
   bool exec_only;                // the communication-oblivious baseline
   std::vector<double> transfer;  // [group][l]
+  std::vector<int> last;         // per group, at the current cut
   int64_t priced = 0;
 
   TableRows(const SliceTable& table, bool oblivious_only)
@@ -124,13 +128,15 @@ struct TableRows {
   }
   void start(int k) {
     if (exec_only) return;
+    // Each group's row as far as its furthest-reaching option.
+    last.assign(static_cast<size_t>(t.num_groups()), k);
+    for (int o = 0; o < t.num_options(); ++o) {
+      int& g_last = last[static_cast<size_t>(t.group(o))];
+      g_last = std::max(g_last, t.reach(o, k));
+    }
     for (int g = 0; g < t.num_groups(); ++g) {
-      int last = k;
-      for (int o = 0; o < t.num_options(); ++o) {
-        if (t.group(o) == g) last = std::max(last, t.reach(o, k));
-      }
-      t.transfer_row(g, k, last, transfer_of(g));
-      priced += last - k;
+      t.transfer_row(g, k, last[static_cast<size_t>(g)], transfer_of(g));
+      priced += last[static_cast<size_t>(g)] - k;
     }
   }
   int price(int o, int k, double* row) {
