@@ -239,18 +239,16 @@ void register_all() {
     for (Objective objective : {Objective::kLatency, Objective::kEnergy}) {
       const int64_t devices = objective == Objective::kLatency ? 4 : 5;
       const int64_t levels = objective == Objective::kLatency ? 1 : 5;
-      benchmark::RegisterBenchmark(
-          (std::string("BM_Plan/") + planner + "/" + objective_name(objective)).c_str(),
-          [planner, objective](benchmark::State& s) { BM_Plan(s, planner, objective); })
-          ->Args({50, devices, levels})
-          ->Args({200, devices, levels})
-          ->Unit(benchmark::kMicrosecond);
-      benchmark::RegisterBenchmark(
-          (std::string("BM_PlanByQuery/") + planner + "/" + objective_name(objective)).c_str(),
-          [planner, objective](benchmark::State& s) { BM_PlanByQuery(s, planner, objective); })
-          ->Args({50, devices, levels})
-          ->Args({200, devices, levels})
-          ->Unit(benchmark::kMicrosecond);
+      using Fn = void (*)(benchmark::State&, const std::string&, Objective);
+      for (const auto& [family, fn] :
+           {std::pair<const char*, Fn>{"BM_Plan/", BM_Plan}, {"BM_PlanByQuery/", BM_PlanByQuery}}) {
+        benchmark::RegisterBenchmark(
+            (family + std::string(planner) + "/" + objective_name(objective)).c_str(),
+            [fn, planner, objective](benchmark::State& s) { fn(s, planner, objective); })
+            ->Args({50, devices, levels})
+            ->Args({200, devices, levels})
+            ->Unit(benchmark::kMicrosecond);
+      }
     }
   }
   benchmark::RegisterBenchmark("BM_CostModelBuild", BM_CostModelBuild)

@@ -148,7 +148,7 @@ class CostModel {
 
   // Eq. 8 over virtual devices `vds` (option o -> vds[o]) for one objective, as flat arrays
   // for a planner (see SliceTable). O(L D) to build; the table refers to this CostModel, which
-  // must outlive it.
+  // must outlive it and stay where it is (not be moved from).
   SliceTable slice_table(const std::vector<int>& vds, Objective objective) const;
 
   // The regression of a device: per-op fits and the pooled fit (op ""), with their errors.
@@ -201,9 +201,10 @@ class CostModel {
 // A CostModel's eq. 8 for one objective over a set of virtual devices (the options), laid out
 // for the slicing planners, built once per planning call by CostModel::slice_table:
 //
-//   cost(o, k, l) = prefix_o[l] - prefix_o[k] + scale_o * transfer_g(o)(k, l)   for k < l <=
-//   reach_o[k] transfer_g(k, l) = upload(in bytes, in tensors) + download(out bytes, out tensors)
-//                      + overhead(in bytes + out bytes)                            (ms)
+//   cost(o, k, l)    = prefix_o[l] - prefix_o[k] + scale_o * transfer_g(o)(k, l),
+//                      for k < l <= reach_o[k] (else infinite)
+//   transfer_g(k, l) = upload(in bytes, in tensors) + download(out bytes, out tensors)
+//                      + overhead(in bytes + out bytes)                                  (ms)
 //
 // prefix_o is the option's execution prefix sum (ms for latency, mJ for energy) and scale_o is 1
 // for latency, the transfer power (W) for energy. Options whose transfers and overhead come from

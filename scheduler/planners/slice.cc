@@ -33,42 +33,36 @@ double oblivious(double exec) {
   return exec < kInfiniteCost ? exec * (1 + 1e-12) + 1e-12 : exec;
 }
 
+// Offers best[l] the candidate cost c of slice `id`; keeps the first of equal costs. Branch-free
+// (written so that the compiler keeps it so): whether a candidate improves is data-dependent,
+// and a mispredicted branch costs more than the update.
+inline void offer(double c, int id, double* best, int* pick, int l) {
+  const double old = best[l];
+  const int better = -static_cast<int>(c < old);
+  pick[l] ^= (pick[l] ^ id) & better;
+  best[l] = std::min(old, c);
+}
+
 // Algorithm 1 (eq. 9), pushed forward: best[k] is the cheapest way to run layers [0, k); once
 // it is final, every feasible slice [k, l) on every option relaxes best[l]. For one l the
 // candidates arrive in order of k, then option, so keeping the first of equal costs picks the
 // lowest k and then the lowest option, like the recurrence read left to right.
 //
 // `rows` prices the slices starting at a cut: rows.start(k) once per cut, then
-// rows.price(o, k, row) fills row[l] = C(o, k, l) for k < l <= reach and returns reach (k when
-// [k, k + 1) is infeasible). Feasibility is monotone (SliceCosts contract), so the feasible
-// slices from k on o are a run of l and nothing past the first infeasible one is priced.
-// `priced` counts the slice costs evaluated.
+// rows.relax(o, k, base, id, best, pick) offers best[l] the candidate base + C(o, k, l) for every
+// feasible l. Feasibility is monotone (SliceCosts contract), so the feasible slices from k on o
+// are a run of l and nothing past the first infeasible one is priced. `rows.priced` counts the
+// slice costs evaluated.
 template <typename Rows>
 Slicing dp(int L, int D, Rows& rows) {
   std::vector<double> best(static_cast<size_t>(L) + 1, kInfiniteCost);
   std::vector<int> pick(static_cast<size_t>(L) + 1, -1);  // k * D + o of the last slice
-  std::vector<double> row(static_cast<size_t>(L) + 1, 0);
   best[0] = 0;
   for (int k = 0; k < L; ++k) {
     const double base = best[static_cast<size_t>(k)];
     if (!(base < kInfiniteCost)) continue;
     rows.start(k);
-    for (int o = 0; o < D; ++o) {
-      const int reach = rows.price(o, k, row.data());
-      const int id = k * D + o;
-      double* b = best.data();
-      int* p = pick.data();
-      const double* r = row.data();
-      // Branch-free (written so that the compiler keeps it so): whether a candidate improves
-      // is data-dependent and a mispredicted branch costs more than the update.
-      for (int l = k + 1; l <= reach; ++l) {
-        const double c = base + r[l];
-        const double old = b[l];
-        const int better = -static_cast<int>(c < old);
-        p[l] ^= (p[l] ^ id) & better;
-        b[l] = std::min(old, c);
-      }
-    }
+    for (int o = 0; o < D; ++o) rows.relax(o, k, base, k * D + o, best.data(), pick.data());
   }
   Slicing s;
   s.priced = rows.priced;
@@ -90,15 +84,13 @@ struct QueryRows {
   CostFn cost;
   int64_t priced = 0;
   void start(int) {}
-  int price(int o, int k, double* row) {
-    int l = k + 1;
-    for (; l <= L; ++l) {
+  void relax(int o, int k, double base, int id, double* best, int* pick) {
+    for (int l = k + 1; l <= L; ++l) {
       ++priced;
       const double c = cost(o, k, l);
       if (!(c < kInfiniteCost)) break;
-      row[l] = c;
+      offer(base + c, id, best, pick, l);
     }
-    return l - 1;
   }
 };
 
@@ -139,19 +131,22 @@ struct TableRows {
       priced += last[static_cast<size_t>(g)] - k;
     }
   }
-  int price(int o, int k, double* row) {
+  void relax(int o, int k, double base, int id, double* best, int* pick) {
     const int reach = t.reach(o, k);
     const double* p = t.prefix(o);
     const double pk = p[k];
     priced += reach - k;
     if (exec_only) {
-      for (int l = k + 1; l <= reach; ++l) row[l] = oblivious(p[l] - pk);
-      return reach;
+      for (int l = k + 1; l <= reach; ++l) {
+        offer(base + oblivious(p[l] - pk), id, best, pick, l);
+      }
+      return;
     }
     const double* tr = transfer_of(t.group(o));
     const double w = t.transfer_scale(o);
-    for (int l = k + 1; l <= reach; ++l) row[l] = (p[l] - pk) + tr[l] * w;
-    return reach;
+    for (int l = k + 1; l <= reach; ++l) {
+      offer(base + ((p[l] - pk) + tr[l] * w), id, best, pick, l);
+    }
   }
 };
 
