@@ -11,6 +11,9 @@
 //                                     cannot run a layer are skipped.
 //   BM_Model/<device>/<model>         whole-model latency from TESSERA_MODEL_DIR (the exported
 //                                     ONNX files), imported and optimised as `tessera convert`.
+//   BM_Gemm/<M>/<N>/<K>/<kc>/<threads>
+//                                     Tessera's AVX-512 GEMM (backends/cpu/gemm.h) alone, B packed
+//                                     once, A read in place, relu epilogue; kc 0 = cache-derived.
 //   BM_FmaPeak/<threads>              this machine's FP32 FMA peak: independent FMA chains, one
 //                                     per thread; counter: GFLOP/s.
 //   BM_CpuKernel/<threads>t/<op case>/<native|reference>
@@ -22,11 +25,13 @@
 // Run: ./build/benchmarks/tessera_bench --benchmark_filter=Layer
 #include <benchmark/benchmark.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <random>
 #include <thread>
 
 #include "backends/cpu/cpu_program.h"
+#include "backends/cpu/gemm.h"
 #include "backends/cpu/kernel_table.h"
 #include "backends/registry.h"
 #include "core/npy.h"
@@ -301,6 +306,41 @@ void BM_CpuKernel(benchmark::State& state, int threads, KernelCase c, bool nativ
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
                           static_cast<int64_t>(xt.byte_size() + yt.byte_size()));
 }
+
+void BM_Gemm(benchmark::State& state) {
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2), kc = state.range(3);
+  const int threads = static_cast<int>(state.range(4));
+  if (!cpu::gemm_available()) return state.SkipWithError("no AVX-512F");
+  std::vector<int> ids;
+  for (int i = 0; i < threads; ++i) ids.push_back(i);
+  auto pool = cpu::ThreadPool::create(cpu::CoreSet(ids));
+  if (!pool.ok()) return state.SkipWithError(pool.status().to_string().c_str());
+  const Tensor a = random(Shape{m, k}, 1), b = random(Shape{k, n}, 2), bias = random(Shape{n}, 3);
+  Tensor c = Tensor::create(DType::kF32, Shape{m, n}).value();
+  cpu::Gemm gemm(cpu::PackedB::pack(b.data<float>(), k, n, n, kc));
+  gemm.bind(m, threads, false);
+  const cpu::GemmA src{a.data<float>(), k, {}};
+  const cpu::GemmEpilogue ep{bias.data<float>(), true, 0.f, INFINITY};
+  for (auto _ : state) {
+    Status st = (*pool)->run([&] {
+      gemm.run(**pool, src, c.data<float>(), n, ep);
+      return Status();
+    });
+    if (!st.ok()) return state.SkipWithError(st.to_string().c_str());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(2e-9 * static_cast<double>(m * n * k),
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+// ResNet-50 1x1 shapes (pixels x Cout x Cin) and im2col depths, kc 0 and fixed.
+BENCHMARK(BM_Gemm)
+    ->ArgsProduct({{3136}, {256}, {64}, {0}, {1, 2}})
+    ->ArgsProduct({{3136}, {64}, {256}, {0, 128, 192, 256}, {1}})
+    ->ArgsProduct({{784}, {128}, {512}, {0, 128, 192, 256, 384, 512}, {1}})
+    ->ArgsProduct({{196}, {1024}, {256}, {0}, {1, 2}})
+    ->ArgsProduct({{49}, {512}, {2048}, {0}, {1, 2}})
+    ->ArgsProduct({{784}, {128}, {1152}, {0, 192, 384}, {1}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 // 16 independent accumulator chains of 16-float vectors (the compiler emits FMAs with -mfma;
 // with the portable build flags it emits mul+add, so the kernel is built for AVX-512 here).
