@@ -19,6 +19,112 @@ namespace {
 
 // ---- The microkernel ------------------------------------------------------------------------
 
+// The full 14-row tile's k loop in assembly: GCC does not keep 28 accumulators, two B vectors
+// and the fourteen A rows in registers (it derives one pointer per row, whose increments then
+// compete with the FMAs, and spills). Here row i of A is addressed as base + stride * {0, 1, 2}
+// from five base pointers (rows 0, 3, 6, 9, 12), the loop is unrolled 8 times, and each A row is
+// prefetched two cache lines ahead once per 8 k. zmm0..27 accumulate (row i: zmm 2i, 2i + 1),
+// zmm28/29 hold the B vectors, zmm30/31 the broadcasts; the sums are stored to `t` [14][32].
+// clang-format off
+#define TESSERA_GEMM_ROW(addr, bc, c0, c1)               \
+  "vbroadcastss " addr ", %%zmm" bc "\n\t"               \
+  "vfmadd231ps %%zmm28, %%zmm" bc ", %%zmm" c0 "\n\t"    \
+  "vfmadd231ps %%zmm29, %%zmm" bc ", %%zmm" c1 "\n\t"
+#define TESSERA_GEMM_STEP(q)                                  \
+  "vmovaps " #q "*128(%[b]), %%zmm28\n\t"                     \
+  "vmovaps " #q "*128+64(%[b]), %%zmm29\n\t"                  \
+  TESSERA_GEMM_ROW(#q "*4(%[a0])", "30", "0", "1")            \
+  TESSERA_GEMM_ROW(#q "*4(%[a0],%[l],1)", "31", "2", "3")     \
+  TESSERA_GEMM_ROW(#q "*4(%[a0],%[l],2)", "30", "4", "5")     \
+  TESSERA_GEMM_ROW(#q "*4(%[a3])", "31", "6", "7")            \
+  TESSERA_GEMM_ROW(#q "*4(%[a3],%[l],1)", "30", "8", "9")     \
+  TESSERA_GEMM_ROW(#q "*4(%[a3],%[l],2)", "31", "10", "11")   \
+  TESSERA_GEMM_ROW(#q "*4(%[a6])", "30", "12", "13")          \
+  TESSERA_GEMM_ROW(#q "*4(%[a6],%[l],1)", "31", "14", "15")   \
+  TESSERA_GEMM_ROW(#q "*4(%[a6],%[l],2)", "30", "16", "17")   \
+  TESSERA_GEMM_ROW(#q "*4(%[a9])", "31", "18", "19")          \
+  TESSERA_GEMM_ROW(#q "*4(%[a9],%[l],1)", "30", "20", "21")   \
+  TESSERA_GEMM_ROW(#q "*4(%[a9],%[l],2)", "31", "22", "23")   \
+  TESSERA_GEMM_ROW(#q "*4(%[a12])", "30", "24", "25")         \
+  TESSERA_GEMM_ROW(#q "*4(%[a12],%[l],1)", "31", "26", "27")
+#define TESSERA_GEMM_STORE(i0, i1, i2, i3)         \
+  "vmovaps %%zmm" #i0 ", " #i0 "*64(%[t])\n\t"     \
+  "vmovaps %%zmm" #i1 ", " #i1 "*64(%[t])\n\t"     \
+  "vmovaps %%zmm" #i2 ", " #i2 "*64(%[t])\n\t"     \
+  "vmovaps %%zmm" #i3 ", " #i3 "*64(%[t])\n\t"
+
+TESSERA_AVX512 void k_loop_14x32(const float* a, int64_t lda, const float* b, int64_t kc,
+                                 float* t) {
+  const float* a0 = a;
+  const float* a3 = a + 3 * lda;
+  const float* a6 = a + 6 * lda;
+  const float* a9 = a + 9 * lda;
+  const float* a12 = a + 12 * lda;
+  const int64_t l = lda * static_cast<int64_t>(sizeof(float));
+  asm volatile(
+      "vpxord %%zmm0, %%zmm0, %%zmm0\n\t"
+      "vmovaps %%zmm0, %%zmm1\n\t"  "vmovaps %%zmm0, %%zmm2\n\t"  "vmovaps %%zmm0, %%zmm3\n\t"
+      "vmovaps %%zmm0, %%zmm4\n\t"  "vmovaps %%zmm0, %%zmm5\n\t"  "vmovaps %%zmm0, %%zmm6\n\t"
+      "vmovaps %%zmm0, %%zmm7\n\t"  "vmovaps %%zmm0, %%zmm8\n\t"  "vmovaps %%zmm0, %%zmm9\n\t"
+      "vmovaps %%zmm0, %%zmm10\n\t" "vmovaps %%zmm0, %%zmm11\n\t" "vmovaps %%zmm0, %%zmm12\n\t"
+      "vmovaps %%zmm0, %%zmm13\n\t" "vmovaps %%zmm0, %%zmm14\n\t" "vmovaps %%zmm0, %%zmm15\n\t"
+      "vmovaps %%zmm0, %%zmm16\n\t" "vmovaps %%zmm0, %%zmm17\n\t" "vmovaps %%zmm0, %%zmm18\n\t"
+      "vmovaps %%zmm0, %%zmm19\n\t" "vmovaps %%zmm0, %%zmm20\n\t" "vmovaps %%zmm0, %%zmm21\n\t"
+      "vmovaps %%zmm0, %%zmm22\n\t" "vmovaps %%zmm0, %%zmm23\n\t" "vmovaps %%zmm0, %%zmm24\n\t"
+      "vmovaps %%zmm0, %%zmm25\n\t" "vmovaps %%zmm0, %%zmm26\n\t" "vmovaps %%zmm0, %%zmm27\n\t"
+      "cmp $8, %[k]\n\t"
+      "jl 2f\n\t"
+      "1:\n\t"  // 8 k per iteration
+      TESSERA_GEMM_STEP(0)
+      "prefetcht0 128(%[a0])\n\t"          "prefetcht0 128(%[a0],%[l],1)\n\t"
+      TESSERA_GEMM_STEP(1)
+      "prefetcht0 128(%[a0],%[l],2)\n\t"   "prefetcht0 128(%[a3])\n\t"
+      TESSERA_GEMM_STEP(2)
+      "prefetcht0 128(%[a3],%[l],1)\n\t"   "prefetcht0 128(%[a3],%[l],2)\n\t"
+      TESSERA_GEMM_STEP(3)
+      "prefetcht0 128(%[a6])\n\t"          "prefetcht0 128(%[a6],%[l],1)\n\t"
+      TESSERA_GEMM_STEP(4)
+      "prefetcht0 128(%[a6],%[l],2)\n\t"   "prefetcht0 128(%[a9])\n\t"
+      TESSERA_GEMM_STEP(5)
+      "prefetcht0 128(%[a9],%[l],1)\n\t"   "prefetcht0 128(%[a9],%[l],2)\n\t"
+      TESSERA_GEMM_STEP(6)
+      "prefetcht0 128(%[a12])\n\t"
+      TESSERA_GEMM_STEP(7)
+      "prefetcht0 128(%[a12],%[l],1)\n\t"
+      "add $32, %[a0]\n\t" "add $32, %[a3]\n\t" "add $32, %[a6]\n\t" "add $32, %[a9]\n\t"
+      "add $32, %[a12]\n\t"
+      "add $1024, %[b]\n\t"
+      "sub $8, %[k]\n\t"
+      "cmp $8, %[k]\n\t"
+      "jge 1b\n\t"
+      "2:\n\t"  // the remaining k one at a time
+      "test %[k], %[k]\n\t"
+      "jz 4f\n\t"
+      "3:\n\t"
+      TESSERA_GEMM_STEP(0)
+      "add $4, %[a0]\n\t" "add $4, %[a3]\n\t" "add $4, %[a6]\n\t" "add $4, %[a9]\n\t"
+      "add $4, %[a12]\n\t"
+      "add $128, %[b]\n\t"
+      "dec %[k]\n\t"
+      "jnz 3b\n\t"
+      "4:\n\t"
+      TESSERA_GEMM_STORE(0, 1, 2, 3)     TESSERA_GEMM_STORE(4, 5, 6, 7)
+      TESSERA_GEMM_STORE(8, 9, 10, 11)   TESSERA_GEMM_STORE(12, 13, 14, 15)
+      TESSERA_GEMM_STORE(16, 17, 18, 19) TESSERA_GEMM_STORE(20, 21, 22, 23)
+      TESSERA_GEMM_STORE(24, 25, 26, 27)
+      : [a0] "+r"(a0), [a3] "+r"(a3), [a6] "+r"(a6), [a9] "+r"(a9), [a12] "+r"(a12),
+        [b] "+r"(b), [k] "+r"(kc)
+      : [l] "r"(l), [t] "r"(t)
+      : "cc", "memory", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",
+        "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18",
+        "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28",
+        "xmm29", "xmm30", "xmm31");
+}
+#undef TESSERA_GEMM_ROW
+#undef TESSERA_GEMM_STEP
+#undef TESSERA_GEMM_STORE
+// clang-format on
+
 // One MR x 32 tile: c[i * ldc + j] (=|+=) sum_p a[i * lda + p] * b[p * 32 + j] for j < nr, then
 // (last K block) + bias[j] and the clamp. `b` is a packed panel (64-byte aligned, zero-padded).
 template <int MR>
@@ -28,17 +134,34 @@ TESSERA_AVX512 void micro_tile(const float* a, int64_t lda, const float* b, int6
   __m512 acc0[MR], acc1[MR];
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) {
-    acc0[i] = _mm512_setzero_ps();
-    acc1[i] = _mm512_setzero_ps();
+    // The C rows are written at the end: fetch them while the FMAs run.
+    _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + 16), _MM_HINT_T0);
   }
-  for (int64_t p = 0; p < kc; ++p) {
-    const __m512 b0 = _mm512_load_ps(b + p * kGemmNR);
-    const __m512 b1 = _mm512_load_ps(b + p * kGemmNR + 16);
+  if constexpr (MR == kGemmMR) {
+    alignas(64) float t[kGemmMR * kGemmNR];
+    k_loop_14x32(a, lda, b, kc, t);
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
-      const __m512 ai = _mm512_set1_ps(a[i * lda + p]);
-      acc0[i] = _mm512_fmadd_ps(ai, b0, acc0[i]);
-      acc1[i] = _mm512_fmadd_ps(ai, b1, acc1[i]);
+      acc0[i] = _mm512_load_ps(t + i * kGemmNR);
+      acc1[i] = _mm512_load_ps(t + i * kGemmNR + 16);
+    }
+  } else {
+    // Edge tiles (fewer rows): the same loop in intrinsics.
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      acc0[i] = _mm512_setzero_ps();
+      acc1[i] = _mm512_setzero_ps();
+    }
+    for (int64_t p = 0; p < kc; ++p) {
+      const __m512 b0 = _mm512_load_ps(b + p * kGemmNR);
+      const __m512 b1 = _mm512_load_ps(b + p * kGemmNR + 16);
+#pragma GCC unroll 16
+      for (int i = 0; i < MR; ++i) {
+        const __m512 ai = _mm512_set1_ps(a[i * lda + p]);
+        acc0[i] = _mm512_fmadd_ps(ai, b0, acc0[i]);
+        acc1[i] = _mm512_fmadd_ps(ai, b1, acc1[i]);
+      }
     }
   }
   // Epilogue, masked for a partial panel.
