@@ -5,10 +5,11 @@
 //                                     device, with the variant the cpu device selects;
 //                                     counters: GFLOP/s (direct-convolution FLOPs).
 //   BM_ConvVariant/<variant>/<model layer>/<threads>
-//                                     the same layer forced onto one convolution kernel variant
-//                                     of the cpu device (kConvKernels: winograd, openblas gemm,
-//                                     xnnpack) on a pool of 1 or 2 pinned threads; variants that
-//                                     cannot run a layer are skipped.
+//                                     the same layer's kernel alone (NHWC in and out, no program
+//                                     copy-in/out) forced onto one convolution kernel variant of
+//                                     the cpu device (kConvKernels: winograd, tessera gemm,
+//                                     openblas gemm, xnnpack) on a pool of 1 or 2 pinned threads;
+//                                     variants that cannot run a layer are skipped.
 //   BM_Model/<device>/<model>         whole-model latency from TESSERA_MODEL_DIR (the exported
 //                                     ONNX files), imported and optimised as `tessera convert`.
 //   BM_Gemm/<M>/<N>/<K>/<kc>/<threads>
@@ -56,7 +57,8 @@ struct ConvLayer {
   int64_t cin, cout, hw, k, stride, group;
 };
 
-// MobileNetV2, ResNet-18/50, VGG-16 and SqueezeNet 1.1 layer shapes (224x224 input).
+// MobileNetV2, ResNet-18/50, VGG-16, SqueezeNet 1.1 and AlexNet layer shapes (224x224 input;
+// padding k / 2).
 const ConvLayer kLayers[] = {
     {"mobilenet_v2/conv0_3x3s2", 3, 32, 224, 3, 2, 1},
     {"mobilenet_v2/dw_3x3_112", 32, 32, 112, 3, 1, 32},
@@ -91,6 +93,13 @@ const ConvLayer kLayers[] = {
     {"squeezenet1_1/fire2_expand3x3_55", 16, 64, 55, 3, 1, 1},
     {"squeezenet1_1/fire2_expand1x1_55", 16, 64, 55, 1, 1, 1},
     {"squeezenet1_1/fire9_expand3x3_13", 64, 256, 13, 3, 1, 1},
+    {"squeezenet1_1/conv1_3x3s2_224", 3, 64, 224, 3, 2, 1},
+    {"squeezenet1_1/fire5_squeeze1x1_27", 256, 32, 27, 1, 1, 1},
+    {"resnet18/layer2_1x1s2_56", 64, 128, 56, 1, 2, 1},
+    {"resnet50/res4_1x1s2_28", 512, 1024, 28, 1, 2, 1},
+    {"alexnet/conv1_11x11s4_224", 3, 64, 224, 11, 4, 1},
+    {"alexnet/conv2_5x5_27", 64, 192, 27, 5, 1, 1},
+    {"alexnet/conv3_3x3_13", 192, 384, 13, 3, 1, 1},
 };
 
 // The one-node graph of a layer (fused relu), shape-inferred.
@@ -129,6 +138,49 @@ void run_layer(benchmark::State& state, const Graph& g, const ConvLayer& l, Prog
       benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// Binds a kernel built for node 0 of `g` to a random input (NHWC when the kernel wants it, as
+// from a convolution) and times run() alone (no program copy-in/out). Returns the output tensor;
+// on failure the benchmark is skipped and the error returned.
+Result<Tensor> time_kernel(benchmark::State& state, const Graph& g, cpu::Kernel& k,
+                           cpu::ThreadPool& pool) {
+  using namespace tessera::cpu;
+  const Node& node = g.node(0);
+  const Shape& xs = g.value(node.inputs[0]).info.shape;
+  const size_t ni = node.inputs.size();
+  std::vector<Layout> available(ni, Layout::kNCHW), wanted(ni), produced(1);
+  available[0] = xs.rank() == 4 ? Layout::kNHWC : Layout::kNCHW;
+  k.choose_layouts(available, wanted, produced);
+  const TensorInfo& yi = g.value(node.outputs[0]).info;
+  Tensor xt = random(xs, 7), yt = Tensor::create(DType::kF32, yi.shape).value();
+  std::vector<Operand> ins(ni), outs(1);
+  ins[0] = Operand{xt.raw(), DType::kF32, xs, xs.rank() == 4 ? wanted[0] : Layout::kNCHW};
+  for (size_t i = 1; i < ni; ++i) {
+    const Value& v = g.value(node.inputs[i]);
+    ins[i] = Operand{const_cast<void*>(v.data.raw()),
+                     v.data.dtype(),
+                     v.data.shape(),
+                     Layout::kNCHW,
+                     true,
+                     &v.data};
+  }
+  outs[0] =
+      Operand{yt.raw(), DType::kF32, yi.shape, yi.shape.rank() == 4 ? produced[0] : Layout::kNCHW};
+  Status st = k.bind(ins, outs, pool);
+  if (!st.ok()) {
+    state.SkipWithError(st.to_string().c_str());
+    return st;
+  }
+  for (auto _ : state) {
+    st = pool.run([&] { return k.run(pool); });
+    if (!st.ok()) {
+      state.SkipWithError(st.to_string().c_str());
+      return st;
+    }
+  }
+  state.SetLabel(k.describe());
+  return yt;
+}
+
 void BM_Layer(benchmark::State& state, std::string device, ConvLayer l) {
   auto g = layer_graph(l);
   if (!g.ok()) return state.SkipWithError(g.status().to_string().c_str());
@@ -141,6 +193,8 @@ void BM_Layer(benchmark::State& state, std::string device, ConvLayer l) {
   run_layer(state, *g, l, **prog);
 }
 
+// The kernel alone (time_kernel: NHWC in and out, no layout conversions), so that GFLOP/s
+// compare the convolution variants themselves.
 void BM_ConvVariant(benchmark::State& state, const char* variant, ConvLayer l, int threads) {
   auto g = layer_graph(l);
   if (!g.ok()) return state.SkipWithError(g.status().to_string().c_str());
@@ -148,10 +202,16 @@ void BM_ConvVariant(benchmark::State& state, const char* variant, ConvLayer l, i
   for (int c = 0; c < threads; ++c) cores.push_back(c);
   auto pool = cpu::ThreadPool::create(cpu::CoreSet(cores));
   if (!pool.ok()) return state.SkipWithError(pool.status().to_string().c_str());
-  const NodeId layers[] = {0};
-  auto prog = cpu::CpuProgram::compile(*g, layers, std::move(*pool), variant);
-  if (!prog.ok()) return state.SkipWithError(prog.status().to_string().c_str());
-  run_layer(state, *g, l, **prog);
+  const Node& node = g->node(0);
+  NodeContext nc(*g, node);
+  cpu::KernelRequest req{*g, node, nc.ctx(), **pool};
+  auto k = cpu::build_kernel(req, variant);
+  if (!k.ok()) return state.SkipWithError(k.status().to_string().c_str());
+  if (!time_kernel(state, *g, **k, **pool).ok()) return;
+  const Shape& ys = g->value(g->outputs()[0]).info.shape;
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      2e-9 * static_cast<double>(ys.numel()) * static_cast<double>(l.cin / l.group * l.k * l.k),
+      benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void BM_Model(benchmark::State& state, std::string device, std::string model) {
@@ -276,35 +336,10 @@ void BM_CpuKernel(benchmark::State& state, int threads, KernelCase c, bool nativ
       native ? build_kernel(req) : Result<std::unique_ptr<Kernel>>(make_reference_kernel(node));
   if (!k.ok()) return state.SkipWithError(k.status().to_string().c_str());
   if (native && (*k)->is_reference()) return state.SkipWithError("no native kernel");
-  // The layouts the kernel picks for an input that arrives NHWC (from a convolution).
-  const size_t ni = node.inputs.size();
-  std::vector<Layout> available(ni, Layout::kNCHW), wanted(ni), produced(1);
-  available[0] = c.x.rank() == 4 ? Layout::kNHWC : Layout::kNCHW;
-  (*k)->choose_layouts(available, wanted, produced);
-  const TensorInfo& yi = g.value(node.outputs[0]).info;
-  Tensor xt = random(c.x, 7), yt = Tensor::create(DType::kF32, yi.shape).value();
-  std::vector<Operand> ins(ni), outs(1);
-  ins[0] = Operand{xt.raw(), DType::kF32, c.x, c.x.rank() == 4 ? wanted[0] : Layout::kNCHW};
-  for (size_t i = 1; i < ni; ++i) {
-    const Value& v = g.value(node.inputs[i]);
-    ins[i] = Operand{const_cast<void*>(v.data.raw()),
-                     v.data.dtype(),
-                     v.data.shape(),
-                     Layout::kNCHW,
-                     true,
-                     &v.data};
-  }
-  outs[0] =
-      Operand{yt.raw(), DType::kF32, yi.shape, yi.shape.rank() == 4 ? produced[0] : Layout::kNCHW};
-  Status st = (*k)->bind(ins, outs, **pool);
-  if (!st.ok()) return state.SkipWithError(st.to_string().c_str());
-  for (auto _ : state) {
-    st = (*pool)->run([&] { return (*k)->run(**pool); });
-    if (!st.ok()) return state.SkipWithError(st.to_string().c_str());
-  }
-  state.SetLabel((*k)->describe());
+  Result<Tensor> yt = time_kernel(state, g, **k, **pool);
+  if (!yt.ok()) return;
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
-                          static_cast<int64_t>(xt.byte_size() + yt.byte_size()));
+                          static_cast<int64_t>(c.x.numel() * 4 + yt->byte_size()));
 }
 
 void BM_Gemm(benchmark::State& state) {
