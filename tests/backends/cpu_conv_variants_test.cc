@@ -5,6 +5,8 @@
 // activations, on one thread and on two (work split over tiles or over output channels).
 #include <string_view>
 
+#include "backends/cpu/gemm.h"
+
 #include "backends/cpu/cpu_program.h"
 #include "backends/cpu/kernel_table.h"
 #include "tests/backends/backend_test_util.h"
@@ -123,8 +125,7 @@ INSTANTIATE_TEST_SUITE_P(
              std::to_string(std::get<1>(p.param)) + "_threads";
     });
 
-// The default dispatch picks Winograd F(2x2) for a stride-1 3x3 convolution and OpenBLAS for
-// a large 1x1 one; a variant that cannot run a node is an error naming it.
+// A variant forced onto a node it cannot run is an error naming the node.
 TEST(CpuConvVariantSelection, DispatchAndForcedErrors) {
   auto pool = cpu::ThreadPool::create(cpu::CoreSet({0}));
   ASSERT_TRUE(pool.ok()) << pool.status().to_string();
@@ -146,6 +147,48 @@ TEST(CpuConvVariantSelection, DispatchAndForcedErrors) {
   EXPECT_EQ(forced.status().code(), StatusCode::kUnimplemented);
   EXPECT_NE(forced.status().to_string().find("conv5x5"), std::string::npos)
       << forced.status().to_string();
+}
+
+// The default dispatch on an AVX-512 machine: Tessera's GEMM for 1x1 convolutions and for 3x3
+// convolutions on 7x7 maps (>= 32 input channels), Winograd F(2x2) on Tessera's GEMM for 3x3 on
+// larger maps, XNNPACK for an RGB stem.
+TEST(CpuConvVariantSelection, DefaultDispatch) {
+  if (!cpu::gemm_available()) GTEST_SKIP() << "no AVX-512F";
+  auto pool = cpu::ThreadPool::create(cpu::CoreSet({0}));
+  ASSERT_TRUE(pool.ok()) << pool.status().to_string();
+  std::shared_ptr<cpu::ThreadPool> shared = std::move(*pool);
+  struct Want {
+    Shape x, w;
+    int64_t pad, stride;
+    const char* kernel;
+  };
+  const Want wants[] = {
+      {{1, 64, 28, 28}, {256, 64, 1, 1}, 0, 1, "tessera gemm conv 1x1/1"},
+      {{1, 64, 28, 28}, {128, 64, 1, 1}, 0, 2, "tessera im2col+gemm conv 1x1/2"},
+      {{1, 128, 7, 7}, {128, 128, 3, 3}, 1, 1, "tessera im2col+gemm conv 3x3/1"},
+      {{1, 64, 28, 28}, {64, 64, 3, 3}, 1, 1, "winograd F(2x2,3x3) 3x3/1 (tessera gemm)"},
+      {{1, 3, 32, 32}, {16, 3, 7, 7}, 3, 2, "xnnpack conv 7x7/2"},
+  };
+  for (const Want& want : wants) {
+    Graph g;
+    const ValueId x = g.add_value("x", TensorInfo{DType::kF32, want.x});
+    g.inputs().push_back(x);
+    Node n;
+    n.name = "conv";
+    n.kind = OpKind::kConv;
+    n.attrs.set("pads", Ints{want.pad, want.pad, want.pad, want.pad});
+    n.attrs.set("strides", Ints{want.stride, want.stride});
+    n.inputs = {x, g.add_constant("w", random_tensor(want.w, 1))};
+    n.outputs = {g.add_value("y")};
+    g.outputs().push_back(n.outputs[0]);
+    g.add_node(n);
+    ASSERT_TRUE(g.infer_shapes().ok());
+    const NodeId layers[] = {0};
+    auto prog = cpu::CpuProgram::compile(g, layers, shared);
+    ASSERT_TRUE(prog.ok()) << prog.status().to_string();
+    EXPECT_NE((*prog)->describe().find(std::string("conv: ") + want.kernel), std::string::npos)
+        << (*prog)->describe();
+  }
 }
 
 }  // namespace
