@@ -30,23 +30,21 @@ namespace {
   "vbroadcastss " addr ", %%zmm" bc "\n\t"               \
   "vfmadd231ps %%zmm28, %%zmm" bc ", %%zmm" c0 "\n\t"    \
   "vfmadd231ps %%zmm29, %%zmm" bc ", %%zmm" c1 "\n\t"
-#define TESSERA_GEMM_STEP(q)                                  \
-  "vmovaps " #q "*128(%[b]), %%zmm28\n\t"                     \
-  "vmovaps " #q "*128+64(%[b]), %%zmm29\n\t"                  \
-  TESSERA_GEMM_ROW(#q "*4(%[a0])", "30", "0", "1")            \
-  TESSERA_GEMM_ROW(#q "*4(%[a0],%[l],1)", "31", "2", "3")     \
-  TESSERA_GEMM_ROW(#q "*4(%[a0],%[l],2)", "30", "4", "5")     \
-  TESSERA_GEMM_ROW(#q "*4(%[a3])", "31", "6", "7")            \
-  TESSERA_GEMM_ROW(#q "*4(%[a3],%[l],1)", "30", "8", "9")     \
-  TESSERA_GEMM_ROW(#q "*4(%[a3],%[l],2)", "31", "10", "11")   \
-  TESSERA_GEMM_ROW(#q "*4(%[a6])", "30", "12", "13")          \
-  TESSERA_GEMM_ROW(#q "*4(%[a6],%[l],1)", "31", "14", "15")   \
-  TESSERA_GEMM_ROW(#q "*4(%[a6],%[l],2)", "30", "16", "17")   \
-  TESSERA_GEMM_ROW(#q "*4(%[a9])", "31", "18", "19")          \
-  TESSERA_GEMM_ROW(#q "*4(%[a9],%[l],1)", "30", "20", "21")   \
-  TESSERA_GEMM_ROW(#q "*4(%[a9],%[l],2)", "31", "22", "23")   \
-  TESSERA_GEMM_ROW(#q "*4(%[a12])", "30", "24", "25")         \
-  TESSERA_GEMM_ROW(#q "*4(%[a12],%[l],1)", "31", "26", "27")
+// Rows base, base + stride, base + 2 * stride (accumulators c0..c5) at k offset q.
+#define TESSERA_GEMM_ROWS2(q, base, c0, c1, c2, c3)            \
+  TESSERA_GEMM_ROW(#q "*4(%[" base "])", "30", c0, c1)         \
+  TESSERA_GEMM_ROW(#q "*4(%[" base "],%[l],1)", "31", c2, c3)
+#define TESSERA_GEMM_ROWS3(q, base, c0, c1, c2, c3, c4, c5)    \
+  TESSERA_GEMM_ROWS2(q, base, c0, c1, c2, c3)                  \
+  TESSERA_GEMM_ROW(#q "*4(%[" base "],%[l],2)", "30", c4, c5)
+#define TESSERA_GEMM_STEP(q)                                        \
+  "vmovaps " #q "*128(%[b]), %%zmm28\n\t"                           \
+  "vmovaps " #q "*128+64(%[b]), %%zmm29\n\t"                        \
+  TESSERA_GEMM_ROWS3(q, "a0", "0", "1", "2", "3", "4", "5")         \
+  TESSERA_GEMM_ROWS3(q, "a3", "6", "7", "8", "9", "10", "11")       \
+  TESSERA_GEMM_ROWS3(q, "a6", "12", "13", "14", "15", "16", "17")   \
+  TESSERA_GEMM_ROWS3(q, "a9", "18", "19", "20", "21", "22", "23")   \
+  TESSERA_GEMM_ROWS2(q, "a12", "24", "25", "26", "27")
 #define TESSERA_GEMM_STORE(i0, i1, i2, i3)         \
   "vmovaps %%zmm" #i0 ", " #i0 "*64(%[t])\n\t"     \
   "vmovaps %%zmm" #i1 ", " #i1 "*64(%[t])\n\t"     \
@@ -121,6 +119,8 @@ TESSERA_AVX512 void k_loop_14x32(const float* a, int64_t lda, const float* b, in
         "xmm29", "xmm30", "xmm31");
 }
 #undef TESSERA_GEMM_ROW
+#undef TESSERA_GEMM_ROWS2
+#undef TESSERA_GEMM_ROWS3
 #undef TESSERA_GEMM_STEP
 #undef TESSERA_GEMM_STORE
 // clang-format on
