@@ -224,14 +224,11 @@ class WinogradConvKernel final : public NhwcIo<> {
     if (tiles == 0) return Status();  // an empty batch: nothing to run
     // Tile blocks that keep V (tiles x C) and M (tiles x K) of all kE products in L2.
     const int64_t per_tile = kE * (c_ + k_) * static_cast<int64_t>(sizeof(float));
-    // At least kMinBlockTiles rows per sgemm: every call re-packs its C x K slice of U, which
-    // only pays off over enough tiles (deep layers then spill V to L3, which costs less).
+    // At least kMinBlockTiles rows per GEMM: every block streams all of U (16 x C x K floats,
+    // re-packed per call by OpenBLAS, packed once but still larger than L2 for deep layers on
+    // Tessera's GEMM), which only pays off over enough tiles (V then spills to L3, which costs
+    // less).
     int64_t tb = std::clamp<int64_t>(kBlockBudgetBytes / per_tile, kMinBlockTiles, 256);
-    if (use_gemm_) {
-      // The packed weights are not re-packed per call: blocks may be as small as the cache
-      // rule says, in whole microkernel tiles.
-      tb = std::clamp<int64_t>(kBlockBudgetBytes / per_tile / kGemmMR * kGemmMR, kGemmMR, 252);
-    }
     blocks_ = (tiles + tb - 1) / tb;
     // Two or more threads: as many equal blocks per thread, unless blocks would get smaller
     // than 16 tiles; with too few tiles for that, split the output channels instead (the input
