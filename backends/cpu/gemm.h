@@ -4,27 +4,27 @@
 //
 // all row-major. B is the constant operand (a layer's weights) and is packed ONCE, when the
 // kernel is built, into a PackedB: K is cut into blocks of `kc` rows sized for the L1 cache, and
-// each block into column panels kNR = 32 floats wide ([kc][32], zero-padded past N), so the
+// each block into column panels kGemmNR = 32 floats wide ([kc][32], zero-padded past N), so the
 // microkernel streams one panel with two aligned vector loads per k. A is the activation operand:
 // its rows are either read in place (a row-major matrix with any row stride: the NHWC input of a
 // 1x1 convolution, Winograd's transformed tiles) or gathered per thread, block by block, by a
 // caller-supplied `gather` (the im2col rows of a convolution, written straight into the block
 // that the microkernel reads, never materialised as a whole).
 //
-// The microkernel computes a kMR x 32 tile of C (kMR = 14: 28 zmm accumulators, two B loads
-// and kMR broadcasts of A per k), adds the previous partial sum when K has several blocks, and
-// on the last block applies the bias and the clamp while the tile is still in registers. Edge
-// tiles (fewer than kMR rows, fewer than 32 columns) use smaller unrolled variants and masked
-// loads/stores, so any M, N, K works.
+// The microkernel computes a 14 x 32 tile of C (kGemmMR = 14: 28 zmm accumulators, two B loads
+// and 14 broadcasts of A per k; the full tile's k loop is inline assembly), adds the previous
+// partial sum when K has several blocks, and on the last block applies the bias and the clamp
+// before the tile is stored. Edge tiles (fewer than 14 rows, fewer than 32 columns) use
+// smaller unrolled variants and masked loads/stores, so any M, N, K works.
 //
-// Loop order of one work item (rows [m0, m0 + mc) x columns [n0, n0 + nc) of C): for each K
-// block, for each chunk of rows whose A block fits the L2 cache (gathered if A is gathered),
-// for each B panel (stays in L1), for each kMR rows: microkernel.
+// Loop order of one work item (rows [m0, m0 + mc) x columns [n0, n0 + nc) of C): for each chunk
+// of rows whose A block fits the L2 cache, for each K block (A block gathered here if A is
+// gathered), for each B panel (stays in L1), for each 14 rows: microkernel.
 //
-// Threading (Gemm::run on the device ThreadPool): work items are blocks of rows; when there are
-// fewer row blocks than threads (small feature maps), the columns are split into panel ranges
-// too. Items are handed out one at a time (parallel_items), each thread with its own gather
-// scratch.
+// Threading (Gemm::run on the device ThreadPool): work items are blocks of whole 14-row tiles
+// (4 per thread when M is large); when M has fewer than 4 tiles per thread (7x7 feature maps),
+// the columns are split into panel ranges instead. Items are handed out one at a time
+// (parallel_items), each thread with its own gather scratch.
 //
 // Only for CPUs with AVX-512F: callers check gemm_available() and otherwise decline (the
 // other convolution variants remain). PackedB itself is portable.
