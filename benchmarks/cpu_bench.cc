@@ -5,12 +5,16 @@
 //                                     device, with the variant the cpu device selects;
 //                                     counters: GFLOP/s (direct-convolution FLOPs).
 //   BM_ConvVariant/<variant>/<model layer>/<threads>
-//                                     the same layer forced onto one convolution kernel variant
-//                                     of the cpu device (kConvKernels: winograd, openblas gemm,
-//                                     xnnpack) on a pool of 1 or 2 pinned threads; variants that
-//                                     cannot run a layer are skipped.
+//                                     the same layer's kernel alone (NHWC in and out, no program
+//                                     copy-in/out) forced onto one convolution kernel variant of
+//                                     the cpu device (kConvKernels: winograd, tessera gemm,
+//                                     openblas gemm, xnnpack) on a pool of 1 or 2 pinned threads;
+//                                     variants that cannot run a layer are skipped.
 //   BM_Model/<device>/<model>         whole-model latency from TESSERA_MODEL_DIR (the exported
 //                                     ONNX files), imported and optimised as `tessera convert`.
+//   BM_Gemm/<M>/<N>/<K>/<kc>/<threads>
+//                                     Tessera's AVX-512 GEMM (backends/cpu/gemm.h) alone, B packed
+//                                     once, A read in place, relu epilogue; kc 0 = cache-derived.
 //   BM_FmaPeak/<threads>              this machine's FP32 FMA peak: independent FMA chains, one
 //                                     per thread; counter: GFLOP/s.
 //   BM_CpuKernel/<threads>t/<op case>/<native|reference>
@@ -22,11 +26,13 @@
 // Run: ./build/benchmarks/tessera_bench --benchmark_filter=Layer
 #include <benchmark/benchmark.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <random>
 #include <thread>
 
 #include "backends/cpu/cpu_program.h"
+#include "backends/cpu/gemm.h"
 #include "backends/cpu/kernel_table.h"
 #include "backends/registry.h"
 #include "core/npy.h"
@@ -51,7 +57,8 @@ struct ConvLayer {
   int64_t cin, cout, hw, k, stride, group;
 };
 
-// MobileNetV2, ResNet-18/50, VGG-16 and SqueezeNet 1.1 layer shapes (224x224 input).
+// MobileNetV2, ResNet-18/50, VGG-16, SqueezeNet 1.1 and AlexNet layer shapes (224x224 input;
+// padding k / 2).
 const ConvLayer kLayers[] = {
     {"mobilenet_v2/conv0_3x3s2", 3, 32, 224, 3, 2, 1},
     {"mobilenet_v2/dw_3x3_112", 32, 32, 112, 3, 1, 32},
@@ -86,6 +93,13 @@ const ConvLayer kLayers[] = {
     {"squeezenet1_1/fire2_expand3x3_55", 16, 64, 55, 3, 1, 1},
     {"squeezenet1_1/fire2_expand1x1_55", 16, 64, 55, 1, 1, 1},
     {"squeezenet1_1/fire9_expand3x3_13", 64, 256, 13, 3, 1, 1},
+    {"squeezenet1_1/conv1_3x3s2_224", 3, 64, 224, 3, 2, 1},
+    {"squeezenet1_1/fire5_squeeze1x1_27", 256, 32, 27, 1, 1, 1},
+    {"resnet18/layer2_1x1s2_56", 64, 128, 56, 1, 2, 1},
+    {"resnet50/res4_1x1s2_28", 512, 1024, 28, 1, 2, 1},
+    {"alexnet/conv1_11x11s4_224", 3, 64, 224, 11, 4, 1},
+    {"alexnet/conv2_5x5_27", 64, 192, 27, 5, 1, 1},
+    {"alexnet/conv3_3x3_13", 192, 384, 13, 3, 1, 1},
 };
 
 // The one-node graph of a layer (fused relu), shape-inferred.
@@ -124,6 +138,49 @@ void run_layer(benchmark::State& state, const Graph& g, const ConvLayer& l, Prog
       benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// Binds a kernel built for node 0 of `g` to a random input (NHWC when the kernel wants it, as
+// from a convolution) and times run() alone (no program copy-in/out). Returns the output tensor;
+// on failure the benchmark is skipped and the error returned.
+Result<Tensor> time_kernel(benchmark::State& state, const Graph& g, cpu::Kernel& k,
+                           cpu::ThreadPool& pool) {
+  using namespace tessera::cpu;
+  const Node& node = g.node(0);
+  const Shape& xs = g.value(node.inputs[0]).info.shape;
+  const size_t ni = node.inputs.size();
+  std::vector<Layout> available(ni, Layout::kNCHW), wanted(ni), produced(1);
+  available[0] = xs.rank() == 4 ? Layout::kNHWC : Layout::kNCHW;
+  k.choose_layouts(available, wanted, produced);
+  const TensorInfo& yi = g.value(node.outputs[0]).info;
+  Tensor xt = random(xs, 7), yt = Tensor::create(DType::kF32, yi.shape).value();
+  std::vector<Operand> ins(ni), outs(1);
+  ins[0] = Operand{xt.raw(), DType::kF32, xs, xs.rank() == 4 ? wanted[0] : Layout::kNCHW};
+  for (size_t i = 1; i < ni; ++i) {
+    const Value& v = g.value(node.inputs[i]);
+    ins[i] = Operand{const_cast<void*>(v.data.raw()),
+                     v.data.dtype(),
+                     v.data.shape(),
+                     Layout::kNCHW,
+                     true,
+                     &v.data};
+  }
+  outs[0] =
+      Operand{yt.raw(), DType::kF32, yi.shape, yi.shape.rank() == 4 ? produced[0] : Layout::kNCHW};
+  Status st = k.bind(ins, outs, pool);
+  if (!st.ok()) {
+    state.SkipWithError(st.to_string().c_str());
+    return st;
+  }
+  for (auto _ : state) {
+    st = pool.run([&] { return k.run(pool); });
+    if (!st.ok()) {
+      state.SkipWithError(st.to_string().c_str());
+      return st;
+    }
+  }
+  state.SetLabel(k.describe());
+  return yt;
+}
+
 void BM_Layer(benchmark::State& state, std::string device, ConvLayer l) {
   auto g = layer_graph(l);
   if (!g.ok()) return state.SkipWithError(g.status().to_string().c_str());
@@ -136,6 +193,8 @@ void BM_Layer(benchmark::State& state, std::string device, ConvLayer l) {
   run_layer(state, *g, l, **prog);
 }
 
+// The kernel alone (time_kernel: NHWC in and out, no layout conversions), so that GFLOP/s
+// compare the convolution variants themselves.
 void BM_ConvVariant(benchmark::State& state, const char* variant, ConvLayer l, int threads) {
   auto g = layer_graph(l);
   if (!g.ok()) return state.SkipWithError(g.status().to_string().c_str());
@@ -143,10 +202,16 @@ void BM_ConvVariant(benchmark::State& state, const char* variant, ConvLayer l, i
   for (int c = 0; c < threads; ++c) cores.push_back(c);
   auto pool = cpu::ThreadPool::create(cpu::CoreSet(cores));
   if (!pool.ok()) return state.SkipWithError(pool.status().to_string().c_str());
-  const NodeId layers[] = {0};
-  auto prog = cpu::CpuProgram::compile(*g, layers, std::move(*pool), variant);
-  if (!prog.ok()) return state.SkipWithError(prog.status().to_string().c_str());
-  run_layer(state, *g, l, **prog);
+  const Node& node = g->node(0);
+  NodeContext nc(*g, node);
+  cpu::KernelRequest req{*g, node, nc.ctx(), **pool};
+  auto k = cpu::build_kernel(req, variant);
+  if (!k.ok()) return state.SkipWithError(k.status().to_string().c_str());
+  if (!time_kernel(state, *g, **k, **pool).ok()) return;
+  const Shape& ys = g->value(g->outputs()[0]).info.shape;
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      2e-9 * static_cast<double>(ys.numel()) * static_cast<double>(l.cin / l.group * l.k * l.k),
+      benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void BM_Model(benchmark::State& state, std::string device, std::string model) {
@@ -271,36 +336,46 @@ void BM_CpuKernel(benchmark::State& state, int threads, KernelCase c, bool nativ
       native ? build_kernel(req) : Result<std::unique_ptr<Kernel>>(make_reference_kernel(node));
   if (!k.ok()) return state.SkipWithError(k.status().to_string().c_str());
   if (native && (*k)->is_reference()) return state.SkipWithError("no native kernel");
-  // The layouts the kernel picks for an input that arrives NHWC (from a convolution).
-  const size_t ni = node.inputs.size();
-  std::vector<Layout> available(ni, Layout::kNCHW), wanted(ni), produced(1);
-  available[0] = c.x.rank() == 4 ? Layout::kNHWC : Layout::kNCHW;
-  (*k)->choose_layouts(available, wanted, produced);
-  const TensorInfo& yi = g.value(node.outputs[0]).info;
-  Tensor xt = random(c.x, 7), yt = Tensor::create(DType::kF32, yi.shape).value();
-  std::vector<Operand> ins(ni), outs(1);
-  ins[0] = Operand{xt.raw(), DType::kF32, c.x, c.x.rank() == 4 ? wanted[0] : Layout::kNCHW};
-  for (size_t i = 1; i < ni; ++i) {
-    const Value& v = g.value(node.inputs[i]);
-    ins[i] = Operand{const_cast<void*>(v.data.raw()),
-                     v.data.dtype(),
-                     v.data.shape(),
-                     Layout::kNCHW,
-                     true,
-                     &v.data};
-  }
-  outs[0] =
-      Operand{yt.raw(), DType::kF32, yi.shape, yi.shape.rank() == 4 ? produced[0] : Layout::kNCHW};
-  Status st = (*k)->bind(ins, outs, **pool);
-  if (!st.ok()) return state.SkipWithError(st.to_string().c_str());
+  Result<Tensor> yt = time_kernel(state, g, **k, **pool);
+  if (!yt.ok()) return;
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
+                          static_cast<int64_t>(c.x.numel() * 4 + yt->byte_size()));
+}
+
+void BM_Gemm(benchmark::State& state) {
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2), kc = state.range(3);
+  const int threads = static_cast<int>(state.range(4));
+  if (!cpu::gemm_available()) return state.SkipWithError("no AVX-512F");
+  std::vector<int> ids;
+  for (int i = 0; i < threads; ++i) ids.push_back(i);
+  auto pool = cpu::ThreadPool::create(cpu::CoreSet(ids));
+  if (!pool.ok()) return state.SkipWithError(pool.status().to_string().c_str());
+  const Tensor a = random(Shape{m, k}, 1), b = random(Shape{k, n}, 2), bias = random(Shape{n}, 3);
+  Tensor c = Tensor::create(DType::kF32, Shape{m, n}).value();
+  cpu::Gemm gemm(cpu::PackedB::pack(b.data<float>(), k, n, n, kc));
+  gemm.bind(m, threads, false);
+  const cpu::GemmA src{a.data<float>(), k, {}};
+  const cpu::GemmEpilogue ep{bias.data<float>(), true, 0.f, INFINITY};
   for (auto _ : state) {
-    st = (*pool)->run([&] { return (*k)->run(**pool); });
+    Status st = (*pool)->run([&] {
+      gemm.run(**pool, src, c.data<float>(), n, ep);
+      return Status();
+    });
     if (!st.ok()) return state.SkipWithError(st.to_string().c_str());
   }
-  state.SetLabel((*k)->describe());
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
-                          static_cast<int64_t>(xt.byte_size() + yt.byte_size()));
+  state.counters["GFLOP/s"] = benchmark::Counter(2e-9 * static_cast<double>(m * n * k),
+                                                 benchmark::Counter::kIsIterationInvariantRate);
 }
+// ResNet-50 1x1 shapes (pixels x Cout x Cin) and im2col depths, kc 0 and fixed.
+BENCHMARK(BM_Gemm)
+    ->ArgsProduct({{3136}, {256}, {64}, {0}, {1, 2}})
+    ->ArgsProduct({{3136}, {64}, {256}, {0, 128, 192, 256}, {1}})
+    ->ArgsProduct({{784}, {128}, {512}, {0, 128, 192, 256, 384, 512}, {1}})
+    ->ArgsProduct({{196}, {1024}, {256}, {0}, {1, 2}})
+    ->ArgsProduct({{49}, {512}, {2048}, {0}, {1, 2}})
+    ->ArgsProduct({{784}, {128}, {1152}, {0, 192, 384}, {1}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 // 16 independent accumulator chains of 16-float vectors (the compiler emits FMAs with -mfma;
 // with the portable build flags it emits mul+add, so the kernel is built for AVX-512 here).

@@ -4,6 +4,9 @@
 //   winograd_f4x4_3x3 / winograd_f2x2_3x3  (winograd.cc) stride-1 3x3 dense convolutions:
 //                        input/output tile transforms written here, the 36/16 element-wise
 //                        products as OpenBLAS sgemm calls, weights transformed at build time;
+//   tessera_gemm_conv  (conv_gemm.cc, gemm.h) Tessera's AVX-512 GEMM with the weights packed
+//                        once: 1x1 convolutions read the NHWC input in place, others gather
+//                        their im2col rows straight into the GEMM's A blocks;
 //   openblas_gemm_conv (conv_gemm.cc) 1x1 convolutions as one sgemm (no im2col), other dense
 //                        convolutions as im2col + sgemm;
 //   xnnpack_conv2d_nhwc_f32 (conv.cc) everything else, including grouped and depthwise.
@@ -54,6 +57,7 @@ void conv_epilogue(const ConvSetup& s, const float* bias, float* y, int64_t rows
 // The factories of conv.cc's table.
 Result<std::unique_ptr<Kernel>> make_winograd_f4_conv(const KernelRequest& req);
 Result<std::unique_ptr<Kernel>> make_winograd_f2_conv(const KernelRequest& req);
+Result<std::unique_ptr<Kernel>> make_tessera_gemm_conv(const KernelRequest& req);
 Result<std::unique_ptr<Kernel>> make_gemm_conv(const KernelRequest& req);
 
 // A kernel description suffix for the fused activation: "" or " +relu".

@@ -6,13 +6,15 @@
 // where (.) is the element-wise product of alpha x alpha = (m+2)^2 matrices. Over all tiles and
 // channels the element-wise products become alpha^2 independent GEMMs:
 //   M[e] (tiles x K) = V[e] (tiles x C) * U[e] (C x K),   e = 0 .. alpha^2 - 1,
-// which run on OpenBLAS; U = G g G^T is computed once at build time (in double).
+// which run on Tessera's GEMM (gemm.h) with each U[e] packed once into its panels, or, for
+// fewer than 32 input channels, on OpenBLAS sgemm; U = G g G^T is computed once at build time
+// (in double).
 //
 // Phases of one run, per work item (a block of tiles x a range of output channels):
 //   1. input transform: for every tile, B^T d B with channel vectors as the SIMD dimension
 //      (NHWC keeps the channels of a pixel contiguous); pixels outside the image read a zero
 //      row, so padding costs nothing;
-//   2. alpha^2 sgemm calls on the block;
+//   2. alpha^2 GEMMs on the block;
 //   3. output transform A^T M A, bias and fused activation, written straight into Y.
 // Blocks are sized so that V and M of one block stay in the per-core L2 cache; work items are
 // handed to the pool's threads one at a time, and when there are too few tile blocks to keep
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include "backends/cpu/conv.h"
+#include "backends/cpu/gemm.h"
 #include "backends/cpu/openblas.h"
 #include "backends/cpu/simd.h"
 
@@ -169,7 +172,8 @@ class WinogradConvKernel final : public NhwcIo<> {
   static constexpr int A = F::kAlpha, M = F::kM, kE = A * A;
 
  public:
-  WinogradConvKernel(const ConvSetup& s, std::string name) : s_(s), name_(std::move(name)) {
+  WinogradConvKernel(const ConvSetup& s, std::string name, bool use_gemm)
+      : s_(s), name_(std::move(name)), use_gemm_(use_gemm) {
     c_ = s.cin;
     k_ = s.cout;
     // U[e][c][k] = (G g G^T)[e] for the weights g = W[k][c] (3x3).
@@ -195,6 +199,13 @@ class WinogradConvKernel final : public NhwcIo<> {
     }
     if (s.bias != nullptr) bias_.assign(s.bias->data<float>(), s.bias->data<float>() + k_);
     zeros_.assign(static_cast<size_t>(c_), 0.f);
+    if (use_gemm_) {
+      // U[e] packed once into the GEMM's panels; the row-major copy is then not needed.
+      for (int e = 0; e < kE; ++e)
+        packed_u_.push_back(PackedB::pack(u_.data() + e * c_ * k_, c_, k_, k_));
+      u_.clear();
+      u_.shrink_to_fit();
+    }
   }
 
   Status bind(std::span<const Operand> in, std::span<const Operand> out,
@@ -213,8 +224,10 @@ class WinogradConvKernel final : public NhwcIo<> {
     if (tiles == 0) return Status();  // an empty batch: nothing to run
     // Tile blocks that keep V (tiles x C) and M (tiles x K) of all kE products in L2.
     const int64_t per_tile = kE * (c_ + k_) * static_cast<int64_t>(sizeof(float));
-    // At least kMinBlockTiles rows per sgemm: every call re-packs its C x K slice of U, which
-    // only pays off over enough tiles (deep layers then spill V to L3, which costs less).
+    // At least kMinBlockTiles rows per GEMM: every block streams all of U (16 x C x K floats,
+    // re-packed per call by OpenBLAS, packed once but still larger than L2 for deep layers on
+    // Tessera's GEMM), which only pays off over enough tiles (V then spills to L3, which costs
+    // less).
     int64_t tb = std::clamp<int64_t>(kBlockBudgetBytes / per_tile, kMinBlockTiles, 256);
     blocks_ = (tiles + tb - 1) / tb;
     // Two or more threads: as many equal blocks per thread, unless blocks would get smaller
@@ -232,7 +245,7 @@ class WinogradConvKernel final : public NhwcIo<> {
     }
     tb_ = (tiles + blocks_ - 1) / blocks_;
     kc_ = (k_ + splits_ - 1) / splits_;
-    kc_ = std::min(k_, (kc_ + 15) / 16 * 16);
+    kc_ = std::min(k_, (kc_ + kGemmNR - 1) / kGemmNR * kGemmNR);  // whole GEMM panels
     splits_ = (k_ + kc_ - 1) / kc_;
     scratch_.resize(static_cast<size_t>(threads));
     for (std::vector<float>& s : scratch_) {
@@ -250,10 +263,12 @@ class WinogradConvKernel final : public NhwcIo<> {
   }
 
   std::string describe() const override {
-    return "winograd " + name_ + " 3x3/1 (openblas sgemm)" + activation_suffix(s_.act);
+    return "winograd " + name_ + " 3x3/1 (" + (use_gemm_ ? "tessera gemm" : "openblas sgemm") +
+           ")" + activation_suffix(s_.act);
   }
   uint64_t owned_bytes() const override {
     uint64_t b = (u_.size() + bias_.size() + zeros_.size()) * sizeof(float);
+    for (const PackedB& p : packed_u_) b += p.bytes();
     for (const std::vector<float>& s : scratch_) b += s.size() * sizeof(float);
     return b;
   }
@@ -293,8 +308,13 @@ class WinogradConvKernel final : public NhwcIo<> {
       input_tile<F>(d, v + t * c_, nt * c_, c_);
     }
     // 2. The kE products.
+    for (int e = 0; use_gemm_ && e < kE; ++e) {
+      const GemmA a{v + e * nt * c_, c_, {}};
+      gemm_block(packed_u_[static_cast<size_t>(e)], a, 0, nt, k0, kc, m + e * nt * kc, kc,
+                 GemmEpilogue{}, nullptr);
+    }
     const OpenBlas& blas = openblas();
-    for (int e = 0; e < kE; ++e) {
+    for (int e = 0; !use_gemm_ && e < kE; ++e) {
       blas.sgemm(kRowMajor, kNoTrans, kNoTrans, static_cast<int>(nt), static_cast<int>(kc),
                  static_cast<int>(c_), 1.f, v + e * nt * c_, static_cast<int>(c_),
                  u_.data() + e * c_ * k_ + k0, static_cast<int>(k_), 0.f, m + e * nt * kc,
@@ -326,8 +346,10 @@ class WinogradConvKernel final : public NhwcIo<> {
 
   ConvSetup s_;
   std::string name_;
+  bool use_gemm_ = false;  // Tessera's GEMM on packed_u_, else OpenBLAS on u_
   int64_t c_ = 0, k_ = 0;
   std::vector<float> u_, bias_, zeros_;
+  std::vector<PackedB> packed_u_;
   // Bound.
   const float* x_ = nullptr;
   float* y_ = nullptr;
@@ -336,11 +358,19 @@ class WinogradConvKernel final : public NhwcIo<> {
   std::vector<std::vector<float>> scratch_;  // per thread
 };
 
+// Whether the products run on Tessera's GEMM (packed once) rather than OpenBLAS (which re-packs
+// U in every call). Measured (BM_ConvVariant): the GEMM is 1.2-2x faster from 32 input channels
+// up; with 16 (SqueezeNet's fire2/3 expand) its 16-deep tiles are mostly epilogue, and OpenBLAS
+// is faster.
+bool winograd_gemm(const ConvSetup& s) {
+  return gemm_available() && (s.cin >= 32 || !openblas().available());
+}
+
 // Whether the node is a convolution Winograd F(m x m, 3x3) runs.
 Result<std::optional<ConvSetup>> winograd_setup(const KernelRequest& req) {
   ASSIGN_OR_RETURN(std::optional<ConvSetup> s, conv_setup(req));
-  if (!s || !s->dense() || s->kh != 3 || s->kw != 3 || !s->stride1_undilated() ||
-      !openblas().available() || !has_avx512() || (!openblas().avx512_kernels && !req.any_config)) {
+  if (!s || !s->dense() || s->kh != 3 || s->kw != 3 || !s->stride1_undilated() || !has_avx512() ||
+      (!winograd_gemm(*s) && !openblas().avx512_kernels && !req.any_config)) {
     return std::optional<ConvSetup>();
   }
   return s;
@@ -353,7 +383,8 @@ Result<std::optional<ConvSetup>> winograd_setup(const KernelRequest& req) {
 Result<std::unique_ptr<Kernel>> make_winograd_f4_conv(const KernelRequest& req) {
   ASSIGN_OR_RETURN(std::optional<ConvSetup> s, winograd_setup(req));
   if (!s || !req.any_config) return decline();
-  return std::unique_ptr<Kernel>(std::make_unique<WinogradConvKernel<F4>>(*s, "F(4x4,3x3)"));
+  return std::unique_ptr<Kernel>(
+      std::make_unique<WinogradConvKernel<F4>>(*s, "F(4x4,3x3)", winograd_gemm(*s)));
 }
 
 // Measured (BM_ConvVariant, docs/performance.md): F(2x2) beats XNNPACK's direct convolution
@@ -367,7 +398,8 @@ Result<std::unique_ptr<Kernel>> make_winograd_f2_conv(const KernelRequest& req) 
   if (!s) return decline();
   const int64_t tiles = ((s->geo.output[0] + 1) / 2) * ((s->geo.output[1] + 1) / 2);
   if (!req.any_config && (tiles < kMinWinogradF2Tiles || s->cin < 16)) return decline();
-  return std::unique_ptr<Kernel>(std::make_unique<WinogradConvKernel<F2>>(*s, "F(2x2,3x3)"));
+  return std::unique_ptr<Kernel>(
+      std::make_unique<WinogradConvKernel<F2>>(*s, "F(2x2,3x3)", winograd_gemm(*s)));
 }
 
 }  // namespace tessera::cpu

@@ -1,8 +1,11 @@
 // Every convolution kernel variant of the cpu device (kConvKernels), forced onto layers it would
 // not be chosen for, against the reference convolution: odd shapes and channel counts (3, 13,
-// 127: vector tails), padding, strides, batch > 1, tiles cut by the image edge, fused
+// 127, 300: vector tails, several K blocks), padding, strides, dilation, batch > 1, tiles cut by
+// the image edge, fused
 // activations, on one thread and on two (work split over tiles or over output channels).
 #include <string_view>
+
+#include "backends/cpu/gemm.h"
 
 #include "backends/cpu/cpu_program.h"
 #include "backends/cpu/kernel_table.h"
@@ -21,6 +24,7 @@ struct ConvCase {
   int64_t stride = 1;
   std::string activation;  // "" for none
   bool bias = true;
+  int64_t dilation = 1;
 };
 
 // Shapes every variant meets: 3x3 stride-1 (Winograd's domain) with all kinds of edges, 1x1
@@ -39,12 +43,18 @@ const ConvCase kCases[] = {
     {{1, 64, 14, 14}, {256, 64, 1, 1}, {0, 0, 0, 0}, 2},
     {{1, 3, 23, 23}, {16, 3, 7, 7}, {3, 3, 3, 3}, 2, "relu"},
     {{1, 13, 12, 12}, {20, 13, 3, 3}, {1, 1, 1, 1}, 2},
+    {{1, 13, 15, 14}, {20, 13, 3, 3}, {2, 2, 2, 2}, 1, "relu", true, 2},
+    {{2, 127, 9, 9}, {33, 127, 3, 3}, {0, 1, 1, 0}, 2, "clip", true, 2},
+    {{1, 127, 13, 13}, {31, 127, 1, 1}, {0, 0, 0, 0}, 2, "relu"},
+    {{1, 3, 31, 29}, {13, 3, 5, 5}, {2, 1, 2, 1}, 3, "", false},
+    {{1, 300, 9, 9}, {70, 300, 3, 3}, {1, 1, 1, 1}, 2, "relu"},
 };
 
 Attributes attrs_of(const ConvCase& c) {
   Attributes a;
   a.set("pads", c.pads);
   a.set("strides", Ints{c.stride, c.stride});
+  a.set("dilations", Ints{c.dilation, c.dilation});
   if (c.activation == "clip") {
     a.set("activation_alpha", -0.2f);
     a.set("activation_beta", 0.7f);
@@ -56,9 +66,9 @@ Attributes attrs_of(const ConvCase& c) {
 
 // Whether `variant` must accept the case (every variant may also take more).
 bool must_run(std::string_view variant, const ConvCase& c) {
-  const bool winograd = c.w[2] == 3 && c.w[3] == 3 && c.stride == 1;
+  const bool winograd = c.w[2] == 3 && c.w[3] == 3 && c.stride == 1 && c.dilation == 1;
   if (variant.starts_with("winograd")) return winograd;
-  return true;  // openblas_gemm_conv and xnnpack take every dense 2-D convolution
+  return true;  // tessera/openblas_gemm_conv and xnnpack take every dense 2-D convolution
 }
 
 class CpuConvVariantTest : public ::testing::TestWithParam<std::tuple<int, int>> {};
@@ -74,7 +84,8 @@ TEST_P(CpuConvVariantTest, MatchesReference) {
   uint32_t seed = 1;
   for (const ConvCase& c : kCases) {
     SCOPED_TRACE(std::string(entry.variant) + ": " + c.x.to_string() + " * " + c.w.to_string() +
-                 " stride " + std::to_string(c.stride) + " " + c.activation);
+                 " stride " + std::to_string(c.stride) + " dilation " + std::to_string(c.dilation) +
+                 " " + c.activation);
     std::vector<DiffInput> in = {{random_tensor(c.x, seed), false},
                                  {random_tensor(c.w, seed + 1, -0.5f, 0.5f), true}};
     if (c.bias) in.push_back({random_tensor(Shape{c.w[0]}, seed + 2), true});
@@ -98,12 +109,9 @@ TEST_P(CpuConvVariantTest, MatchesReference) {
     DiffResult r =
         diff_op_with(compile, entry.variant, OpKind::kConv, attrs_of(c), in, 1, tol, tol);
     if (!declined && !::testing::Test::HasFailure()) {
-      EXPECT_NE(
-          r.kernel.find(std::string_view(entry.variant).starts_with("winograd")   ? "winograd"
-                        : std::string_view(entry.variant).starts_with("openblas") ? "openblas"
-                                                                                  : "xnnpack"),
-          std::string::npos)
-          << r.kernel;
+      // The kernel description starts with the variant's first word (winograd, tessera...).
+      const std::string_view v(entry.variant);
+      EXPECT_NE(r.kernel.find(v.substr(0, v.find('_'))), std::string::npos) << r.kernel;
     }
   }
 }
@@ -117,8 +125,7 @@ INSTANTIATE_TEST_SUITE_P(
              std::to_string(std::get<1>(p.param)) + "_threads";
     });
 
-// The default dispatch picks Winograd F(2x2) for a stride-1 3x3 convolution and OpenBLAS for
-// a large 1x1 one; a variant that cannot run a node is an error naming it.
+// A variant forced onto a node it cannot run is an error naming the node.
 TEST(CpuConvVariantSelection, DispatchAndForcedErrors) {
   auto pool = cpu::ThreadPool::create(cpu::CoreSet({0}));
   ASSERT_TRUE(pool.ok()) << pool.status().to_string();
@@ -140,6 +147,48 @@ TEST(CpuConvVariantSelection, DispatchAndForcedErrors) {
   EXPECT_EQ(forced.status().code(), StatusCode::kUnimplemented);
   EXPECT_NE(forced.status().to_string().find("conv5x5"), std::string::npos)
       << forced.status().to_string();
+}
+
+// The default dispatch on an AVX-512 machine: Tessera's GEMM for 1x1 convolutions and for 3x3
+// convolutions on 7x7 maps (>= 32 input channels), Winograd F(2x2) on Tessera's GEMM for 3x3 on
+// larger maps, XNNPACK for an RGB stem.
+TEST(CpuConvVariantSelection, DefaultDispatch) {
+  if (!cpu::gemm_available()) GTEST_SKIP() << "no AVX-512F";
+  auto pool = cpu::ThreadPool::create(cpu::CoreSet({0}));
+  ASSERT_TRUE(pool.ok()) << pool.status().to_string();
+  std::shared_ptr<cpu::ThreadPool> shared = std::move(*pool);
+  struct Want {
+    Shape x, w;
+    int64_t pad, stride;
+    const char* kernel;
+  };
+  const Want wants[] = {
+      {{1, 64, 28, 28}, {256, 64, 1, 1}, 0, 1, "tessera gemm conv 1x1/1"},
+      {{1, 64, 28, 28}, {128, 64, 1, 1}, 0, 2, "tessera im2col+gemm conv 1x1/2"},
+      {{1, 128, 7, 7}, {128, 128, 3, 3}, 1, 1, "tessera im2col+gemm conv 3x3/1"},
+      {{1, 64, 28, 28}, {64, 64, 3, 3}, 1, 1, "winograd F(2x2,3x3) 3x3/1 (tessera gemm)"},
+      {{1, 3, 32, 32}, {16, 3, 7, 7}, 3, 2, "xnnpack conv 7x7/2"},
+  };
+  for (const Want& want : wants) {
+    Graph g;
+    const ValueId x = g.add_value("x", TensorInfo{DType::kF32, want.x});
+    g.inputs().push_back(x);
+    Node n;
+    n.name = "conv";
+    n.kind = OpKind::kConv;
+    n.attrs.set("pads", Ints{want.pad, want.pad, want.pad, want.pad});
+    n.attrs.set("strides", Ints{want.stride, want.stride});
+    n.inputs = {x, g.add_constant("w", random_tensor(want.w, 1))};
+    n.outputs = {g.add_value("y")};
+    g.outputs().push_back(n.outputs[0]);
+    g.add_node(n);
+    ASSERT_TRUE(g.infer_shapes().ok());
+    const NodeId layers[] = {0};
+    auto prog = cpu::CpuProgram::compile(g, layers, shared);
+    ASSERT_TRUE(prog.ok()) << prog.status().to_string();
+    EXPECT_NE((*prog)->describe().find(std::string("conv: ") + want.kernel), std::string::npos)
+        << (*prog)->describe();
+  }
 }
 
 }  // namespace
