@@ -9,6 +9,7 @@
 #include <random>
 #include <thread>
 
+#include "backends/npu/npu_device.h"
 #include "backends/registry.h"
 #include "energy/governor.h"
 #include "energy/meter.h"
@@ -238,6 +239,31 @@ Result<TransferFit> transfer_benchmark(Device& device, const std::vector<uint64_
     points.emplace_back(static_cast<uint64_t>(n) * 4, ms);
   }
   return TransferFit::fit(std::move(points));
+}
+
+// The NPU's eq. 1-2: a tensor enters a subgraph by Tessera's f32 -> driver dtype conversion and
+// the driver's conversion into its on-chip layout, and leaves by the reverse (HAL 1.x has no
+// device buffers). Timed on a subgraph of each size; Unimplemented when the driver reports no
+// timings (the generic upload/download benchmark is used then).
+Result<std::pair<TransferFit, TransferFit>> npu_boundary_fits(NpuDevice& device,
+                                                              const std::vector<uint64_t>& sizes,
+                                                              Stat stat, int warmup, int repeat) {
+  std::vector<std::pair<uint64_t, double>> in_points, out_points;
+  for (uint64_t bytes : sizes) {
+    ASSIGN_OR_RETURN(std::vector<NpuBoundaryRun> runs, device.time_boundary(bytes, warmup, repeat));
+    std::vector<double> in_ms, out_ms;
+    for (const NpuBoundaryRun& r : runs) {
+      in_ms.push_back(r.in_ms);
+      out_ms.push_back(r.out_ms);
+    }
+    // The f32 bytes of the [1, 32, 1, W] tensor time_boundary converts.
+    const uint64_t f32_bytes = std::max<uint64_t>(1, bytes / (4 * 32)) * 4 * 32;
+    in_points.emplace_back(f32_bytes, summarize(std::move(in_ms), stat));
+    out_points.emplace_back(f32_bytes, summarize(std::move(out_ms), stat));
+  }
+  ASSIGN_OR_RETURN(TransferFit in, TransferFit::fit(std::move(in_points)));
+  ASSIGN_OR_RETURN(TransferFit out, TransferFit::fit(std::move(out_points)));
+  return std::pair{std::move(in), std::move(out)};
 }
 
 }  // namespace
@@ -486,6 +512,17 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
                std::to_string(last) + ") failed: " + ms.status().to_string());
         }
         tick(pd->device + " slice [" + std::to_string(first) + "," + std::to_string(last) + ")");
+      }
+      if (auto* npu = dynamic_cast<NpuDevice*>(&device)) {
+        auto fits = npu_boundary_fits(*npu, sizes, stat, options.warmup, options.repeat);
+        if (fits.ok()) {
+          for (size_t s = 0; s < 2 * sizes.size(); ++s) tick(pd->device + " boundary");
+          lp.upload = std::move(fits->first);
+          lp.download = std::move(fits->second);
+          dp.levels.push_back(std::move(lp));
+          continue;
+        }
+        warn(pd->device + ": " + fits.status().to_string() + "; timing upload/download instead");
       }
       auto up = transfer_benchmark(device, sizes, stat, options.warmup, options.repeat, true);
       if (!up.ok()) return up.status().with_context(pd->device + " upload benchmark");

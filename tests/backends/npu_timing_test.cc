@@ -1,0 +1,223 @@
+// Timing on the `npu` device: layers timed inside a run (NpuProgram::run_timed over HAL 1.1
+// execute_profiled), the fallback for HAL 1.0 drivers, drivers that report bad node counts, the
+// boundary conversion the profiler fits as the NPU's transfer cost, and a profile of npu:0.
+//
+// Needs the reference driver; skips without it unless TESSERA_REQUIRE_NPU is set.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "backends/npu/npu_device.h"
+#include "scheduler/profiler.h"
+#include "tests/ops/op_test_util.h"
+#include "tests/scheduler/profile_test_util.h"
+
+namespace tessera {
+namespace {
+
+using testing::random_tensor;
+
+bool npu_required() {
+  const char* r = std::getenv("TESSERA_REQUIRE_NPU");
+  return r != nullptr && *r != '\0' && std::string(r) != "0";
+}
+
+#define REQUIRE_REFERENCE_DRIVER()                                                     \
+  do {                                                                                 \
+    if (NpuDriver::reference_driver_path().empty()) {                                  \
+      if (npu_required()) FAIL() << "TESSERA_REQUIRE_NPU set but no reference driver"; \
+      GTEST_SKIP() << "reference NPU driver not built";                                \
+    }                                                                                  \
+  } while (0)
+
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+// x[1,8,12,12] -> Conv 3x3 + relu -> MaxPool 2x2 -> Conv 1x1 -> y[1,16,6,6]: three layers.
+Graph three_layers() {
+  Graph g;
+  const ValueId x = g.add_value("x", TensorInfo{DType::kF32, Shape{1, 8, 12, 12}});
+  g.inputs().push_back(x);
+  const ValueId w1 = g.add_constant("w1", random_tensor(Shape{12, 8, 3, 3}, 1, -0.3f, 0.3f));
+  const ValueId w2 = g.add_constant("w2", random_tensor(Shape{16, 12, 1, 1}, 2, -0.3f, 0.3f));
+  const ValueId a = g.add_value("a", TensorInfo{DType::kF32, Shape{1, 12, 12, 12}});
+  const ValueId p = g.add_value("p", TensorInfo{DType::kF32, Shape{1, 12, 6, 6}});
+  const ValueId y = g.add_value("y", TensorInfo{DType::kF32, Shape{1, 16, 6, 6}});
+  Attributes conv;
+  conv.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  conv.set("activation", std::string("relu"));
+  Attributes pool;
+  pool.set("kernel_shape", std::vector<int64_t>{2, 2});
+  pool.set("strides", std::vector<int64_t>{2, 2});
+  g.add_node(Node{"conv1", OpKind::kConv, conv, {x, w1}, {a}});
+  g.add_node(Node{"pool", OpKind::kMaxPool, pool, {a}, {p}});
+  g.add_node(Node{"conv2", OpKind::kConv, {}, {p, w2}, {y}});
+  g.outputs().push_back(y);
+  return g;
+}
+
+const std::vector<NodeId> kAll = {0, 1, 2};
+
+struct Compiled {
+  std::unique_ptr<NpuDevice> device;
+  std::unique_ptr<Program> program;
+};
+
+Compiled compile_on(const std::string& driver_path, const Graph& g) {
+  NpuOptions o;
+  o.driver_path = driver_path;
+  o.precision = TNPU_PRECISION_F16;
+  Compiled c;
+  auto d = NpuDevice::open(0, o);
+  EXPECT_TRUE(d.ok()) << d.status().to_string();
+  if (!d.ok()) return c;
+  c.device = std::move(*d);
+  auto p = c.device->compile(g, kAll);
+  EXPECT_TRUE(p.ok()) << p.status().to_string();
+  if (p.ok()) c.program = std::move(*p);
+  return c;
+}
+
+TEST(NpuRunTimed, TimesEveryLayerInsideTheRun) {
+  REQUIRE_REFERENCE_DRIVER();
+  const Graph g = three_layers();
+  Compiled c = compile_on(NpuDriver::reference_driver_path(), g);
+  ASSERT_NE(c.program, nullptr);
+  const std::vector<Tensor> in = {random_tensor(Shape{1, 8, 12, 12}, 5)};
+  std::vector<Tensor> plain(1), timed(1);
+  ASSERT_TRUE(c.program->run(in, plain).ok());
+  std::vector<double> ms = {42.0};  // replaced, not appended to
+  const Status st = c.program->run_timed(in, timed, &ms);
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  ASSERT_EQ(ms.size(), 3u);
+  for (double t : ms) EXPECT_GT(t, 0.0);
+  ASSERT_EQ(plain[0].numel(), timed[0].numel());
+  for (int64_t i = 0; i < plain[0].numel(); ++i)
+    ASSERT_EQ(plain[0].data<float>()[i], timed[0].data<float>()[i]) << "same outputs as run()";
+  const NpuRunStats& s = static_cast<NpuProgram*>(c.program.get())->last_run();
+  ASSERT_TRUE(s.driver_counters);
+  ASSERT_EQ(s.node_ns.size(), 3u);
+  double sum_ns = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_DOUBLE_EQ(ms[i], static_cast<double>(s.node_ns[i]) / 1e6);
+    sum_ns += static_cast<double>(s.node_ns[i]);
+  }
+  // The layers add up to the driver's compute time; the boundary conversions are outside them.
+  EXPECT_LE(sum_ns, static_cast<double>(s.compute_ns));
+  EXPECT_GT(s.input_conversion_ns, 0u);
+  EXPECT_GT(s.output_conversion_ns, 0u);
+  EXPECT_GE(s.total_ns, s.input_conversion_ns + s.compute_ns + s.output_conversion_ns);
+  EXPECT_EQ(s.host_conversion_ns, s.host_input_ns + s.host_output_ns);
+  EXPECT_EQ(s.bytes_in, 8u * 12 * 12 * 2);
+  EXPECT_EQ(s.bytes_out, 16u * 6 * 6 * 2);
+}
+
+TEST(NpuRunTimed, Hal10DriverRunsButDoesNotTimeLayers) {
+  REQUIRE_REFERENCE_DRIVER();
+  auto drv = NpuDriver::load(TESSERA_NPU_FORWARD_V1_0);
+  ASSERT_TRUE(drv.ok()) << drv.status().to_string();
+  EXPECT_EQ(TNPU_VERSION_MINOR((*drv)->api().api_version), 0u);
+  EXPECT_FALSE(TNPU_HAS_SLOT(&(*drv)->api(), execute_profiled))
+      << "the slot lies beyond a 1.0 table's struct_size";
+  const Graph g = three_layers();
+  Compiled c = compile_on(TESSERA_NPU_FORWARD_V1_0, g);
+  ASSERT_NE(c.program, nullptr);
+  const std::vector<Tensor> in = {random_tensor(Shape{1, 8, 12, 12}, 5)};
+  std::vector<Tensor> out(1);
+  ASSERT_TRUE(c.program->run(in, out).ok());
+  std::vector<double> ms;
+  const Status st = c.program->run_timed(in, out, &ms);
+  EXPECT_EQ(st.code(), StatusCode::kUnimplemented);
+  EXPECT_TRUE(has(st.message(), "execute_profiled")) << st.message();
+  EXPECT_TRUE(has(st.message(), "1.0")) << st.message();
+  // The boundary is still timed, from get_perf_counters.
+  auto runs = c.device->time_boundary(16384, 0, 2);
+  ASSERT_TRUE(runs.ok()) << runs.status().to_string();
+  ASSERT_EQ(runs->size(), 2u);
+  EXPECT_GT((*runs)[0].in_ms, 0.0);
+}
+
+TEST(NpuRunTimed, BadNodeCountIsAnError) {
+  REQUIRE_REFERENCE_DRIVER();
+  const Graph g = three_layers();
+  Compiled c = compile_on(TESSERA_NPU_FORWARD_BAD_COUNT, g);
+  ASSERT_NE(c.program, nullptr);
+  const std::vector<Tensor> in = {random_tensor(Shape{1, 8, 12, 12}, 5)};
+  std::vector<Tensor> out(1);
+  std::vector<double> ms;
+  const Status st = c.program->run_timed(in, out, &ms);
+  EXPECT_EQ(st.code(), StatusCode::kInternal);
+  EXPECT_TRUE(has(st.message(), "timed 4 nodes of a subgraph of 3")) << st.message();
+  EXPECT_TRUE(has(st.message(), "npu:0")) << st.message();
+  EXPECT_TRUE(c.program->run(in, out).ok()) << "plain runs are unaffected";
+}
+
+TEST(NpuBoundary, GrowsWithTheBytesConverted) {
+  REQUIRE_REFERENCE_DRIVER();
+  NpuOptions o;
+  o.driver_path = NpuDriver::reference_driver_path();
+  o.precision = TNPU_PRECISION_F16;
+  auto d = NpuDevice::open(0, o);
+  ASSERT_TRUE(d.ok()) << d.status().to_string();
+  auto small = (*d)->time_boundary(4096, 1, 3);
+  auto big = (*d)->time_boundary(4u << 20, 1, 3);
+  ASSERT_TRUE(small.ok()) << small.status().to_string();
+  ASSERT_TRUE(big.ok()) << big.status().to_string();
+  ASSERT_EQ(small->size(), 3u);
+  auto least = [](const std::vector<NpuBoundaryRun>& r, bool in) {
+    double m = 1e30;
+    for (const NpuBoundaryRun& x : r) m = std::min(m, in ? x.in_ms : x.out_ms);
+    return m;
+  };
+  EXPECT_GT(least(*small, true), 0.0);
+  EXPECT_GT(least(*small, false), 0.0);
+  // 1024 times the bytes: far more than the noise of a loaded machine.
+  EXPECT_GT(least(*big, true), 4 * least(*small, true));
+  EXPECT_GT(least(*big, false), 4 * least(*small, false));
+  EXPECT_EQ((*d)->time_boundary(4096, 0, 0).status().code(), StatusCode::kInvalidArgument);
+}
+
+// npu:0 through the profiler: every layer timed in its chain, and the transfer fits are the
+// boundary conversion timed at the profile's sizes.
+TEST(NpuProfile, LayersInChainAndBoundaryTransfers) {
+  REQUIRE_REFERENCE_DRIVER();
+  if (std::getenv("TESSERA_NPU_DRIVER")) GTEST_SKIP() << "TESSERA_NPU_DRIVER overrides the default";
+  auto m = testing::make_model(three_layers());
+  const Platform platform = Platform::from_json_text(
+                                R"({"format": "tessera-platform", "version": 1, "name": "t",
+      "devices": [{"id": "npu", "kind": "npu", "device": "npu:0", "memory_bytes": 100000000,
+                   "dvfs": [{"mhz": 0, "mv": 0, "static_w": 0.1}], "dynamic_w": 1.0}]})",
+                                "t")
+                                .value();
+  ProfileOptions o;
+  o.warmup = 0;
+  o.repeat = 2;
+  o.calibration_slices = 2;
+  o.transfer_sizes = {4096, 65536, 262144};
+  o.sysfs_root = "/nonexistent-sysfs";
+  std::vector<std::string> warnings;
+  o.warn = [&](const std::string& w) { warnings.push_back(w); };
+  auto p = profile_model(*m.lg, platform, o, "three", "h");
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  EXPECT_TRUE(warnings.empty()) << warnings[0];
+  ASSERT_EQ(p->devices.size(), 1u);
+  const LevelProfile& lp = p->devices[0].levels.at(0);
+  ASSERT_EQ(lp.layer_chain_ms.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(lp.layer_chain_ms[static_cast<size_t>(i)].has_value()) << "layer " << i;
+    EXPECT_GT(*lp.layer_chain_ms[static_cast<size_t>(i)], 0.0);
+    EXPECT_FALSE(lp.layer_ms[static_cast<size_t>(i)].has_value()) << "not timed alone";
+  }
+  ASSERT_EQ(lp.upload.points.size(), 3u);
+  ASSERT_EQ(lp.download.points.size(), 3u);
+  EXPECT_EQ(lp.upload.points[0].first, 4096u);  // whole [1, 32, 1, W] tensors
+  EXPECT_GT(lp.upload.alpha_ms_per_byte, 0.0);
+  EXPECT_GT(lp.download.alpha_ms_per_byte, 0.0);
+}
+
+}  // namespace
+}  // namespace tessera
