@@ -6,7 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -179,6 +182,40 @@ TEST(NpuBoundary, GrowsWithTheBytesConverted) {
   EXPECT_GT(least(*big, true), 4 * least(*small, true));
   EXPECT_GT(least(*big, false), 4 * least(*small, false));
   EXPECT_EQ((*d)->time_boundary(4096, 0, 0).status().code(), StatusCode::kInvalidArgument);
+}
+
+// The boundary conversion (vectorised where the CPU allows) rounds exactly as float_to_half:
+// every finite f32 bit pattern class (normal, subnormal, overflow, ties), odd counts for the tail.
+TEST(NpuBoundary, ConversionRoundsLikeFloatToHalf) {
+  REQUIRE_REFERENCE_DRIVER();
+  NpuOptions o;
+  o.driver_path = NpuDriver::reference_driver_path();
+  o.precision = TNPU_PRECISION_F16;
+  auto d = NpuDevice::open(0, o);
+  ASSERT_TRUE(d.ok()) << d.status().to_string();
+  std::mt19937 rng(11);
+  std::vector<float> v = {0.f,    -0.f,        1.f,         65504.f,  65519.f,  65520.f,
+                          1e9f,   -1e9f,       6.1035e-5f,  6.0e-5f,  5.96e-8f, 2.98e-8f,
+                          1e-10f, 1.00048828f, 1.00146484f, -2.5e-7f, 0.33333f};
+  while (v.size() < 1003) {
+    uint32_t bits = static_cast<uint32_t>(rng());
+    float f;
+    std::memcpy(&f, &bits, 4);
+    if (std::isfinite(f)) v.push_back(f);
+  }
+  const Tensor x = Tensor::from_floats(Shape{static_cast<int64_t>(v.size())}, v);
+  auto b = (*d)->upload(x);
+  ASSERT_TRUE(b.ok()) << b.status().to_string();
+  Tensor back;
+  ASSERT_TRUE((*d)->download(**b, &back).ok());
+  for (size_t i = 0; i < v.size(); ++i) {
+    const float want = half_to_float(float_to_half(v[i]));
+    const float got = back.data<float>()[i];
+    uint32_t wb, gb;
+    std::memcpy(&wb, &want, 4);
+    std::memcpy(&gb, &got, 4);
+    ASSERT_EQ(gb, wb) << "value " << v[i] << " at " << i;
+  }
 }
 
 // npu:0 through the profiler: every layer timed in its chain, and the transfer fits are the
