@@ -246,6 +246,15 @@ class HalConformance : public ::testing::TestWithParam<std::string> {
     return api_->prepare(dev_, &g, &o, out);
   }
 
+  // Prepares `g` in the device's default precision and reads its one input and output format.
+  void prepare_default(const tnpu_graph& g, tnpu_prepared* p, tnpu_io_desc* din,
+                       tnpu_io_desc* dout) {
+    ASSERT_EQ(prepare(g, info_.default_precision, p), TNPU_OK) << api_->device_last_error(dev_);
+    din->struct_size = dout->struct_size = sizeof(tnpu_io_desc);
+    ASSERT_EQ(api_->get_io_desc(*p, 0, 0, din), TNPU_OK);
+    ASSERT_EQ(api_->get_io_desc(*p, 1, 0, dout), TNPU_OK);
+  }
+
   std::shared_ptr<const NpuDriver> driver_;
   const tnpu_driver_api* api_ = nullptr;
   tnpu_device dev_ = nullptr;
@@ -414,12 +423,8 @@ TEST_P(HalConformance, ExecuteProfiledTimesEveryNode) {
   if (!device_runs(api_, dev_, "Conv")) GTEST_SKIP() << "the device does not run Conv";
   ConvGraph cg;
   tnpu_prepared p = nullptr;
-  ASSERT_EQ(prepare(cg.graph, info_.default_precision, &p), TNPU_OK)
-      << api_->device_last_error(dev_);
   tnpu_io_desc din{}, dout{};
-  din.struct_size = dout.struct_size = sizeof(tnpu_io_desc);
-  ASSERT_EQ(api_->get_io_desc(p, 0, 0, &din), TNPU_OK);
-  ASSERT_EQ(api_->get_io_desc(p, 1, 0, &dout), TNPU_OK);
+  ASSERT_NO_FATAL_FAILURE(prepare_default(cg.graph, &p, &din, &dout));
   const auto x = random_input(ConvGraph::N * ConvGraph::C * ConvGraph::H * ConvGraph::W, 3);
   auto in_bytes = to_io(x, din);
   std::vector<uint8_t> plain(dout.bytes), profiled(dout.bytes);
@@ -555,12 +560,8 @@ TEST_P(HalConformance, ExecuteChecksBuffers) {
   if (!device_runs(api_, dev_, "Conv")) GTEST_SKIP() << "the device does not run Conv";
   ConvGraph cg;
   tnpu_prepared p = nullptr;
-  ASSERT_EQ(prepare(cg.graph, info_.default_precision, &p), TNPU_OK)
-      << api_->device_last_error(dev_);
   tnpu_io_desc din{}, dout{};
-  din.struct_size = dout.struct_size = sizeof(tnpu_io_desc);
-  ASSERT_EQ(api_->get_io_desc(p, 0, 0, &din), TNPU_OK);
-  ASSERT_EQ(api_->get_io_desc(p, 1, 0, &dout), TNPU_OK);
+  ASSERT_NO_FATAL_FAILURE(prepare_default(cg.graph, &p, &din, &dout));
   std::vector<uint8_t> in(din.bytes), out(dout.bytes);
   tnpu_buffer ib{in.data(), in.size()}, ob{out.data(), out.size()};
   tnpu_buffer short_in{in.data(), in.size() - 1}, null_out{nullptr, out.size()};

@@ -15,6 +15,7 @@
 
 #include "backends/npu/npu_device.h"
 #include "scheduler/profiler.h"
+#include "tests/backends/npu_test_util.h"
 #include "tests/ops/op_test_util.h"
 #include "tests/scheduler/profile_test_util.h"
 
@@ -23,22 +24,8 @@ namespace {
 
 using testing::random_tensor;
 
-bool npu_required() {
-  const char* r = std::getenv("TESSERA_REQUIRE_NPU");
-  return r != nullptr && *r != '\0' && std::string(r) != "0";
-}
-
-#define REQUIRE_REFERENCE_DRIVER()                                                     \
-  do {                                                                                 \
-    if (NpuDriver::reference_driver_path().empty()) {                                  \
-      if (npu_required()) FAIL() << "TESSERA_REQUIRE_NPU set but no reference driver"; \
-      GTEST_SKIP() << "reference NPU driver not built";                                \
-    }                                                                                  \
-  } while (0)
-
-bool has(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
+using testing::has;
+using testing::reference_options;
 
 // x[1,8,12,12] -> Conv 3x3 + relu -> MaxPool 2x2 -> Conv 1x1 -> y[1,16,6,6]: three layers.
 Graph three_layers() {
@@ -71,9 +58,8 @@ struct Compiled {
 };
 
 Compiled compile_on(const std::string& driver_path, const Graph& g) {
-  NpuOptions o;
+  NpuOptions o = reference_options();
   o.driver_path = driver_path;
-  o.precision = TNPU_PRECISION_F16;
   Compiled c;
   auto d = NpuDevice::open(0, o);
   EXPECT_TRUE(d.ok()) << d.status().to_string();
@@ -161,10 +147,7 @@ TEST(NpuRunTimed, BadNodeCountIsAnError) {
 
 TEST(NpuBoundary, GrowsWithTheBytesConverted) {
   REQUIRE_REFERENCE_DRIVER();
-  NpuOptions o;
-  o.driver_path = NpuDriver::reference_driver_path();
-  o.precision = TNPU_PRECISION_F16;
-  auto d = NpuDevice::open(0, o);
+  auto d = NpuDevice::open(0, reference_options());
   ASSERT_TRUE(d.ok()) << d.status().to_string();
   auto small = (*d)->time_boundary(4096, 1, 3);
   auto big = (*d)->time_boundary(4u << 20, 1, 3);
@@ -188,10 +171,7 @@ TEST(NpuBoundary, GrowsWithTheBytesConverted) {
 // every finite f32 bit pattern class (normal, subnormal, overflow, ties), odd counts for the tail.
 TEST(NpuBoundary, ConversionRoundsLikeFloatToHalf) {
   REQUIRE_REFERENCE_DRIVER();
-  NpuOptions o;
-  o.driver_path = NpuDriver::reference_driver_path();
-  o.precision = TNPU_PRECISION_F16;
-  auto d = NpuDevice::open(0, o);
+  auto d = NpuDevice::open(0, reference_options());
   ASSERT_TRUE(d.ok()) << d.status().to_string();
   std::mt19937 rng(11);
   std::vector<float> v = {0.f,    -0.f,        1.f,         65504.f,  65519.f,  65520.f,
