@@ -286,8 +286,10 @@ Result<std::pair<TransferFit, TransferFit>> npu_boundary_fits(NpuDevice& device,
                                                               const std::vector<uint64_t>& sizes,
                                                               Stat stat, int warmup, int repeat) {
   uint64_t largest = 0;
-  for (int i = 0; i < lg.num_layers(); ++i) {
-    largest = std::max({largest, lg.layer(i).cost.input_bytes, lg.layer(i).cost.output_bytes});
+  for (const Value& v : lg.graph().values()) {
+    if (v.has_info && !v.is_constant) {
+      largest = std::max(largest, static_cast<uint64_t>(v.info.shape.numel()) * 4);
+    }
   }
   std::vector<uint64_t> wanted;
   for (uint64_t b : sizes) {

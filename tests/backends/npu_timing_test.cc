@@ -147,24 +147,27 @@ TEST(NpuRunTimed, BadNodeCountIsAnError) {
 
 TEST(NpuBoundary, GrowsWithTheBytesConverted) {
   REQUIRE_REFERENCE_DRIVER();
-  auto d = NpuDevice::open(0, reference_options());
-  ASSERT_TRUE(d.ok()) << d.status().to_string();
-  auto small = (*d)->time_boundary(4096, 1, 3);
-  auto big = (*d)->time_boundary(4u << 20, 1, 3);
-  ASSERT_TRUE(small.ok()) << small.status().to_string();
-  ASSERT_TRUE(big.ok()) << big.status().to_string();
-  ASSERT_EQ(small->size(), 3u);
   auto least = [](const std::vector<NpuBoundaryRun>& r, bool in) {
     double m = 1e30;
     for (const NpuBoundaryRun& x : r) m = std::min(m, in ? x.in_ms : x.out_ms);
     return m;
   };
-  EXPECT_GT(least(*small, true), 0.0);
-  EXPECT_GT(least(*small, false), 0.0);
-  // 1024 times the bytes: far more than the noise of a loaded machine.
-  EXPECT_GT(least(*big, true), 4 * least(*small, true));
-  EXPECT_GT(least(*big, false), 4 * least(*small, false));
-  EXPECT_EQ((*d)->time_boundary(4096, 0, 0).status().code(), StatusCode::kInvalidArgument);
+  for (uint32_t precision : {TNPU_PRECISION_F16, TNPU_PRECISION_INT8}) {
+    SCOPED_TRACE(npu_precision_name(precision));
+    auto d = NpuDevice::open(0, reference_options(precision));
+    ASSERT_TRUE(d.ok()) << d.status().to_string();
+    auto small = (*d)->time_boundary(4096, 1, 3);
+    auto big = (*d)->time_boundary(4u << 20, 1, 3);
+    ASSERT_TRUE(small.ok()) << small.status().to_string();
+    ASSERT_TRUE(big.ok()) << big.status().to_string();
+    ASSERT_EQ(small->size(), 3u);
+    EXPECT_GT(least(*small, true), 0.0);
+    EXPECT_GT(least(*small, false), 0.0);
+    // 1024 times the bytes: far more than the noise of a loaded machine.
+    EXPECT_GT(least(*big, true), 4 * least(*small, true));
+    EXPECT_GT(least(*big, false), 4 * least(*small, false));
+    EXPECT_EQ((*d)->time_boundary(4096, 0, 0).status().code(), StatusCode::kInvalidArgument);
+  }
 }
 
 // The boundary conversion (vectorised where the CPU allows) rounds exactly as float_to_half:
