@@ -201,12 +201,8 @@ TEST(NpuBoundary, ConversionRoundsLikeFloatToHalf) {
   }
 }
 
-// npu:0 through the profiler: every layer timed in its chain, and the transfer fits are the
-// boundary conversion timed at the profile's sizes up to the model's largest activation.
-TEST(NpuProfile, LayersInChainAndBoundaryTransfers) {
-  REQUIRE_REFERENCE_DRIVER();
-  if (std::getenv("TESSERA_NPU_DRIVER")) GTEST_SKIP() << "TESSERA_NPU_DRIVER overrides the default";
-  auto m = testing::make_model(three_layers());
+// Profiles three_layers() on npu:0 (the driver TESSERA_NPU_DRIVER names, else the reference).
+Result<Profile> profile_npu(const testing::TestModel& m, std::vector<std::string>* warnings) {
   const Platform platform = Platform::from_json_text(
                                 R"({"format": "tessera-platform", "version": 1, "name": "t",
       "devices": [{"id": "npu", "kind": "npu", "device": "npu:0", "memory_bytes": 100000000,
@@ -219,9 +215,18 @@ TEST(NpuProfile, LayersInChainAndBoundaryTransfers) {
   o.calibration_slices = 2;
   o.transfer_sizes = {4096, 65536, 262144};
   o.sysfs_root = "/nonexistent-sysfs";
+  o.warn = [warnings](const std::string& w) { warnings->push_back(w); };
+  return profile_model(*m.lg, platform, o, "three", "h");
+}
+
+// npu:0 through the profiler: every layer timed in its chain, and the transfer fits are the
+// boundary conversion timed at the profile's sizes up to the model's largest activation.
+TEST(NpuProfile, LayersInChainAndBoundaryTransfers) {
+  REQUIRE_REFERENCE_DRIVER();
+  if (std::getenv("TESSERA_NPU_DRIVER")) GTEST_SKIP() << "TESSERA_NPU_DRIVER overrides the default";
+  auto m = testing::make_model(three_layers());
   std::vector<std::string> warnings;
-  o.warn = [&](const std::string& w) { warnings.push_back(w); };
-  auto p = profile_model(*m.lg, platform, o, "three", "h");
+  auto p = profile_npu(m, &warnings);
   ASSERT_TRUE(p.ok()) << p.status().to_string();
   EXPECT_TRUE(warnings.empty()) << warnings[0];
   ASSERT_EQ(p->devices.size(), 1u);
@@ -240,6 +245,31 @@ TEST(NpuProfile, LayersInChainAndBoundaryTransfers) {
   EXPECT_EQ(lp.upload.points[1].first, 12u * 12 * 12 * 4);
   EXPECT_GT(lp.upload.alpha_ms_per_byte, 0.0);
   EXPECT_GT(lp.download.alpha_ms_per_byte, 0.0);
+}
+
+// A HAL 1.0 driver: the profiler falls back to timing each layer alone; the boundary is still
+// priced from the driver's perf counters.
+TEST(NpuProfile, Hal10DriverLayersAreTimedAlone) {
+  REQUIRE_REFERENCE_DRIVER();
+  const char* before = std::getenv("TESSERA_NPU_DRIVER");
+  const std::string saved = before ? before : "";
+  setenv("TESSERA_NPU_DRIVER", TESSERA_NPU_FORWARD_V1_0, 1);
+  auto m = testing::make_model(three_layers());
+  std::vector<std::string> warnings;
+  auto p = profile_npu(m, &warnings);
+  if (saved.empty()) {
+    unsetenv("TESSERA_NPU_DRIVER");
+  } else {
+    setenv("TESSERA_NPU_DRIVER", saved.c_str(), 1);
+  }
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  EXPECT_TRUE(warnings.empty()) << warnings[0];
+  const LevelProfile& lp = p->devices.at(0).levels.at(0);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(lp.layer_ms[static_cast<size_t>(i)].has_value()) << "layer " << i;
+    EXPECT_TRUE(lp.layer_chain_ms.empty() || !lp.layer_chain_ms[static_cast<size_t>(i)]);
+  }
+  EXPECT_EQ(lp.upload.points.size(), 2u) << "the boundary fit, not upload()";
 }
 
 }  // namespace
