@@ -274,8 +274,7 @@ class NpuProgramImpl final : public NpuProgram {
                            std::to_string(TNPU_VERSION_MINOR(h_->api().api_version)) +
                            ") has no execute_profiled, so layers cannot be timed inside a run");
     }
-    RETURN_IF_ERROR(run_impl(inputs, outputs, layer_ms));
-    return Status();
+    return run_impl(inputs, outputs, layer_ms);
   }
 
  private:
