@@ -262,13 +262,14 @@ TransferFit fit_relative(std::vector<std::pair<uint64_t, double>> points) {
     f.beta_ms = 0;
     f.alpha_ms_per_byte = swxx > 0 ? std::max(0.0, swxy / swxx) : 0;
   }
-  double mean = 0;
-  for (const auto& p : points) mean += p.second / static_cast<double>(points.size());
+  // R^2 in the same weights: how much of the relative spread the line explains.
+  const double mean = sw > 0 ? swy / sw : 0;
   double ss_res = 0, ss_tot = 0;
   for (const auto& [b, ms] : points) {
+    const double w = 1 / std::max(ms * ms, 1e-12);
     const double r = ms - (f.alpha_ms_per_byte * static_cast<double>(b) + f.beta_ms);
-    ss_res += r * r;
-    ss_tot += (ms - mean) * (ms - mean);
+    ss_res += w * r * r;
+    ss_tot += w * (ms - mean) * (ms - mean);
   }
   f.r2 = ss_tot > 0 ? 1 - ss_res / ss_tot : 1;
   f.points = std::move(points);
