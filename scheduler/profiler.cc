@@ -9,6 +9,7 @@
 #include <random>
 #include <thread>
 
+#include "backends/npu/npu_device.h"
 #include "backends/registry.h"
 #include "energy/governor.h"
 #include "energy/meter.h"
@@ -238,6 +239,80 @@ Result<TransferFit> transfer_benchmark(Device& device, const std::vector<uint64_
     points.emplace_back(static_cast<uint64_t>(n) * 4, ms);
   }
   return TransferFit::fit(std::move(points));
+}
+
+// Eq. 1-2 weighted by 1/ms^2: least squares on the relative error, so that a 4 KiB point counts
+// as much as a 16 MiB one (ordinary least squares prices every tensor by the largest sizes).
+// A negative intercept is refitted through the origin.
+TransferFit fit_relative(std::vector<std::pair<uint64_t, double>> points) {
+  double sw = 0, swx = 0, swy = 0, swxx = 0, swxy = 0;
+  for (const auto& [b, ms] : points) {
+    const double w = 1 / std::max(ms * ms, 1e-12), x = static_cast<double>(b);
+    sw += w;
+    swx += w * x;
+    swy += w * ms;
+    swxx += w * x * x;
+    swxy += w * x * ms;
+  }
+  TransferFit f;
+  const double det = sw * swxx - swx * swx;
+  f.alpha_ms_per_byte = det > 0 ? (sw * swxy - swx * swy) / det : 0;
+  f.beta_ms = det > 0 ? (swy - f.alpha_ms_per_byte * swx) / sw : 0;
+  if (f.beta_ms < 0 || f.alpha_ms_per_byte < 0) {
+    f.beta_ms = 0;
+    f.alpha_ms_per_byte = swxx > 0 ? std::max(0.0, swxy / swxx) : 0;
+  }
+  // R^2 in the same weights: how much of the relative spread the line explains.
+  const double mean = sw > 0 ? swy / sw : 0;
+  double ss_res = 0, ss_tot = 0;
+  for (const auto& [b, ms] : points) {
+    const double w = 1 / std::max(ms * ms, 1e-12);
+    const double r = ms - (f.alpha_ms_per_byte * static_cast<double>(b) + f.beta_ms);
+    ss_res += w * r * r;
+    ss_tot += w * (ms - mean) * (ms - mean);
+  }
+  f.r2 = ss_tot > 0 ? 1 - ss_res / ss_tot : 1;
+  f.points = std::move(points);
+  return f;
+}
+
+// The NPU's eq. 1-2: a tensor enters a subgraph by Tessera's f32 -> driver dtype conversion and
+// the driver's conversion into its on-chip layout, and leaves by the reverse (HAL 1.x has no
+// device buffers). Timed on a subgraph of each size up to the model's largest activation (past
+// the caches a byte costs several times more, and no tensor of the model gets there), with that
+// size itself as the last point. Unimplemented when the driver reports no timings (the generic
+// upload/download benchmark is used then).
+Result<std::pair<TransferFit, TransferFit>> npu_boundary_fits(NpuDevice& device,
+                                                              const LayerGraph& lg,
+                                                              const std::vector<uint64_t>& sizes,
+                                                              Stat stat, int warmup, int repeat) {
+  uint64_t largest = 0;
+  for (const Value& v : lg.graph().values()) {
+    if (v.has_info && !v.is_constant) {
+      largest = std::max(largest, static_cast<uint64_t>(v.info.shape.numel()) * 4);
+    }
+  }
+  std::vector<uint64_t> wanted;
+  for (uint64_t b : sizes) {
+    if (b < largest) wanted.push_back(b);
+  }
+  if (largest > 0) wanted.push_back(largest);
+  while (wanted.size() < 2 && wanted.size() < sizes.size()) wanted.push_back(sizes[wanted.size()]);
+  std::vector<std::pair<uint64_t, double>> in_points, out_points;
+  for (uint64_t bytes : wanted) {
+    ASSIGN_OR_RETURN(std::vector<NpuBoundaryRun> runs, device.time_boundary(bytes, warmup, repeat));
+    std::vector<double> in_ms, out_ms;
+    for (const NpuBoundaryRun& r : runs) {
+      in_ms.push_back(r.in_ms);
+      out_ms.push_back(r.out_ms);
+    }
+    // The f32 bytes of the [1, 32, 1, W] tensor time_boundary converts.
+    const uint64_t f32_bytes = std::max<uint64_t>(1, bytes / (4 * 32)) * 4 * 32;
+    in_points.emplace_back(f32_bytes, summarize(std::move(in_ms), stat));
+    out_points.emplace_back(f32_bytes, summarize(std::move(out_ms), stat));
+  }
+  if (in_points.size() < 2) return invalid_argument("NPU boundary fit: fewer than two sizes");
+  return std::pair{fit_relative(std::move(in_points)), fit_relative(std::move(out_points))};
 }
 
 }  // namespace
@@ -486,6 +561,17 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
                std::to_string(last) + ") failed: " + ms.status().to_string());
         }
         tick(pd->device + " slice [" + std::to_string(first) + "," + std::to_string(last) + ")");
+      }
+      if (auto* npu = dynamic_cast<NpuDevice*>(&device)) {
+        auto fits = npu_boundary_fits(*npu, lg, sizes, stat, options.warmup, options.repeat);
+        if (fits.ok()) {
+          for (size_t s = 0; s < 2 * sizes.size(); ++s) tick(pd->device + " boundary");
+          lp.upload = std::move(fits->first);
+          lp.download = std::move(fits->second);
+          dp.levels.push_back(std::move(lp));
+          continue;
+        }
+        warn(pd->device + ": " + fits.status().to_string() + "; timing upload/download instead");
       }
       auto up = transfer_benchmark(device, sizes, stat, options.warmup, options.repeat, true);
       if (!up.ok()) return up.status().with_context(pd->device + " upload benchmark");

@@ -31,6 +31,8 @@
  *   - Slots marked (optional) may be NULL; use TNPU_HAS_SLOT before calling them. Every other
  *     slot is mandatory: a loader refuses a table with a NULL mandatory slot.
  *   - New functionality goes behind get_proc_address(name) rather than widening this table.
+ *   - 1.1 appended execute_profiled (per-node times inside a run). A 1.0 table is shorter, and
+ *     TNPU_HAS_SLOT(api, execute_profiled) is false on it.
  *   - Structs passed in or out start with `struct_size`, set by whoever allocates them, so that
  *     both sides can tell which fields the other knows.
  *
@@ -58,7 +60,7 @@ extern "C" {
 /* ---- versions ------------------------------------------------------------------------------ */
 
 #define TNPU_API_VERSION_MAJOR 1u
-#define TNPU_API_VERSION_MINOR 0u
+#define TNPU_API_VERSION_MINOR 1u
 #define TNPU_API_VERSION ((TNPU_API_VERSION_MAJOR << 16) | TNPU_API_VERSION_MINOR)
 #define TNPU_VERSION_MAJOR(v) ((uint32_t)(v) >> 16)
 #define TNPU_VERSION_MINOR(v) ((uint32_t)(v)&0xffffu)
@@ -280,6 +282,30 @@ typedef struct tnpu_perf_counters {
   uint32_t num_node_ns;
 } tnpu_perf_counters;
 
+/* Per-node timings of one execute (optional slot execute_profiled, HAL 1.1). The caller sets
+ * struct_size, node_ns and node_capacity; the driver writes the output fields that lie inside the
+ * caller's struct_size (a caller built against an older header gets the prefix it knows) and
+ * never touches the bytes after it. */
+typedef struct tnpu_execute_profile {
+  uint32_t struct_size;
+  /* in: an array of node_capacity entries the driver fills with each node's compute time, in
+   * the node order of the description (node i of the tnpu_graph is entry i). */
+  uint64_t* node_ns;
+  uint32_t node_capacity;
+  /* out: the number of nodes timed, always the subgraph's node count (also when node_capacity is
+   * too small, so that the caller can retry with a bigger array). */
+  uint32_t num_nodes;
+  /* out: the parts of this execute, as in tnpu_perf_counters. The boundary conversions (host
+   * layout -> on-chip layout and back) are charged to no node. */
+  uint64_t input_conversion_ns;
+  uint64_t compute_ns;
+  uint64_t output_conversion_ns;
+  uint64_t total_ns;
+} tnpu_execute_profile;
+
+/* The smallest tnpu_execute_profile a caller may pass: struct_size up to num_nodes. */
+#define TNPU_EXECUTE_PROFILE_MIN_SIZE (offsetof(tnpu_execute_profile, num_nodes) + sizeof(uint32_t))
+
 /* ---- the driver table ------------------------------------------------------------------------ */
 
 typedef struct tnpu_driver_api {
@@ -325,6 +351,17 @@ typedef struct tnpu_driver_api {
 
   /* (optional) Extension lookup: a driver-specific function by name, or NULL. */
   void* (*get_proc_address)(const char* name);
+
+  /* ---- HAL 1.1 ---- */
+
+  /* (optional) execute() that also times every node of the subgraph inside the run (caches and
+   * on-chip memory as the previous nodes left them), for profilers that price layers where they
+   * will run. Same buffers and errors as execute(); TNPU_ERR_INVALID_ARGUMENT when `profile` is
+   * NULL, its struct_size is below TNPU_EXECUTE_PROFILE_MIN_SIZE, node_ns is NULL or
+   * node_capacity is below the node count (num_nodes is still written then). */
+  tnpu_status (*execute_profiled)(tnpu_prepared prepared, const tnpu_buffer* inputs,
+                                  uint32_t num_inputs, const tnpu_buffer* outputs,
+                                  uint32_t num_outputs, tnpu_execute_profile* profile);
 } tnpu_driver_api;
 
 /* True when `api` (a table of `api->struct_size` bytes) has the slot `field`. */

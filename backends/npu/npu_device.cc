@@ -7,6 +7,10 @@
 #include <cstring>
 #include <mutex>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "backends/npu/npu_graph.h"
 #include "backends/reference/reference_device.h"
 #include "ops/activation.h"
@@ -90,9 +94,54 @@ IoLayout io_layout(const tnpu_io_desc& d) {
   return l;
 }
 
+// f32 <-> IEEE half over arrays, round to nearest even like float_to_half: eight at a time with
+// F16C where the CPU has it (the boundary conversion of every NPU stage runs through these).
+#if defined(__x86_64__)
+__attribute__((target("avx,f16c"))) void f32_to_f16_f16c(const float* src, uint16_t* dst,
+                                                         int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
+  }
+  for (; i < n; ++i) dst[i] = float_to_half(src[i]);
+}
+__attribute__((target("avx,f16c"))) void f16_to_f32_f16c(const uint16_t* src, float* dst,
+                                                         int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+  }
+  for (; i < n; ++i) dst[i] = half_to_float(src[i]);
+}
+bool has_f16c() {
+  static const bool yes = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  return yes;
+}
+#endif
+
+void f32_to_f16(const float* src, uint16_t* dst, int64_t n) {
+#if defined(__x86_64__)
+  if (has_f16c()) return f32_to_f16_f16c(src, dst, n);
+#endif
+  for (int64_t i = 0; i < n; ++i) dst[i] = float_to_half(src[i]);
+}
+
+void f16_to_f32(const uint16_t* src, float* dst, int64_t n) {
+#if defined(__x86_64__)
+  if (has_f16c()) return f16_to_f32_f16c(src, dst, n);
+#endif
+  for (int64_t i = 0; i < n; ++i) dst[i] = half_to_float(src[i]);
+}
+
 // Host f32 NCHW -> the driver's boundary format.
 void to_driver(const float* src, int64_t numel, const tnpu_io_desc& d, uint8_t* dst) {
   const IoLayout l = io_layout(d);
+  if (!l.nhwc && d.dtype == TNPU_DTYPE_F16) {
+    f32_to_f16(src, reinterpret_cast<uint16_t*>(dst), numel);
+    return;
+  }
   auto store = [&](int64_t i, float x) {
     switch (d.dtype) {
       case TNPU_DTYPE_F32:
@@ -127,6 +176,10 @@ void to_driver(const float* src, int64_t numel, const tnpu_io_desc& d, uint8_t* 
 
 void from_driver(const uint8_t* src, int64_t numel, const tnpu_io_desc& d, float* dst) {
   const IoLayout l = io_layout(d);
+  if (!l.nhwc && d.dtype == TNPU_DTYPE_F16) {
+    f16_to_f32(reinterpret_cast<const uint16_t*>(src), dst, numel);
+    return;
+  }
   auto load = [&](int64_t i) -> float {
     switch (d.dtype) {
       case TNPU_DTYPE_F32:
@@ -208,6 +261,27 @@ class NpuProgramImpl final : public NpuProgram {
   const tnpu_driver_api& driver_api() const override { return h_->api(); }
 
   Status run(std::span<const Tensor> inputs, std::span<Tensor> outputs) override {
+    return run_impl(inputs, outputs, nullptr);
+  }
+
+  // Layer i is node i of the prepared subgraph, timed by the driver inside the run (HAL 1.1
+  // execute_profiled). The conversions in and out are the slice boundary, charged to no layer.
+  Status run_timed(std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                   std::vector<double>* layer_ms) override {
+    if (!TNPU_HAS_SLOT(&h_->api(), execute_profiled)) {
+      return unimplemented(where("run_timed") + ": driver '" + h_->driver->info().name + "' (HAL " +
+                           std::to_string(TNPU_VERSION_MAJOR(h_->api().api_version)) + "." +
+                           std::to_string(TNPU_VERSION_MINOR(h_->api().api_version)) +
+                           ") has no execute_profiled, so layers cannot be timed inside a run");
+    }
+    return run_impl(inputs, outputs, layer_ms);
+  }
+
+ private:
+  // run() and run_timed(): converts the inputs, executes (profiled when `layer_ms`), converts
+  // the outputs back.
+  Status run_impl(std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                  std::vector<double>* layer_ms) {
     if (inputs.size() != in_desc_.size() || outputs.size() != out_desc_.size()) {
       return invalid_argument(
           "program on '" + device_ + "' takes " + std::to_string(in_desc_.size()) + " inputs and " +
@@ -235,14 +309,18 @@ class NpuProgramImpl final : public NpuProgram {
       staging_out_[i].resize(out_desc_[i].bytes);
       out_bufs[i] = tnpu_buffer{staging_out_[i].data(), out_desc_[i].bytes};
     }
-    uint64_t host_ns = ns_since(t0);
+    stats_.host_input_ns = ns_since(t0);
     {
       std::lock_guard<std::mutex> lock(h_->mu);
-      const tnpu_status st =
-          h_->api().execute(p_, in_bufs.data(), static_cast<uint32_t>(in_bufs.size()),
-                            out_bufs.data(), static_cast<uint32_t>(out_bufs.size()));
-      if (st != TNPU_OK) return npu_status(st, where("execute"), err());
-      read_counters();
+      if (layer_ms != nullptr) {
+        RETURN_IF_ERROR(execute_profiled(in_bufs, out_bufs, layer_ms));
+      } else {
+        const tnpu_status st =
+            h_->api().execute(p_, in_bufs.data(), static_cast<uint32_t>(in_bufs.size()),
+                              out_bufs.data(), static_cast<uint32_t>(out_bufs.size()));
+        if (st != TNPU_OK) return npu_status(st, where("execute"), err());
+        read_counters();
+      }
     }
     const auto t1 = Clock::now();
     for (size_t i = 0; i < outputs.size(); ++i) {
@@ -254,11 +332,44 @@ class NpuProgramImpl final : public NpuProgram {
       }
       from_driver(staging_out_[i].data(), dst.numel(), d, dst.data<float>());
     }
-    stats_.host_conversion_ns = host_ns + ns_since(t1);
+    stats_.host_output_ns = ns_since(t1);
+    stats_.host_conversion_ns = stats_.host_input_ns + stats_.host_output_ns;
     return Status();
   }
 
- private:
+  // execute_profiled into stats_ and `layer_ms`; a driver that times another number of nodes
+  // than the subgraph has is an error, not a short or padded vector.
+  Status execute_profiled(const std::vector<tnpu_buffer>& in_bufs,
+                          const std::vector<tnpu_buffer>& out_bufs, std::vector<double>* layer_ms) {
+    tnpu_execute_profile prof{};
+    prof.struct_size = sizeof(prof);
+    stats_.node_ns.assign(num_nodes, 0);
+    prof.node_ns = stats_.node_ns.data();
+    prof.node_capacity = static_cast<uint32_t>(num_nodes);
+    stats_.driver_counters = false;
+    const tnpu_status st =
+        h_->api().execute_profiled(p_, in_bufs.data(), static_cast<uint32_t>(in_bufs.size()),
+                                   out_bufs.data(), static_cast<uint32_t>(out_bufs.size()), &prof);
+    if (st != TNPU_OK) return npu_status(st, where("execute_profiled"), err());
+    if (prof.num_nodes != num_nodes) {
+      return internal_error(where("execute_profiled") + ": driver '" + h_->driver->info().name +
+                            "' timed " + std::to_string(prof.num_nodes) +
+                            " nodes of a subgraph of " + std::to_string(num_nodes));
+    }
+    stats_.driver_counters = true;
+    stats_.total_ns = prof.total_ns;
+    stats_.input_conversion_ns = prof.input_conversion_ns;
+    stats_.compute_ns = prof.compute_ns;
+    stats_.output_conversion_ns = prof.output_conversion_ns;
+    stats_.bytes_in = stats_.bytes_out = 0;
+    for (const tnpu_buffer& b : in_bufs) stats_.bytes_in += b.bytes;
+    for (const tnpu_buffer& b : out_bufs) stats_.bytes_out += b.bytes;
+    layer_ms->resize(num_nodes);
+    for (size_t i = 0; i < num_nodes; ++i)
+      (*layer_ms)[i] = static_cast<double>(stats_.node_ns[i]) / 1e6;
+    return Status();
+  }
+
   std::string where(const char* call) const { return "device '" + device_ + "': " + call; }
   const char* err() const { return h_->api().prepared_last_error(p_); }
 
@@ -579,6 +690,12 @@ Capability NpuDevice::capabilities(const Graph& g, const Node& node) const {
 
 Result<std::unique_ptr<Program>> NpuDevice::compile(const Graph& g,
                                                     std::span<const NodeId> layers) {
+  return compile_slice(g, layers, nullptr);
+}
+
+Result<std::unique_ptr<Program>> NpuDevice::compile_slice(
+    const Graph& g, std::span<const NodeId> layers,
+    const std::vector<std::vector<Tensor>>* slice_calibration) {
   if (layers.empty()) return invalid_argument("device '" + name_ + "': nothing to compile");
   RETURN_IF_ERROR(check_capabilities(*this, g, layers));
   std::vector<ValueId> ins, outs;
@@ -590,7 +707,11 @@ Result<std::unique_ptr<Program>> NpuDevice::compile(const Graph& g,
   std::vector<const float*> cal_ptrs;
   tnpu_calibration cal{};
   if (precision_ == TNPU_PRECISION_INT8) {
-    ASSIGN_OR_RETURN(cal_tensors, calibration_inputs(g, ins, options_.calibration, name_));
+    if (slice_calibration != nullptr) {
+      cal_tensors = *slice_calibration;
+    } else {
+      ASSIGN_OR_RETURN(cal_tensors, calibration_inputs(g, ins, options_.calibration, name_));
+    }
     for (const auto& sample : cal_tensors)
       for (const Tensor& t : sample) cal_ptrs.push_back(t.data<float>());
     cal.num_samples = static_cast<uint32_t>(cal_tensors.size());
@@ -622,6 +743,47 @@ Result<std::unique_ptr<Program>> NpuDevice::compile(const Graph& g,
   program->num_nodes = layers.size();
   RETURN_IF_ERROR(program->init(g));
   return std::unique_ptr<Program>(std::move(program));
+}
+
+Result<std::vector<NpuBoundaryRun>> NpuDevice::time_boundary(uint64_t f32_bytes, int warmup,
+                                                             int repeat) {
+  if (repeat < 1 || warmup < 0)
+    return invalid_argument("time_boundary: repeat must be >= 1 and warmup >= 0");
+  // A Relu over [1, 32, 1, W]: 32 channels fill whole blocks of the NHWC8 layouts NPUs use.
+  const int64_t width = std::max<int64_t>(1, static_cast<int64_t>(f32_bytes / (4 * 32)));
+  const Shape shape{1, 32, 1, width};
+  Graph g;
+  const ValueId x = g.add_value("boundary_in", TensorInfo{DType::kF32, shape});
+  const ValueId y = g.add_value("boundary_out", TensorInfo{DType::kF32, shape});
+  g.inputs() = {x};
+  g.outputs() = {y};
+  const NodeId node = g.add_node(Node{"boundary_relu", OpKind::kRelu, {}, {x}, {y}});
+  ASSIGN_OR_RETURN(Tensor input, Tensor::create(DType::kF32, shape));
+  float* in = input.data<float>();
+  for (int64_t i = 0; i < input.numel(); ++i) in[i] = static_cast<float>(i % 17) / 8.f - 1.f;
+  const std::vector<std::vector<Tensor>> calibration = {{input}};
+  ASSIGN_OR_RETURN(std::unique_ptr<Program> compiled,
+                   compile_slice(g, std::span<const NodeId>(&node, 1), &calibration));
+  auto* program = static_cast<NpuProgram*>(compiled.get());
+  std::vector<Tensor> outputs(1);
+  std::vector<double> layer_ms;
+  const bool profiled = TNPU_HAS_SLOT(&handle_->api(), execute_profiled);
+  std::vector<NpuBoundaryRun> runs;
+  for (int r = 0; r < warmup + repeat; ++r) {
+    RETURN_IF_ERROR(profiled
+                        ? program->run_timed(std::span<const Tensor>(&input, 1), outputs, &layer_ms)
+                        : program->run(std::span<const Tensor>(&input, 1), outputs));
+    const NpuRunStats& st = program->last_run();
+    if (!st.driver_counters) {
+      return unimplemented("device '" + name_ + "': driver '" + handle_->driver->info().name +
+                           "' reports no timings, so the boundary conversion cannot be timed");
+    }
+    if (r < warmup) continue;
+    runs.push_back(
+        NpuBoundaryRun{static_cast<double>(st.host_input_ns + st.input_conversion_ns) / 1e6,
+                       static_cast<double>(st.output_conversion_ns + st.host_output_ns) / 1e6});
+  }
+  return runs;
 }
 
 Result<std::unique_ptr<Buffer>> NpuDevice::upload(const Tensor& host) {

@@ -51,8 +51,17 @@ struct NpuRunStats {
   bool driver_counters = false;
   uint64_t total_ns = 0, input_conversion_ns = 0, compute_ns = 0, output_conversion_ns = 0;
   uint64_t bytes_in = 0, bytes_out = 0;
-  uint64_t host_conversion_ns = 0;  // Tessera's f32 <-> driver dtype conversion
+  uint64_t host_conversion_ns = 0;  // Tessera's f32 <-> driver dtype conversion, both ways
+  uint64_t host_input_ns = 0;       // ... of the inputs (with the staging buffers)
+  uint64_t host_output_ns = 0;      // ... of the outputs (with the output tensors)
   std::vector<uint64_t> node_ns;
+};
+
+// One run across the boundary of a subgraph: milliseconds to enter it (Tessera's f32 -> driver
+// dtype conversion plus the driver's conversion into its on-chip layout) and to leave it.
+struct NpuBoundaryRun {
+  double in_ms = 0;
+  double out_ms = 0;
 };
 
 class NpuProgram : public Program {
@@ -81,6 +90,13 @@ class NpuDevice final : public Device {
   Result<std::unique_ptr<Buffer>> upload(const Tensor& host) override;
   Status download(const Buffer& device, Tensor* host) override;
 
+  // Times entering and leaving a subgraph whose input and output are f32 tensors of about
+  // `f32_bytes` bytes ([1, 32, 1, W], a Relu on the device): `repeat` runs after `warmup`, read
+  // from the driver's counters. This is the NPU's transfer cost (seed 000 eq. 1-2): HAL 1.x has
+  // no device buffers, so what a tensor pays to move is this conversion. Unimplemented when the
+  // driver reports no counters (neither execute_profiled nor get_perf_counters).
+  Result<std::vector<NpuBoundaryRun>> time_boundary(uint64_t f32_bytes, int warmup, int repeat);
+
   const NpuDriver& driver() const;
   const tnpu_device_info& info() const { return info_; }
   const std::vector<tnpu_op_support>& ops() const { return ops_; }
@@ -88,6 +104,11 @@ class NpuDevice final : public Device {
 
  private:
   NpuDevice() = default;
+  // compile() with the slice's int8 calibration inputs given (nullptr: computed from
+  // options_.calibration, which are model inputs).
+  Result<std::unique_ptr<Program>> compile_slice(
+      const Graph& g, std::span<const NodeId> layers,
+      const std::vector<std::vector<Tensor>>* slice_calibration);
   std::string name_;
   std::shared_ptr<NpuHandle> handle_;
   tnpu_device_info info_{};

@@ -95,9 +95,11 @@ Result<std::shared_ptr<const NpuDriver>> load_uncached(const std::string& path) 
   auto entry = reinterpret_cast<tnpu_get_driver_fn>(sym);
   const tnpu_driver_api* api = entry(TNPU_API_VERSION);
   if (api == nullptr) {
-    return close_and(failed_precondition(
-        where + " does not implement HAL API " + std::to_string(TNPU_API_VERSION_MAJOR) + "." +
-        std::to_string(TNPU_API_VERSION_MINOR) + " (its entry point returned no table)"));
+    return close_and(failed_precondition(where + " does not implement HAL API " +
+                                         std::to_string(TNPU_API_VERSION_MAJOR) +
+                                         ".x (its entry point returned no table when asked for " +
+                                         std::to_string(TNPU_API_VERSION_MAJOR) + "." +
+                                         std::to_string(TNPU_API_VERSION_MINOR) + ")"));
   }
   if (TNPU_VERSION_MAJOR(api->api_version) != TNPU_API_VERSION_MAJOR) {
     return close_and(failed_precondition(

@@ -246,6 +246,15 @@ class HalConformance : public ::testing::TestWithParam<std::string> {
     return api_->prepare(dev_, &g, &o, out);
   }
 
+  // Prepares `g` in the device's default precision and reads its one input and output format.
+  void prepare_default(const tnpu_graph& g, tnpu_prepared* p, tnpu_io_desc* din,
+                       tnpu_io_desc* dout) {
+    ASSERT_EQ(prepare(g, info_.default_precision, p), TNPU_OK) << api_->device_last_error(dev_);
+    din->struct_size = dout->struct_size = sizeof(tnpu_io_desc);
+    ASSERT_EQ(api_->get_io_desc(*p, 0, 0, din), TNPU_OK);
+    ASSERT_EQ(api_->get_io_desc(*p, 1, 0, dout), TNPU_OK);
+  }
+
   std::shared_ptr<const NpuDriver> driver_;
   const tnpu_driver_api* api_ = nullptr;
   tnpu_device dev_ = nullptr;
@@ -405,6 +414,79 @@ TEST_P(HalConformance, RunsConvReluInEveryPrecision) {
   }
 }
 
+// HAL 1.1 execute_profiled (optional): the same outputs as execute, one time per node, the
+// node count reported even when the caller's array is too small, and nothing written beyond the
+// prefix of tnpu_execute_profile the caller knows.
+TEST_P(HalConformance, ExecuteProfiledTimesEveryNode) {
+  if (TNPU_VERSION_MINOR(api_->api_version) < 1 || !TNPU_HAS_SLOT(api_, execute_profiled))
+    GTEST_SKIP() << "a HAL 1.0 driver, or no execute_profiled";
+  if (!device_runs(api_, dev_, "Conv")) GTEST_SKIP() << "the device does not run Conv";
+  ConvGraph cg;
+  tnpu_prepared p = nullptr;
+  tnpu_io_desc din{}, dout{};
+  ASSERT_NO_FATAL_FAILURE(prepare_default(cg.graph, &p, &din, &dout));
+  const auto x = random_input(ConvGraph::N * ConvGraph::C * ConvGraph::H * ConvGraph::W, 3);
+  auto in_bytes = to_io(x, din);
+  std::vector<uint8_t> plain(dout.bytes), profiled(dout.bytes);
+  tnpu_buffer ib{in_bytes.data(), in_bytes.size()};
+  tnpu_buffer ob{plain.data(), plain.size()}, ob2{profiled.data(), profiled.size()};
+  ASSERT_EQ(api_->execute(p, &ib, 1, &ob, 1), TNPU_OK) << api_->prepared_last_error(p);
+
+  // The full struct, an array with room to spare.
+  std::vector<uint64_t> node_ns(3, 0);
+  tnpu_execute_profile prof{};
+  prof.struct_size = sizeof(prof);
+  prof.node_ns = node_ns.data();
+  prof.node_capacity = 3;
+  ASSERT_EQ(api_->execute_profiled(p, &ib, 1, &ob2, 1, &prof), TNPU_OK)
+      << api_->prepared_last_error(p);
+  EXPECT_EQ(profiled, plain);
+  EXPECT_EQ(prof.num_nodes, 1u);
+  EXPECT_EQ(prof.struct_size, sizeof(prof));
+  EXPECT_EQ(prof.node_ns, node_ns.data());
+  EXPECT_GT(node_ns[0], 0u);
+  EXPECT_EQ(node_ns[1], 0u) << "only one node";
+  EXPECT_GE(prof.total_ns, prof.compute_ns);
+  EXPECT_GE(prof.compute_ns, node_ns[0]);
+  EXPECT_GE(prof.total_ns, prof.input_conversion_ns + prof.compute_ns + prof.output_conversion_ns);
+
+  // No room for the node: an error, with the count the caller needs.
+  prof.node_capacity = 0;
+  prof.num_nodes = 77;
+  EXPECT_EQ(api_->execute_profiled(p, &ib, 1, &ob2, 1, &prof), TNPU_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(prof.num_nodes, 1u);
+  EXPECT_GT(std::strlen(api_->prepared_last_error(p)), 0u);
+  prof.node_capacity = 3;
+  prof.node_ns = nullptr;
+  EXPECT_EQ(api_->execute_profiled(p, &ib, 1, &ob2, 1, &prof), TNPU_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(api_->execute_profiled(p, &ib, 1, &ob2, 1, nullptr), TNPU_ERR_INVALID_ARGUMENT);
+  // Bad buffers are refused as by execute.
+  prof.node_ns = node_ns.data();
+  tnpu_buffer short_out{profiled.data(), profiled.size() - 1};
+  EXPECT_NE(api_->execute_profiled(p, &ib, 1, &short_out, 1, &prof), TNPU_OK);
+
+  // An older caller knowing only the fields up to num_nodes: nothing beyond them is written.
+  unsigned char buf[sizeof(tnpu_execute_profile) + 16];
+  std::memset(buf, 0xAB, sizeof(buf));
+  tnpu_execute_profile head{};
+  head.struct_size = TNPU_EXECUTE_PROFILE_MIN_SIZE;
+  head.node_ns = node_ns.data();
+  head.node_capacity = 3;
+  std::memcpy(buf, &head, TNPU_EXECUTE_PROFILE_MIN_SIZE);
+  auto* small = reinterpret_cast<tnpu_execute_profile*>(buf);
+  ASSERT_EQ(api_->execute_profiled(p, &ib, 1, &ob2, 1, small), TNPU_OK)
+      << api_->prepared_last_error(p);
+  EXPECT_EQ(small->struct_size, TNPU_EXECUTE_PROFILE_MIN_SIZE);
+  EXPECT_EQ(small->num_nodes, 1u);
+  for (size_t i = TNPU_EXECUTE_PROFILE_MIN_SIZE; i < sizeof(buf); ++i)
+    ASSERT_EQ(buf[i], 0xAB) << "byte " << i << " written";
+  // Smaller than that is refused.
+  std::memset(buf, 0, sizeof(buf));
+  small->struct_size = static_cast<uint32_t>(offsetof(tnpu_execute_profile, node_capacity));
+  EXPECT_EQ(api_->execute_profiled(p, &ib, 1, &ob2, 1, small), TNPU_ERR_INVALID_ARGUMENT);
+  api_->release(p);
+}
+
 TEST_P(HalConformance, RefusesUnknownOpNamingTheNode) {
   ConvGraph cg("NoSuchOpXyz");
   tnpu_prepared p = reinterpret_cast<tnpu_prepared>(0x1);
@@ -478,12 +560,8 @@ TEST_P(HalConformance, ExecuteChecksBuffers) {
   if (!device_runs(api_, dev_, "Conv")) GTEST_SKIP() << "the device does not run Conv";
   ConvGraph cg;
   tnpu_prepared p = nullptr;
-  ASSERT_EQ(prepare(cg.graph, info_.default_precision, &p), TNPU_OK)
-      << api_->device_last_error(dev_);
   tnpu_io_desc din{}, dout{};
-  din.struct_size = dout.struct_size = sizeof(tnpu_io_desc);
-  ASSERT_EQ(api_->get_io_desc(p, 0, 0, &din), TNPU_OK);
-  ASSERT_EQ(api_->get_io_desc(p, 1, 0, &dout), TNPU_OK);
+  ASSERT_NO_FATAL_FAILURE(prepare_default(cg.graph, &p, &din, &dout));
   std::vector<uint8_t> in(din.bytes), out(dout.bytes);
   tnpu_buffer ib{in.data(), in.size()}, ob{out.data(), out.size()};
   tnpu_buffer short_in{in.data(), in.size() - 1}, null_out{nullptr, out.size()};

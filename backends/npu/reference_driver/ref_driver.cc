@@ -11,6 +11,7 @@
 // chosen from the calibration inputs, default mse; see ref_calibration.h), int8_layer_report (0 |
 // 1: record each node's int8 error against fp16 over the calibration inputs while preparing, for
 // the "tnpu_ref_node_error" extension; default 0).
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -375,6 +376,38 @@ tnpu_status get_perf_counters(tnpu_prepared p, tnpu_perf_counters* out) {
   return TNPU_OK;
 }
 
+// HAL 1.1: execute, then the per-node times of that run (the same timers as get_perf_counters).
+tnpu_status execute_profiled(tnpu_prepared p, const tnpu_buffer* inputs, uint32_t num_inputs,
+                             const tnpu_buffer* outputs, uint32_t num_outputs,
+                             tnpu_execute_profile* profile) {
+  if (p == nullptr) return TNPU_ERR_INVALID_ARGUMENT;
+  if (profile == nullptr || profile->struct_size < TNPU_EXECUTE_PROFILE_MIN_SIZE) {
+    p->last_error = "execute_profiled: null profile or struct_size below " +
+                    std::to_string(TNPU_EXECUTE_PROFILE_MIN_SIZE);
+    return TNPU_ERR_INVALID_ARGUMENT;
+  }
+  const uint32_t nodes = static_cast<uint32_t>(p->program->node_ns().size());
+  profile->num_nodes = nodes;
+  if (profile->node_ns == nullptr || profile->node_capacity < nodes) {
+    p->last_error = "execute_profiled: node_ns holds " + std::to_string(profile->node_capacity) +
+                    " entries" + (profile->node_ns ? "" : " at null") + ", the subgraph has " +
+                    std::to_string(nodes) + " nodes";
+    return TNPU_ERR_INVALID_ARGUMENT;
+  }
+  const tnpu_status st = execute(p, inputs, num_inputs, outputs, num_outputs);
+  if (st != TNPU_OK) return st;
+  const std::vector<uint64_t>& per_node = p->program->node_ns();
+  std::copy(per_node.begin(), per_node.end(), profile->node_ns);
+  const tnpu_perf_counters& c = p->program->counters();
+  tnpu_execute_profile full = *profile;
+  full.input_conversion_ns = c.input_conversion_ns;
+  full.compute_ns = c.compute_ns;
+  full.output_conversion_ns = c.output_conversion_ns;
+  full.total_ns = c.total_ns;
+  copy_out(full, profile);
+  return TNPU_OK;
+}
+
 // Extension "tnpu_ref_tensor_range": the [lo, hi] that tensor `tensor` (an index into the
 // description) of an int8 prepared subgraph is quantised to, as calibration chose it.
 tnpu_status ext_tensor_range(tnpu_prepared p, uint32_t tensor, float* lo, float* hi) {
@@ -431,6 +464,7 @@ const tnpu_driver_api kApi = {
     .set_device_option = set_device_option,
     .get_perf_counters = get_perf_counters,
     .get_proc_address = get_proc_address,
+    .execute_profiled = execute_profiled,
 };
 
 }  // namespace

@@ -101,6 +101,7 @@ static tnpu_driver_api table = {TNPU_API_VERSION,
                                 NULL,
                                 NULL,
                                 NULL,
+                                NULL,
                                 NULL};
 
 #ifndef FAKE_NO_ENTRY
