@@ -14,6 +14,9 @@
 //                       model then estimates it by regression);
 //   slice_runs          calibration runs: random slices [first, last) compiled as one program
 //                       and timed whole, on which the cost model fits the per-slice overhead;
+//                       where the backend times layers inside a run, each also records the
+//                       sum of its layers' times in the same runs, so that the overhead (launch,
+//                       copy and layout conversion of the boundary tensors) is measured directly;
 //   layer_dynamic_w[l]  dynamic power of layer l (eq. 4) where a power meter exists;
 //   upload, download    the transfer microbenchmark and its least-squares fit (eq. 1-2).
 // Per device, `unsupported` names the layers it cannot run (op support, memory), each with why:
@@ -24,7 +27,8 @@
 // <platform JSON>, "conditions": {...}, "devices": [{"device", "description", "memory_bytes",
 // "unsupported": {"<layer>": "why"}, "levels": [{"mhz", "set_by_governor", "energy_source",
 // "layer_ms": [..|null], "layer_chain_ms": [..|null], "layer_dynamic_w": [..|null],
-// "slice_runs": [[first, last, ms]..], "upload": {fit}, "download": {fit}}]}]}.
+// "slice_runs": [[first, last, ms(, layers_ms)]..], "upload": {fit}, "download": {fit}}]}]}.
+// (layers_ms, the fourth element, is optional: profiles without it still load.)
 // Version 1 (layers timed alone only) is refused: its times underpredict chained runs.
 // Loading refuses other formats/versions, a model hash other than the expected one, negative or
 // non-finite times, lengths that disagree with the layer count, and devices the embedded platform
@@ -63,6 +67,10 @@ struct SliceRun {
   int first = 0;
   int last = 0;
   double ms = 0;
+  // The same statistic of the sum of the slice's layer times inside those runs (run_timed), so
+  // ms - layers_ms is what the slice costs beyond its layers; 0 when the backend cannot time
+  // layers inside a run.
+  double layers_ms = 0;
 };
 
 struct LevelProfile {

@@ -272,6 +272,33 @@ TEST_F(SliceOverheadTest, FitsTheFixedAndPerByteCostOfChainedSlices) {
   EXPECT_NEAR(exec_mj, (0.5 + 0.25) * cm.power_w(0, 1), 1e-9);
 }
 
+TEST_F(SliceOverheadTest, MeasuresTheOverheadBeyondTheRunsOwnLayers) {
+  // Compiled alone, a slice's layers run 0.7x their time in the whole chain (hot caches); the
+  // run also reports that layer sum, so the overhead is fitted on ms - layers_ms and is not
+  // pulled down by the difference.
+  lp().layer_chain_ms = {1.0, 0.5, 0.25, 2.0, 0.125, 0.75};
+  const double fixed = 0.3, per_byte = 2e-5, hot = 0.7;
+  {
+    const CostModel bare = CostModel::build(p_, *m_.lg).value();
+    for (const auto& [a, b] : slices_) {
+      const double layers = hot * bare.slice_exec_ms(0, a, b);
+      const double ms =
+          layers + transfers(bare, a, b) + fixed + per_byte * static_cast<double>(boundary(a, b));
+      lp().slice_runs.push_back(SliceRun{a, b, ms, layers});
+    }
+  }
+  const CostModel cm = CostModel::build(p_, *m_.lg).value();
+  const SliceOverhead& o = cm.slice_overhead(0);
+  EXPECT_EQ(o.samples, 6);
+  EXPECT_NEAR(o.chain_scale, 1.0, 1e-12);
+  EXPECT_NEAR(o.fixed_ms, fixed, 1e-9);
+  EXPECT_NEAR(o.ms_per_byte, per_byte, 1e-12);
+  // The reported error is that of the slice prices, which use the chained times.
+  EXPECT_GT(o.error, 0.01);
+  EXPECT_NEAR(cm.slice_ms(0, 1, 3),
+              0.5 + 0.25 + transfers(cm, 1, 3) + fixed + per_byte * boundary(1, 3), 1e-9);
+}
+
 TEST_F(SliceOverheadTest, ScalesLayersTimedAloneToTheirChainedCost) {
   // Totals of layers timed alone; chained they run 1.25x slower, plus 0.2 ms per slice.
   lp().layer_ms = {1.5, 0.75, 0.5, 2.5, 0.3, 1.0};
