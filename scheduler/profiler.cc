@@ -16,6 +16,14 @@
 
 namespace tessera {
 
+void evict_caches() {
+  // One byte per 64-byte line of a buffer larger than the per-core caches and much of the
+  // shared one, read and written so that dirty lines of the next run's data are flushed too.
+  static std::vector<unsigned char> buffer(kEvictBytes, 1);
+  volatile unsigned char* p = buffer.data();
+  for (size_t i = 0; i < buffer.size(); i += 64) p[i] = static_cast<unsigned char>(p[i] + 1);
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -61,13 +69,15 @@ double summarize(std::vector<double> v, Stat stat) {
   return median(std::move(v));
 }
 
-// The statistic of the times of `repeat` calls of `fn` after `warmup` calls.
+// The statistic of the times of `repeat` calls of `fn` after `warmup` calls; with `cold`, the
+// caches are evicted before each call (untimed).
 template <typename Fn>
-Result<double> time_stat(Stat stat, int warmup, int repeat, Fn&& fn) {
+Result<double> time_stat(Stat stat, int warmup, int repeat, Fn&& fn, bool cold = false) {
   for (int i = 0; i < warmup; ++i) RETURN_IF_ERROR(fn());
   std::vector<double> ms;
   ms.reserve(static_cast<size_t>(repeat));
   for (int i = 0; i < repeat; ++i) {
+    if (cold) evict_caches();
     const auto t0 = Clock::now();
     RETURN_IF_ERROR(fn());
     ms.push_back(ms_since(t0));
@@ -236,7 +246,8 @@ Result<TransferFit> transfer_benchmark(Device& device, const std::vector<uint64_
   return TransferFit::fit(std::move(points));
 }
 
-// A calibration run: slice [first, last) compiled as one program and timed whole. Where the
+// A calibration run: slice [first, last) compiled as one program and timed whole, each run
+// with cold caches (evict_caches), as a plan's stage runs after the other stages. Where the
 // backend times layers inside a run, the repeats are run_timed calls, and each run's overhead
 // (its time less its layers': the launch, the copy and layout conversion of the boundary
 // tensors) is measured directly; layers_ms is the statistic of the runs less the statistic of
@@ -252,13 +263,15 @@ Result<SliceRun> measure_slice_run(const LayerGraph& lg, Device& device, int fir
   const Status timed = program->run_timed(inputs, outputs, &layer_ms);
   if (timed.code() == StatusCode::kUnimplemented) {
     ASSIGN_OR_RETURN(
-        double ms, time_stat(stat, warmup, repeat, [&] { return program->run(inputs, outputs); }));
+        double ms, time_stat(
+                       stat, warmup, repeat, [&] { return program->run(inputs, outputs); }, true));
     return SliceRun{first, last, ms, 0.0};
   }
   RETURN_IF_ERROR(timed);
   for (int i = 0; i < warmup; ++i) RETURN_IF_ERROR(program->run_timed(inputs, outputs, &layer_ms));
   std::vector<double> walls, overheads;
   for (int r = 0; r < repeat; ++r) {
+    evict_caches();
     const auto t0 = Clock::now();
     RETURN_IF_ERROR(program->run_timed(inputs, outputs, &layer_ms));
     const double wall = ms_since(t0);
@@ -570,13 +583,14 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
 }
 
 Result<double> measure_slice_ms(const LayerGraph& lg, const std::string& device_name, int first,
-                                int last, int warmup, int repeat, const std::string& statistic) {
+                                int last, int warmup, int repeat, const std::string& statistic,
+                                bool cold) {
   ASSIGN_OR_RETURN(std::unique_ptr<Device> device, open_device(device_name));
-  return measure_slice_ms(lg, *device, first, last, warmup, repeat, statistic);
+  return measure_slice_ms(lg, *device, first, last, warmup, repeat, statistic, cold);
 }
 
 Result<double> measure_slice_ms(const LayerGraph& lg, Device& device, int first, int last,
-                                int warmup, int repeat, const std::string& statistic) {
+                                int warmup, int repeat, const std::string& statistic, bool cold) {
   if (first < 0 || last > lg.num_layers() || first >= last) {
     return invalid_argument("slice [" + std::to_string(first) + ", " + std::to_string(last) +
                             ") is not a non-empty layer range");
@@ -586,8 +600,8 @@ Result<double> measure_slice_ms(const LayerGraph& lg, Device& device, int first,
   ASSIGN_OR_RETURN(std::unique_ptr<Program> program, device.compile(lg.graph(), nodes));
   ASSIGN_OR_RETURN(std::vector<Tensor> inputs, make_inputs(lg.graph(), program->input_values()));
   std::vector<Tensor> outputs(program->output_values().size());
-  return time_stat(parse_stat(statistic), warmup, repeat,
-                   [&] { return program->run(inputs, outputs); });
+  return time_stat(
+      parse_stat(statistic), warmup, repeat, [&] { return program->run(inputs, outputs); }, cold);
 }
 
 }  // namespace tessera

@@ -46,6 +46,9 @@ const std::vector<cli::FlagSpec> kFlags = {
      "(default 10)"},
     {"--seed", "", true, false, "with --check: random seed (default 1)"},
     {"--markdown", "", false, false, "with --check: print the table as Markdown"},
+    {"--hot", "", false, false,
+     "with --check: time each slice in a loop of itself, caches hot (default: each run with "
+     "cold caches, as a plan's stage after the stages before it)"},
     {"--help", "-h", false, false, "show this help"},
 };
 
@@ -138,7 +141,8 @@ struct CheckRow {
 };
 
 // Predicted vs measured latency of the whole model, random slices and random split plans (each
-// slice compiled alone, run through host memory, as the executor runs a plan).
+// slice compiled alone, run through host memory, as the executor runs a plan; each timed run
+// starts with cold caches unless --hot).
 int run_check(const LoadedGraph& m, const cli::Args& args) {
   auto profile = Profile::load(args.get("--check"), m.hash);
   if (!profile.ok()) return report_error("profile", profile.status());
@@ -157,7 +161,8 @@ int run_check(const LoadedGraph& m, const cli::Args& args) {
   const std::vector<int> vds = cm->latency_devices();
   auto measure = [&](int vd, int first, int last) -> Result<double> {
     return measure_slice_ms(*m.lg, cm->virtual_devices()[static_cast<size_t>(vd)].device, first,
-                            last, *warmup, *repeat, profile->conditions.statistic);
+                            last, *warmup, *repeat, profile->conditions.statistic,
+                            !args.has("--hot"));
   };
   for (int vd : vds) {
     const std::string& dev = cm->virtual_devices()[static_cast<size_t>(vd)].label;
