@@ -16,14 +16,6 @@
 
 namespace tessera {
 
-void evict_caches() {
-  // One byte per 64-byte line of a buffer larger than the per-core caches and much of the
-  // shared one, read and written so that dirty lines of the next run's data are flushed too.
-  static std::vector<unsigned char> buffer(kEvictBytes, 1);
-  volatile unsigned char* p = buffer.data();
-  for (size_t i = 0; i < buffer.size(); i += 64) p[i] = static_cast<unsigned char>(p[i] + 1);
-}
-
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -69,15 +61,16 @@ double summarize(std::vector<double> v, Stat stat) {
   return median(std::move(v));
 }
 
-// The statistic of the times of `repeat` calls of `fn` after `warmup` calls; with `cold`, the
-// caches are evicted before each call (untimed).
+// The statistic of the times of `repeat` calls of `fn` after `warmup` calls; `before`, when
+// set, runs (untimed) before each timed call.
 template <typename Fn>
-Result<double> time_stat(Stat stat, int warmup, int repeat, Fn&& fn, bool cold = false) {
+Result<double> time_stat(Stat stat, int warmup, int repeat, Fn&& fn,
+                         const std::function<Status()>& before = {}) {
   for (int i = 0; i < warmup; ++i) RETURN_IF_ERROR(fn());
   std::vector<double> ms;
   ms.reserve(static_cast<size_t>(repeat));
   for (int i = 0; i < repeat; ++i) {
-    if (cold) evict_caches();
+    if (before) RETURN_IF_ERROR(before());
     const auto t0 = Clock::now();
     RETURN_IF_ERROR(fn());
     ms.push_back(ms_since(t0));
@@ -247,13 +240,15 @@ Result<TransferFit> transfer_benchmark(Device& device, const std::vector<uint64_
 }
 
 // A calibration run: slice [first, last) compiled as one program and timed whole, each run
-// with cold caches (evict_caches), as a plan's stage runs after the other stages. Where the
+// after `before` (the device's chains: the rest of the model), as a plan's stage runs after the
+// other stages. Where the
 // backend times layers inside a run, the repeats are run_timed calls, and each run's overhead
 // (its time less its layers': the launch, the copy and layout conversion of the boundary
 // tensors) is measured directly; layers_ms is the statistic of the runs less the statistic of
 // the overheads.
 Result<SliceRun> measure_slice_run(const LayerGraph& lg, Device& device, int first, int last,
-                                   int warmup, int repeat, Stat stat) {
+                                   int warmup, int repeat, Stat stat,
+                                   const std::function<Status()>& before) {
   std::vector<NodeId> nodes;
   for (int i = first; i < last; ++i) nodes.push_back(lg.layer(i).node);
   ASSIGN_OR_RETURN(std::unique_ptr<Program> program, device.compile(lg.graph(), nodes));
@@ -262,16 +257,16 @@ Result<SliceRun> measure_slice_run(const LayerGraph& lg, Device& device, int fir
   std::vector<double> layer_ms;
   const Status timed = program->run_timed(inputs, outputs, &layer_ms);
   if (timed.code() == StatusCode::kUnimplemented) {
-    ASSIGN_OR_RETURN(
-        double ms, time_stat(
-                       stat, warmup, repeat, [&] { return program->run(inputs, outputs); }, true));
+    ASSIGN_OR_RETURN(double ms, time_stat(
+                                    stat, warmup, repeat,
+                                    [&] { return program->run(inputs, outputs); }, before));
     return SliceRun{first, last, ms, 0.0};
   }
   RETURN_IF_ERROR(timed);
   for (int i = 0; i < warmup; ++i) RETURN_IF_ERROR(program->run_timed(inputs, outputs, &layer_ms));
   std::vector<double> walls, overheads;
   for (int r = 0; r < repeat; ++r) {
-    evict_caches();
+    if (before) RETURN_IF_ERROR(before());
     const auto t0 = Clock::now();
     RETURN_IF_ERROR(program->run_timed(inputs, outputs, &layer_ms));
     const double wall = ms_since(t0);
@@ -545,9 +540,16 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
         }
         tick(pd->device + " " + lg.layer(i).name);
       }
-      // Calibration runs: slices timed whole, as the accuracy check and the executor run them.
+      // Calibration runs: slices timed whole, as the accuracy check and the executor run them,
+      // each run after the device's chains (the rest of the model, as in a plan).
+      const std::function<Status()> rest_of_model =
+          chains.empty() ? std::function<Status()>() : [&]() -> Status {
+        for (const std::unique_ptr<ChainRun>& chain : chains) RETURN_IF_ERROR(chain->run());
+        return Status();
+      };
       for (const auto& [first, last] : calibration) {
-        auto run = measure_slice_run(lg, device, first, last, options.warmup, options.repeat, stat);
+        auto run = measure_slice_run(lg, device, first, last, options.warmup, options.repeat, stat,
+                                     rest_of_model);
         if (run.ok()) {
           lp.slice_runs.push_back(*run);
         } else {
@@ -584,13 +586,14 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
 
 Result<double> measure_slice_ms(const LayerGraph& lg, const std::string& device_name, int first,
                                 int last, int warmup, int repeat, const std::string& statistic,
-                                bool cold) {
+                                const std::function<Status()>& before) {
   ASSIGN_OR_RETURN(std::unique_ptr<Device> device, open_device(device_name));
-  return measure_slice_ms(lg, *device, first, last, warmup, repeat, statistic, cold);
+  return measure_slice_ms(lg, *device, first, last, warmup, repeat, statistic, before);
 }
 
 Result<double> measure_slice_ms(const LayerGraph& lg, Device& device, int first, int last,
-                                int warmup, int repeat, const std::string& statistic, bool cold) {
+                                int warmup, int repeat, const std::string& statistic,
+                                const std::function<Status()>& before) {
   if (first < 0 || last > lg.num_layers() || first >= last) {
     return invalid_argument("slice [" + std::to_string(first) + ", " + std::to_string(last) +
                             ") is not a non-empty layer range");
@@ -601,7 +604,7 @@ Result<double> measure_slice_ms(const LayerGraph& lg, Device& device, int first,
   ASSIGN_OR_RETURN(std::vector<Tensor> inputs, make_inputs(lg.graph(), program->input_values()));
   std::vector<Tensor> outputs(program->output_values().size());
   return time_stat(
-      parse_stat(statistic), warmup, repeat, [&] { return program->run(inputs, outputs); }, cold);
+      parse_stat(statistic), warmup, repeat, [&] { return program->run(inputs, outputs); }, before);
 }
 
 }  // namespace tessera

@@ -56,24 +56,19 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
 
 // Times running layers [first, last) compiled as one Program on `device` (Program::run, so the
 // slice's own uploads and downloads are included): the median (or min) of `repeat` runs after
-// `warmup`; with `cold`, each timed run starts with evicted caches (evict_caches), as a stage of
-// a plan that runs after other stages. The accuracy benchmark compares this with
-// CostModel::slice_ms.
+// `warmup`. `before`, when set, runs (untimed) before each timed run: the accuracy check runs
+// the whole model there, so that the slice finds the caches as a stage of a plan finds them
+// after the other stages (a slice run in a loop of itself keeps its weights and boundary
+// tensors in the caches: on this machine 0.1-0.4 ms faster than right after the rest of the
+// model). The accuracy benchmark compares this with CostModel::slice_ms.
 Result<double> measure_slice_ms(const LayerGraph& lg, const std::string& device, int first,
                                 int last, int warmup, int repeat,
-                                const std::string& statistic = "median", bool cold = false);
+                                const std::string& statistic = "median",
+                                const std::function<Status()>& before = {});
 // The same on an open device.
 Result<double> measure_slice_ms(const LayerGraph& lg, Device& device, int first, int last,
                                 int warmup, int repeat, const std::string& statistic = "median",
-                                bool cold = false);
-
-// Touches kEvictBytes of host memory so that what runs next finds its weights, activations and
-// boundary tensors out of the caches, as a stage of a plan does after the stages before it (on
-// this machine a slice run right after another program and one run after this eviction take the
-// same time, 0.1-0.4 ms more than in a loop of the slice alone). The profiler's calibration runs
-// are timed this way, so the per-slice overhead the cost model fits is that of a cold start.
-inline constexpr size_t kEvictBytes = size_t{32} << 20;
-void evict_caches();
+                                const std::function<Status()>& before = {});
 
 // Per layer, the statistic ("median", "min" or "mean") of its times over the runs
 // (runs[r][l]: layer l in run r), scaled so that the layers add up to the same statistic of the

@@ -4,8 +4,8 @@
 # random slices and random split plans (tessera profile --check). Prints one Markdown table per
 # model, the profiling time and the load average around each step (the machine may be shared).
 #
-# Each checked run starts with cold caches, as a plan's stage after the stages before it; HOT=1
-# times each slice in a loop of itself instead (tessera profile --check --hot).
+# Each checked run follows a run of the whole model on the same device, as a plan's stage follows
+# the other stages; HOT=1 times each slice in a loop of itself instead (--check --hot).
 #
 # usage: [DEVICES=reference,cpu] [PLATFORM=board.json] [REPEAT=5] [SLICES=5] [CALIBRATION=8] [STATISTIC=median] \
 #        [HOT=1] scripts/profile_accuracy.sh TESSERA_BINARY MODEL_DIR OUT_DIR [model...]
