@@ -3,11 +3,12 @@
 // planned and simulated anywhere. The CostModel (scheduler/cost_model.h) turns it into estimates.
 //
 // Per device and DVFS level it holds
-//   layer_chain_ms[l]   the median time of layer l inside a chained run (Program::run_timed over
-//                       the longest runs of layers the device supports, usually the whole
-//                       model): with the caches as the previous layers leave them, without the
-//                       slice's copy in and out. Unset where the backend cannot time layers in
-//                       a run; then
+//   layer_chain_ms[l]   the time of layer l inside a chained run (Program::run_timed over the
+//                       longest runs of layers the device supports, usually the whole model):
+//                       with the caches as the previous layers leave them, without the slice's
+//                       copy in and out; the statistic of the repeats, scaled so that a chain's
+//                       layers add up to the statistic of its runs (layer_statistics in
+//                       profiler.h). Unset where the backend cannot time layers in a run; then
 //   layer_ms[l]         the median time of layer l compiled and run alone (Program::run, which
 //                       includes the layer's own upload/download: the "total cost" of seed 000
 //                       Sect. V-B) is used. Unset in both: the layer was not measured (the cost
