@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "backends/cpu/topology.h"
 #include "backends/reference/reference_device.h"
 #include "backends/registry.h"
 #include "energy/json_fields.h"
@@ -298,6 +299,51 @@ std::vector<DvfsLevel> levels_of(const FreqDomain& d, size_t cores) {
   return levels;
 }
 
+// The frequency domain holding `core` (the first domain when none does, as when there is one).
+const FreqDomain& domain_of(const std::vector<FreqDomain>& domains, int core) {
+  for (const FreqDomain& d : domains) {
+    if (std::count(d.cpus.begin(), d.cpus.end(), core)) return d;
+  }
+  return domains.front();
+}
+
+// The largest uniform machine whose cores are each listed as a device of their own.
+constexpr size_t kMaxPerCoreDevices = 8;
+
+// The core sets to describe besides the whole-cpu device: the clusters of the topology under
+// root (capacity, maximum frequency) further split by frequency domain, restricted to the cores
+// this process may run on (all online cores for a fixture root); when that leaves one set of 2 to
+// kMaxPerCoreDevices cores, one set per core.
+std::vector<std::vector<int>> core_set_devices(const std::string& root,
+                                               const std::vector<FreqDomain>& domains) {
+  const bool live = root.empty() || root == "/";
+  std::vector<int> any;
+  for (int c = 0; c < cpu::CoreSet::kMaxCore; ++c) any.push_back(c);
+  const cpu::CoreSet allowed = live ? cpu::process_affinity() : cpu::CoreSet(std::move(any));
+  const cpu::Topology topo =
+      cpu::read_topology(sysfs::join(root, "sys/devices/system/cpu"), allowed);
+  std::vector<std::vector<int>> sets;
+  for (const cpu::Cluster& cl : topo.clusters) {
+    // Split the cluster by frequency domain (cores in none go with the first).
+    for (const FreqDomain& dom : domains) {
+      std::vector<int> cores;
+      for (int c : cl.cores.cores()) {
+        if (allowed.contains(c) && &domain_of(domains, c) == &dom) cores.push_back(c);
+      }
+      if (!cores.empty()) sets.push_back(std::move(cores));
+    }
+  }
+  std::sort(sets.begin(), sets.end());
+  if (sets.size() == 1 && sets[0].size() >= 2 && sets[0].size() <= kMaxPerCoreDevices) {
+    const std::vector<int> cores = sets[0];
+    sets.clear();
+    for (int c : cores) sets.push_back({c});
+  } else if (sets.size() == 1) {
+    sets.clear();  // the whole-cpu device already describes it
+  }
+  return sets;
+}
+
 }  // namespace
 
 Platform Platform::detect(const std::string& root) {
@@ -335,12 +381,13 @@ Platform Platform::detect(const std::string& root) {
     p.devices.push_back(std::move(d));
   };
 
-  // Frequency domains as CPU devices when there are several (big.LITTLE clusters).
-  if (domains.size() > 1) {
-    for (const FreqDomain& dom : domains) {
-      const std::string list = cpu_list_name(dom.cpus);
-      add_cpu_like("cpu" + list, "cpu", "cpu:" + list, dom.cpus, dom);
-    }
+  // Core-set devices, as `tessera devices` names them (cpu::read_topology groups cores by
+  // capacity and maximum frequency): one per cluster where cores differ (big.LITTLE), one per
+  // frequency domain where several domains exist, and on a uniform machine of a few cores one per
+  // core (`cpu:0`, ...), so that a planner can place stages on single cores.
+  for (const std::vector<int>& cores : core_set_devices(root, domains)) {
+    const std::string list = cpu_list_name(cores);
+    add_cpu_like("cpu" + list, "cpu", "cpu:" + list, cores, domain_of(domains, cores.front()));
   }
   // Every device the registry lists.
   for (const DeviceListing& listing : list_devices()) {
@@ -353,12 +400,8 @@ Platform Platform::detect(const std::string& root) {
         auto parsed = sysfs::parse_cpu_list(name->spec);
         if (parsed.ok()) cores = *parsed;
       }
-      // The frequency domain holding the first core (all share one when there is one domain).
-      const FreqDomain* dom = &domains.front();
-      for (const FreqDomain& d : domains) {
-        if (!cores.empty() && std::count(d.cpus.begin(), d.cpus.end(), cores.front())) dom = &d;
-      }
-      add_cpu_like(listing.name, name->kind, listing.name, cores, *dom);
+      add_cpu_like(listing.name, name->kind, listing.name, cores,
+                   domain_of(domains, cores.empty() ? -1 : cores.front()));
       continue;
     }
     PlatformDevice d;

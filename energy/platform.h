@@ -78,8 +78,12 @@ struct Platform {
 
   // Builds the description of the machine it runs on: CPU frequency domains from
   // <root>/sys/devices/system/cpu (cpufreq policies, online CPUs, topology) and every device the
-  // backend registry lists. Figures that cannot be read (voltages, power) are marked unknown or
-  // placeholder in `sources`. `root` is "/" except in tests.
+  // backend registry lists. Core-set devices are named as `tessera devices` names them: one per
+  // cluster (cores of different cpu_capacity or maximum frequency, split by frequency domain),
+  // and on a uniform machine of 2-8 cores one per core (`cpu:0`, `cpu:1`, ...) beside the
+  // whole-cpu `cpu`. Figures that cannot be read (voltages, power) are marked unknown or
+  // placeholder in `sources`. `root` is "/" except in tests (where every online core counts as
+  // allowed; on "/" only those of the process affinity).
   static Platform detect(const std::string& root = "/");
 
   // The device with backend name `device` (or id), or null.

@@ -160,12 +160,16 @@ double cross_validate(const std::vector<Sample>& samples, std::vector<Regression
 // ---- per-slice overhead ----
 
 // One calibration run: measured ms, the part the model already prices exactly (layers timed in
-// a chain + eq. 1-2 transfers), the exec of layers timed alone, and the boundary bytes.
+// a chain + eq. 1-2 transfers), the exec of layers timed alone, and the boundary bytes. Where
+// the run also timed its own layers, `priced` holds those (the overhead is then measured
+// directly, free of how the layers' times alone differ from their times in the chain), and
+// `predicted` what the cost model prices for the same layers (for the reported error).
 struct OverheadSample {
   double ms = 0;
   double priced = 0;
   double alone = 0;
   double bytes = 0;
+  double predicted = 0;
 };
 
 // Weighted least squares (relative error of the slice total) of
@@ -206,7 +210,8 @@ bool fit_overhead(const std::vector<OverheadSample>& s, bool scale, bool per_byt
   f.samples = static_cast<int>(s.size());
   double err = 0;
   for (const OverheadSample& x : s) {
-    const double pred = x.priced + f.chain_scale * x.alone + f.ms(static_cast<uint64_t>(x.bytes));
+    const double pred =
+        x.predicted + f.chain_scale * x.alone + f.ms(static_cast<uint64_t>(x.bytes));
     err += std::abs(pred - x.ms) / x.ms;
   }
   f.error = err / static_cast<double>(s.size());
@@ -381,10 +386,14 @@ Result<CostModel> CostModel::build(const Profile& profile, const LayerGraph& lg)
           }
         }
         if (!complete) continue;
-        x.priced += lp.upload.ms(m.in_bytes_[m.range(r.first, r.last)],
-                                 m.in_count_[m.range(r.first, r.last)]) +
-                    lp.download.ms(m.out_bytes_[m.range(r.first, r.last)],
-                                   m.out_count_[m.range(r.first, r.last)]);
+        const double transfers = lp.upload.ms(m.in_bytes_[m.range(r.first, r.last)],
+                                              m.in_count_[m.range(r.first, r.last)]) +
+                                 lp.download.ms(m.out_bytes_[m.range(r.first, r.last)],
+                                                m.out_count_[m.range(r.first, r.last)]);
+        x.predicted = x.priced + transfers;
+        // The run timed its own layers (all of them chained here): fit the overhead on what the
+        // run spent beyond them.
+        x.priced = (r.layers_ms > 0 && x.alone == 0 ? r.layers_ms : x.priced) + transfers;
         x.bytes = static_cast<double>(m.in_bytes_[m.range(r.first, r.last)] +
                                       m.out_bytes_[m.range(r.first, r.last)]);
         samples.push_back(x);

@@ -186,11 +186,12 @@ Result<std::vector<SliceRun>> read_slice_runs(const Json& obj, const std::string
   for (size_t i = 0; i < a->size(); ++i) {
     const Json& r = (*a)[i];
     const std::string rp = json::index_path(path + ".slice_runs", i);
-    if (!r.is_array() || r.size() != 3 || !r[0].is_number_integer() || !r[1].is_number_integer() ||
-        !r[2].is_number()) {
-      return invalid_argument(rp + ": expected [first, last, ms]");
+    if (!r.is_array() || (r.size() != 3 && r.size() != 4) || !r[0].is_number_integer() ||
+        !r[1].is_number_integer() || !r[2].is_number() || (r.size() == 4 && !r[3].is_number())) {
+      return invalid_argument(rp + ": expected [first, last, ms] or [first, last, ms, layers_ms]");
     }
-    SliceRun run{r[0].get<int>(), r[1].get<int>(), r[2].get<double>()};
+    SliceRun run{r[0].get<int>(), r[1].get<int>(), r[2].get<double>(),
+                 r.size() == 4 ? r[3].get<double>() : 0.0};
     if (run.first < 0 || run.last <= run.first || static_cast<size_t>(run.last) > n) {
       return invalid_argument(rp + ": [" + std::to_string(run.first) + ", " +
                               std::to_string(run.last) + ") is not a layer range of the " +
@@ -198,6 +199,9 @@ Result<std::vector<SliceRun>> read_slice_runs(const Json& obj, const std::string
     }
     if (!std::isfinite(run.ms) || run.ms <= 0 || run.ms > 1e9) {
       return invalid_argument(rp + ": ms must be positive, got " + r[2].dump());
+    }
+    if (!std::isfinite(run.layers_ms) || run.layers_ms < 0 || run.layers_ms > run.ms) {
+      return invalid_argument(rp + ": layers_ms must be in [0, ms], got " + r[3].dump());
     }
     out.push_back(run);
   }
@@ -252,7 +256,10 @@ std::string Profile::to_json_text() const {
       jl["layer_ms"] = optional_array(l.layer_ms);
       if (!l.layer_chain_ms.empty()) jl["layer_chain_ms"] = optional_array(l.layer_chain_ms);
       Json runs = Json::array();
-      for (const SliceRun& r : l.slice_runs) runs.push_back({r.first, r.last, r.ms});
+      for (const SliceRun& r : l.slice_runs) {
+        runs.push_back(r.layers_ms > 0 ? Json{r.first, r.last, r.ms, r.layers_ms}
+                                       : Json{r.first, r.last, r.ms});
+      }
       jl["slice_runs"] = runs;
       if (!l.layer_dynamic_w.empty()) jl["layer_dynamic_w"] = optional_array(l.layer_dynamic_w);
       jl["upload"] = fit_json(l.upload);

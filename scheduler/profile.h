@@ -3,17 +3,21 @@
 // planned and simulated anywhere. The CostModel (scheduler/cost_model.h) turns it into estimates.
 //
 // Per device and DVFS level it holds
-//   layer_chain_ms[l]   the median time of layer l inside a chained run (Program::run_timed over
-//                       the longest runs of layers the device supports, usually the whole
-//                       model): with the caches as the previous layers leave them, without the
-//                       slice's copy in and out. Unset where the backend cannot time layers in
-//                       a run; then
+//   layer_chain_ms[l]   the time of layer l inside a chained run (Program::run_timed over the
+//                       longest runs of layers the device supports, usually the whole model):
+//                       with the caches as the previous layers leave them, without the slice's
+//                       copy in and out; the statistic of the repeats, scaled so that a chain's
+//                       layers add up to the statistic of its runs (layer_statistics in
+//                       profiler.h). Unset where the backend cannot time layers in a run; then
 //   layer_ms[l]         the median time of layer l compiled and run alone (Program::run, which
 //                       includes the layer's own upload/download: the "total cost" of seed 000
 //                       Sect. V-B) is used. Unset in both: the layer was not measured (the cost
 //                       model then estimates it by regression);
 //   slice_runs          calibration runs: random slices [first, last) compiled as one program
 //                       and timed whole, on which the cost model fits the per-slice overhead;
+//                       where the backend times layers inside a run, each also records the
+//                       sum of its layers' times in the same runs, so that the overhead (launch,
+//                       copy and layout conversion of the boundary tensors) is measured directly;
 //   layer_dynamic_w[l]  dynamic power of layer l (eq. 4) where a power meter exists;
 //   upload, download    the transfer microbenchmark and its least-squares fit (eq. 1-2).
 // Per device, `unsupported` names the layers it cannot run (op support, memory), each with why:
@@ -24,7 +28,8 @@
 // <platform JSON>, "conditions": {...}, "devices": [{"device", "description", "memory_bytes",
 // "unsupported": {"<layer>": "why"}, "levels": [{"mhz", "set_by_governor", "energy_source",
 // "layer_ms": [..|null], "layer_chain_ms": [..|null], "layer_dynamic_w": [..|null],
-// "slice_runs": [[first, last, ms]..], "upload": {fit}, "download": {fit}}]}]}.
+// "slice_runs": [[first, last, ms(, layers_ms)]..], "upload": {fit}, "download": {fit}}]}]}.
+// (layers_ms, the fourth element, is optional: profiles without it still load.)
 // Version 1 (layers timed alone only) is refused: its times underpredict chained runs.
 // Loading refuses other formats/versions, a model hash other than the expected one, negative or
 // non-finite times, lengths that disagree with the layer count, and devices the embedded platform
@@ -63,6 +68,10 @@ struct SliceRun {
   int first = 0;
   int last = 0;
   double ms = 0;
+  // The same statistic of the sum of the slice's layer times inside those runs (run_timed), so
+  // ms - layers_ms is what the slice costs beyond its layers; 0 when the backend cannot time
+  // layers inside a run.
+  double layers_ms = 0;
 };
 
 struct LevelProfile {

@@ -62,13 +62,16 @@ double summarize(std::vector<double> v, Stat stat) {
   return median(std::move(v));
 }
 
-// The statistic of the times of `repeat` calls of `fn` after `warmup` calls.
+// The statistic of the times of `repeat` calls of `fn` after `warmup` calls; `before`, when
+// set, runs (untimed) before each timed call.
 template <typename Fn>
-Result<double> time_stat(Stat stat, int warmup, int repeat, Fn&& fn) {
+Result<double> time_stat(Stat stat, int warmup, int repeat, Fn&& fn,
+                         const std::function<Status()>& before = {}) {
   for (int i = 0; i < warmup; ++i) RETURN_IF_ERROR(fn());
   std::vector<double> ms;
   ms.reserve(static_cast<size_t>(repeat));
   for (int i = 0; i < repeat; ++i) {
+    if (before) RETURN_IF_ERROR(before());
     const auto t0 = Clock::now();
     RETURN_IF_ERROR(fn());
     ms.push_back(ms_since(t0));
@@ -118,20 +121,16 @@ struct ChainRun {
     return c;
   }
   Status run() { return program->run(inputs, outputs); }
-  // Per layer: the statistic of its times over `repeat` timed runs after `warmup`. Only the
-  // mean adds up: on a loaded machine every run meets some delay, in a different layer each
-  // time, so the sum of per-layer medians or minimums falls below the median or minimum run.
-  Result<std::vector<double>> time_layers(Stat stat, int warmup, int repeat) {
+  // Per layer: layer_statistics of its times over `repeat` timed runs after `warmup`.
+  Result<std::vector<double>> time_layers(const std::string& statistic, int warmup, int repeat) {
     std::vector<double> ms;
     for (int i = 0; i < warmup; ++i) RETURN_IF_ERROR(program->run_timed(inputs, outputs, &ms));
-    std::vector<std::vector<double>> samples(static_cast<size_t>(last - first));
+    std::vector<std::vector<double>> runs;
     for (int r = 0; r < repeat; ++r) {
       RETURN_IF_ERROR(program->run_timed(inputs, outputs, &ms));
-      for (size_t l = 0; l < samples.size(); ++l) samples[l].push_back(ms[l]);
+      runs.push_back(ms);
     }
-    std::vector<double> out;
-    for (std::vector<double>& s : samples) out.push_back(summarize(std::move(s), stat));
-    return out;
+    return layer_statistics(runs, statistic);
   }
 };
 
@@ -315,7 +314,73 @@ Result<std::pair<TransferFit, TransferFit>> npu_boundary_fits(NpuDevice& device,
   return std::pair{fit_relative(std::move(in_points)), fit_relative(std::move(out_points))};
 }
 
+// A calibration run: slice [first, last) compiled as one program and timed whole, each run
+// after `before` (the device's chains: the rest of the model), as a plan's stage runs after the
+// other stages. Where the
+// backend times layers inside a run, the repeats are run_timed calls, and each run's overhead
+// (its time less its layers': the launch, the copy and layout conversion of the boundary
+// tensors) is measured directly; layers_ms is the statistic of the runs less the statistic of
+// the overheads.
+Result<SliceRun> measure_slice_run(const LayerGraph& lg, Device& device, int first, int last,
+                                   int warmup, int repeat, Stat stat,
+                                   const std::function<Status()>& before) {
+  std::vector<NodeId> nodes;
+  for (int i = first; i < last; ++i) nodes.push_back(lg.layer(i).node);
+  ASSIGN_OR_RETURN(std::unique_ptr<Program> program, device.compile(lg.graph(), nodes));
+  ASSIGN_OR_RETURN(std::vector<Tensor> inputs, make_inputs(lg.graph(), program->input_values()));
+  std::vector<Tensor> outputs(program->output_values().size());
+  std::vector<double> layer_ms;
+  const Status timed = program->run_timed(inputs, outputs, &layer_ms);
+  if (timed.code() == StatusCode::kUnimplemented) {
+    ASSIGN_OR_RETURN(double ms, time_stat(
+                                    stat, warmup, repeat,
+                                    [&] { return program->run(inputs, outputs); }, before));
+    return SliceRun{first, last, ms, 0.0};
+  }
+  RETURN_IF_ERROR(timed);
+  for (int i = 0; i < warmup; ++i) RETURN_IF_ERROR(program->run_timed(inputs, outputs, &layer_ms));
+  std::vector<double> walls, overheads;
+  for (int r = 0; r < repeat; ++r) {
+    if (before) RETURN_IF_ERROR(before());
+    const auto t0 = Clock::now();
+    RETURN_IF_ERROR(program->run_timed(inputs, outputs, &layer_ms));
+    const double wall = ms_since(t0);
+    double layers = 0;
+    for (double x : layer_ms) layers += x;
+    walls.push_back(wall);
+    overheads.push_back(std::max(0.0, wall - layers));
+  }
+  const double ms = summarize(std::move(walls), stat);
+  const double overhead = std::min(ms, summarize(std::move(overheads), stat));
+  return SliceRun{first, last, ms, ms - overhead};
+}
+
 }  // namespace
+
+std::vector<double> layer_statistics(const std::vector<std::vector<double>>& runs,
+                                     const std::string& statistic) {
+  if (runs.empty()) return {};
+  const Stat stat = parse_stat(statistic);
+  const size_t layers = runs.front().size();
+  std::vector<double> out(layers, 0.0), sums;
+  for (const std::vector<double>& r : runs) {
+    double sum = 0;
+    for (size_t l = 0; l < layers && l < r.size(); ++l) sum += r[l];
+    sums.push_back(sum);
+  }
+  double total_of_layers = 0;
+  for (size_t l = 0; l < layers; ++l) {
+    std::vector<double> samples;
+    for (const std::vector<double>& r : runs) samples.push_back(l < r.size() ? r[l] : 0.0);
+    out[l] = summarize(std::move(samples), stat);
+    total_of_layers += out[l];
+  }
+  const double total = summarize(std::move(sums), stat);
+  if (total_of_layers > 0) {
+    for (double& x : out) x *= total / total_of_layers;
+  }
+  return out;
+}
 
 Result<std::vector<Tensor>> make_inputs(const Graph& g, const std::vector<ValueId>& values) {
   std::vector<Tensor> out;
@@ -513,7 +578,7 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
       // every layer of a chain is given the chain's mean dynamic power.
       for (const std::unique_ptr<ChainRun>& chain : chains) {
         ASSIGN_OR_RETURN(std::vector<double> ms,
-                         chain->time_layers(stat, options.warmup, options.repeat));
+                         chain->time_layers(options.statistic, options.warmup, options.repeat));
         for (int i = chain->first; i < chain->last; ++i) {
           lp.layer_chain_ms[static_cast<size_t>(i)] = ms[static_cast<size_t>(i - chain->first)];
           tick(pd->device + " " + lg.layer(i).name);
@@ -550,15 +615,21 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
         }
         tick(pd->device + " " + lg.layer(i).name);
       }
-      // Calibration runs: slices timed whole, as the accuracy check and the executor run them.
+      // Calibration runs: slices timed whole, as the accuracy check and the executor run them,
+      // each run after the device's chains (the rest of the model, as in a plan).
+      const std::function<Status()> rest_of_model =
+          chains.empty() ? std::function<Status()>() : [&]() -> Status {
+        for (const std::unique_ptr<ChainRun>& chain : chains) RETURN_IF_ERROR(chain->run());
+        return Status();
+      };
       for (const auto& [first, last] : calibration) {
-        auto ms = measure_slice_ms(lg, device, first, last, options.warmup, options.repeat,
-                                   options.statistic);
-        if (ms.ok()) {
-          lp.slice_runs.push_back(SliceRun{first, last, *ms});
+        auto run = measure_slice_run(lg, device, first, last, options.warmup, options.repeat, stat,
+                                     rest_of_model);
+        if (run.ok()) {
+          lp.slice_runs.push_back(*run);
         } else {
           warn(pd->device + ": calibration slice [" + std::to_string(first) + ", " +
-               std::to_string(last) + ") failed: " + ms.status().to_string());
+               std::to_string(last) + ") failed: " + run.status().to_string());
         }
         tick(pd->device + " slice [" + std::to_string(first) + "," + std::to_string(last) + ")");
       }
@@ -600,13 +671,15 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
 }
 
 Result<double> measure_slice_ms(const LayerGraph& lg, const std::string& device_name, int first,
-                                int last, int warmup, int repeat, const std::string& statistic) {
+                                int last, int warmup, int repeat, const std::string& statistic,
+                                const std::function<Status()>& before) {
   ASSIGN_OR_RETURN(std::unique_ptr<Device> device, open_device(device_name));
-  return measure_slice_ms(lg, *device, first, last, warmup, repeat, statistic);
+  return measure_slice_ms(lg, *device, first, last, warmup, repeat, statistic, before);
 }
 
 Result<double> measure_slice_ms(const LayerGraph& lg, Device& device, int first, int last,
-                                int warmup, int repeat, const std::string& statistic) {
+                                int warmup, int repeat, const std::string& statistic,
+                                const std::function<Status()>& before) {
   if (first < 0 || last > lg.num_layers() || first >= last) {
     return invalid_argument("slice [" + std::to_string(first) + ", " + std::to_string(last) +
                             ") is not a non-empty layer range");
@@ -616,8 +689,8 @@ Result<double> measure_slice_ms(const LayerGraph& lg, Device& device, int first,
   ASSIGN_OR_RETURN(std::unique_ptr<Program> program, device.compile(lg.graph(), nodes));
   ASSIGN_OR_RETURN(std::vector<Tensor> inputs, make_inputs(lg.graph(), program->input_values()));
   std::vector<Tensor> outputs(program->output_values().size());
-  return time_stat(parse_stat(statistic), warmup, repeat,
-                   [&] { return program->run(inputs, outputs); });
+  return time_stat(
+      parse_stat(statistic), warmup, repeat, [&] { return program->run(inputs, outputs); }, before);
 }
 
 }  // namespace tessera

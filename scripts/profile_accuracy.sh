@@ -4,8 +4,11 @@
 # random slices and random split plans (tessera profile --check). Prints one Markdown table per
 # model, the profiling time and the load average around each step (the machine may be shared).
 #
+# Each checked run follows a run of the whole model on the same device, as a plan's stage follows
+# the other stages; HOT=1 times each slice in a loop of itself instead (--check --hot).
+#
 # usage: [DEVICES=reference,cpu] [PLATFORM=board.json] [REPEAT=5] [SLICES=5] [CALIBRATION=8] [STATISTIC=median] \
-#        scripts/profile_accuracy.sh TESSERA_BINARY MODEL_DIR OUT_DIR [model...]
+#        [HOT=1] scripts/profile_accuracy.sh TESSERA_BINARY MODEL_DIR OUT_DIR [model...]
 set -euo pipefail
 tessera=$1
 models_dir=$2
@@ -19,6 +22,8 @@ fi
 devices=()
 [ -n "${DEVICES:-}" ] && devices=(--devices "$DEVICES")
 [ -n "${PLATFORM:-}" ] && devices+=(--platform "$PLATFORM")
+check=()
+[ -n "${HOT:-}" ] && check=(--hot)
 load() { cut -d' ' -f1 /proc/loadavg; }
 mkdir -p "$out"
 for m in "${models[@]}"; do
@@ -32,7 +37,7 @@ for m in "${models[@]}"; do
   echo "### $m (profiled in $(echo "$end - $start" | bc) s, load average $load0 -> $(load))"
   echo
   "$tessera" profile "$out/$m.tsr" --check "$out/$m.profile.json" --slices "${SLICES:-5}" \
-    --repeat "${REPEAT:-5}" --markdown
+    --repeat "${REPEAT:-5}" --markdown "${check[@]}"
   echo "(load average after the check: $(load))"
   echo
 done

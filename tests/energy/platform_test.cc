@@ -161,6 +161,8 @@ TEST(PlatformTest, DetectReadsCpufreqPolicies) {
   EXPECT_EQ(big->dvfs.size(), 2u);
   EXPECT_EQ(big->min_level().mhz, 682);
   EXPECT_EQ(big->cores, (std::vector<int>{4, 5, 6, 7}));
+  // Two clusters: no per-core devices.
+  EXPECT_EQ(p.find("cpu:0"), nullptr) << p.to_json_text();
   // The registry's reference device is always there.
   ASSERT_NE(p.find("reference"), nullptr);
   // What detect() writes loads back.
@@ -180,6 +182,56 @@ TEST(PlatformTest, DetectWithoutCpufreqGivesOneUnknownLevel) {
   EXPECT_GT(ref->memory_bytes, 0u);
   auto again = Platform::from_json_text(p.to_json_text(), "detected");
   ASSERT_TRUE(again.ok()) << again.status().to_string();
+}
+
+TEST(PlatformTest, DetectListsEachCoreOfASmallUniformMachine) {
+  testing::FixtureTree t;
+  t.write("sys/devices/system/cpu/online", "0-1");
+  t.write("sys/devices/system/cpu/cpu0/cpu_capacity", "1024");
+  t.write("sys/devices/system/cpu/cpu1/cpu_capacity", "1024");
+  const Platform p = Platform::detect(t.root());
+  for (int c : {0, 1}) {
+    const PlatformDevice* core = p.find("cpu:" + std::to_string(c));
+    ASSERT_NE(core, nullptr) << p.to_json_text();
+    EXPECT_EQ(core->kind, "cpu");
+    EXPECT_EQ(core->id, "cpu" + std::to_string(c));
+    EXPECT_EQ(core->cores, std::vector<int>{c});
+    ASSERT_EQ(core->dvfs.size(), 1u);
+    EXPECT_EQ(core->dvfs[0].mhz, 0);
+  }
+  // The whole cpu is one cluster: no `cpu:0-1` beside `cpu` (which the registry lists).
+  EXPECT_EQ(p.find("cpu:0-1"), nullptr);
+  auto again = Platform::from_json_text(p.to_json_text(), "detected");
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  EXPECT_EQ(again->devices.size(), p.devices.size());
+}
+
+TEST(PlatformTest, DetectGroupsClustersByCapacity) {
+  // A phone-like 4+2 system without cpufreq: capacities 446 (little) and 1024 (big).
+  testing::FixtureTree t;
+  t.write("sys/devices/system/cpu/online", "0-5");
+  for (int c = 0; c < 6; ++c) {
+    t.write("sys/devices/system/cpu/cpu" + std::to_string(c) + "/cpu_capacity",
+            c < 4 ? "446" : "1024");
+  }
+  const Platform p = Platform::detect(t.root());
+  const PlatformDevice* little = p.find("cpu:0-3");
+  const PlatformDevice* big = p.find("cpu:4-5");
+  ASSERT_NE(little, nullptr) << p.to_json_text();
+  ASSERT_NE(big, nullptr) << p.to_json_text();
+  EXPECT_EQ(big->cores, (std::vector<int>{4, 5}));
+  EXPECT_EQ(little->dynamic_w, 4 * 3.0);
+  EXPECT_EQ(p.find("cpu:4"), nullptr);
+}
+
+TEST(PlatformTest, DetectListsNoPerCoreDevicesOnALargeUniformMachine) {
+  testing::FixtureTree t;
+  t.write("sys/devices/system/cpu/online", "0-15");
+  const Platform p = Platform::detect(t.root());
+  EXPECT_EQ(p.find("cpu:0"), nullptr) << p.to_json_text();
+  EXPECT_EQ(p.find("cpu:0-15"), nullptr);
+  ASSERT_NE(p.find("reference"), nullptr);
+  EXPECT_EQ(p.find("reference")->cores.size(), 16u);
 }
 
 }  // namespace

@@ -39,6 +39,25 @@ ProfileOptions quick_options() {
   return o;
 }
 
+TEST(ProfilerTest, LayerStatisticsAddUpToTheRunStatistic) {
+  // Each run is delayed in a different layer: per-layer minimums sum to 3, no run took less
+  // than 4.
+  const std::vector<std::vector<double>> runs = {{1, 2, 1}, {2, 1, 1}, {1, 1, 2}};
+  const std::vector<double> min = layer_statistics(runs, "min");
+  ASSERT_EQ(min.size(), 3u);
+  for (double x : min) EXPECT_NEAR(x, 4.0 / 3, 1e-12);
+  // Shares follow the per-layer statistic; the total is the statistic of the sums.
+  const std::vector<std::vector<double>> skewed = {{1, 3}, {2, 4}, {3, 5}, {10, 6}};
+  const std::vector<double> med = layer_statistics(skewed, "median");
+  ASSERT_EQ(med.size(), 2u);
+  EXPECT_NEAR(med[0] + med[1], 0.5 * (6 + 8), 1e-12);  // median of the sums 4, 6, 8, 16
+  EXPECT_NEAR(med[0] / med[1], 2.5 / 4.5, 1e-12);      // per-layer medians 2.5 and 4.5
+  const std::vector<double> mean = layer_statistics(skewed, "mean");
+  EXPECT_NEAR(mean[0], 4.0, 1e-12);
+  EXPECT_NEAR(mean[1], 4.5, 1e-12);
+  EXPECT_TRUE(layer_statistics({}, "min").empty());
+}
+
 TEST(ProfilerTest, ProfilesEveryLayerOnTheReferenceDevice) {
   auto m = testing::make_model(testing::skip_graph());
   std::vector<std::string> warnings;
@@ -78,6 +97,9 @@ TEST(ProfilerTest, ProfilesEveryLayerOnTheReferenceDevice) {
     EXPECT_GT(r.last, r.first);
     EXPECT_LE(r.last, 4);
     EXPECT_GT(r.ms, 0);
+    // The reference backend times layers inside a run: the run's own layer sum is recorded.
+    EXPECT_GT(r.layers_ms, 0);
+    EXPECT_LE(r.layers_ms, r.ms);
   }
   EXPECT_TRUE(l.layer_dynamic_w.empty());  // no sensor: power is not measured
   EXPECT_EQ(l.upload.points.size(), 3u);
@@ -235,6 +257,18 @@ TEST_F(ProfileJsonTest, RefusesWhatCannotBeTrusted) {
     ASSERT_FALSE(zero.ok());
     EXPECT_NE(zero.status().message().find("slice_runs[0]: ms must be positive"), std::string::npos)
         << zero.status().to_string();
+    j["devices"][0]["levels"][0]["slice_runs"] = {{0, 2, 1.0, 1.5}};
+    auto over = Profile::from_json_text(j.dump(), "p.json");
+    ASSERT_FALSE(over.ok());
+    EXPECT_NE(over.status().message().find("slice_runs[0]: layers_ms must be in [0, ms]"),
+              std::string::npos)
+        << over.status().to_string();
+    j["devices"][0]["levels"][0]["slice_runs"] = {{0, 2, 1.0, 0.75}};
+    auto four = Profile::from_json_text(j.dump(), "p.json");
+    ASSERT_TRUE(four.ok()) << four.status().to_string();
+    EXPECT_EQ(four->devices[0].levels[0].slice_runs[0].layers_ms, 0.75);
+    j["devices"][0]["levels"][0]["slice_runs"] = {{0, 2, 1.0, "x"}};
+    EXPECT_FALSE(Profile::from_json_text(j.dump(), "p.json").ok());
     j["devices"][0]["levels"][0]["slice_runs"] = {"x"};
     EXPECT_FALSE(Profile::from_json_text(j.dump(), "p.json").ok());
   }

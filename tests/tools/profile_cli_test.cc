@@ -46,6 +46,10 @@ TEST(ProfileCli, ProfilesChecksAndRefuses) {
   EXPECT_NE(r.output.find("whole model"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("mean absolute error"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("reference: mean absolute error"), std::string::npos) << r.output;
+  // --hot times each slice in a loop of itself instead of with cold caches.
+  r = run_cli("profile " + model + " --check " + out + " --slices 1 --repeat 1 --hot");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("whole model"), std::string::npos) << r.output;
 
   // The profile is of another model: refused by hash, naming the field.
   r = run_cli("profile " + other + " --check " + out);
