@@ -321,8 +321,8 @@ Status CpuProgram::run_steps(std::span<const Tensor> inputs, std::span<Tensor> o
     if (b.layout == Layout::kNHWC) {
       nchw_to_nhwc(t.data<float>(), static_cast<float*>(address(input_bufs_[i])), t.dim(0),
                    t.dim(1), t.dim(2) * t.dim(3), &pool);
-    } else if (t.byte_size() > 0) {
-      std::memcpy(address(input_bufs_[i]), t.raw(), t.byte_size());
+    } else {
+      copy_bytes(address(input_bufs_[i]), t.raw(), t.byte_size(), &pool);
     }
   }
   // Layer i's time runs from the end of the previous layer's step (so conversions between
@@ -348,8 +348,8 @@ Status CpuProgram::run_steps(std::span<const Tensor> inputs, std::span<Tensor> o
     if (b.layout == Layout::kNHWC) {
       nhwc_to_nchw(static_cast<const float*>(address(output_bufs_[i])), t.data<float>(), t.dim(0),
                    t.dim(1), t.dim(2) * t.dim(3), &pool);
-    } else if (t.byte_size() > 0) {
-      std::memcpy(t.raw(), address(output_bufs_[i]), t.byte_size());
+    } else {
+      copy_bytes(t.raw(), address(output_bufs_[i]), t.byte_size(), &pool);
     }
   }
   return Status();

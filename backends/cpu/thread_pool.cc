@@ -100,6 +100,7 @@ void ThreadPool::leader_main() {
     const std::function<Status()>* job = job_;
     lock.unlock();
     Status result = (*job)();
+    park_workers();
     lock.lock();
     job_status_ = std::move(result);
     job_ = nullptr;
@@ -190,6 +191,13 @@ void ThreadPool::parallel_items(size_t n, const std::function<void(int, size_t)>
       for (size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) fn(static_cast<int>(w), i);
     }
   });
+}
+
+void ThreadPool::park_workers() {
+  if (pool_ == nullptr) return;
+  pthreadpool_parallelize_1d(
+      pool_, [](void*, size_t) {}, nullptr, static_cast<size_t>(num_threads()),
+      PTHREADPOOL_FLAG_YIELD_WORKERS);
 }
 
 bool ThreadPool::run_one_per_thread(const std::function<void(int)>& fn) {

@@ -59,6 +59,11 @@ class ThreadPool {
   // among concurrent calls, so it can index per-thread scratch memory.
   void parallel_items(size_t n, const std::function<void(int, size_t)>& fn);
 
+  // Inside run(): puts the workers to sleep now. pthreadpool workers spin-wait (about a million
+  // pause instructions, tens of milliseconds) after every parallel call so that the next one
+  // finds them awake; run() parks them when its job ends so an idle pool burns no CPU.
+  void park_workers();
+
   // Reads back, inside a one-item-per-thread task, each thread's kernel thread id and CPU
   // affinity (sched_getaffinity), thread 0 being the leader. For tests and `tessera devices`.
   struct ThreadInfo {

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -15,6 +16,7 @@
 #include "backends/cpu/cpu_device.h"
 #include "backends/cpu/cpu_program.h"
 #include "backends/cpu/kernel_table.h"
+#include "backends/cpu/layout.h"
 #include "backends/cpu/openblas.h"
 #include "backends/cpu/thread_pool.h"
 #include "backends/cpu/topology.h"
@@ -107,6 +109,106 @@ TEST(ThreadPoolTest, ParallelForCoversRangeOnce) {
   for (auto& h : hits) EXPECT_EQ(h.load(), 1);
   // A job's error comes back to the caller.
   EXPECT_EQ((*pool)->run([] { return invalid_argument("boom"); }).message(), "boom");
+}
+
+// CPU time of the whole process, in ms.
+double process_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+}
+
+TEST(ThreadPoolTest, IdlePoolBurnsNoCpuAfterARun) {
+  if (process_affinity().size() < 2) GTEST_SKIP() << "needs two cores";
+  auto pool = ThreadPool::create(process_affinity());
+  ASSERT_TRUE(pool.ok());
+  std::atomic<size_t> items{0};
+  // Consecutive parallel calls inside one run, as consecutive kernels make them.
+  ASSERT_TRUE((*pool)
+                  ->run([&]() {
+                    for (int i = 0; i < 20; ++i) {
+                      (*pool)->parallel_for(64, 1, [&](size_t b, size_t e) { items += e - b; });
+                    }
+                    return Status();
+                  })
+                  .ok());
+  EXPECT_EQ(items.load(), 20u * 64u);
+  // pthreadpool workers spin for tens of ms after a parallel call unless parked: the process
+  // would use about as much CPU as the wall time slept.
+  const double before = process_cpu_ms();
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  EXPECT_LT(process_cpu_ms() - before, 8.0);
+}
+
+TEST(ThreadPoolTest, RunsFromTwoUserThreadsLoseNoWork) {
+  auto pool = ThreadPool::create(process_affinity());
+  ASSERT_TRUE(pool.ok());
+  constexpr int kRuns = 200;
+  std::vector<std::atomic<int>> hits(517);
+  std::atomic<int> items_done{0};
+  auto user = [&](Status* st) {
+    for (int r = 0; r < kRuns && st->ok(); ++r) {
+      *st = (*pool)->run([&]() {
+        (*pool)->parallel_for(hits.size(), 3, [&](size_t b, size_t e) {
+          for (size_t i = b; i < e; ++i) hits[i]++;
+        });
+        (*pool)->parallel_items(13, [&](int worker, size_t) {
+          if (worker >= 0 && worker < (*pool)->num_threads()) items_done++;
+        });
+        return Status();
+      });
+    }
+  };
+  Status sa, sb;
+  std::thread ta(user, &sa), tb(user, &sb);
+  ta.join();
+  tb.join();
+  ASSERT_TRUE(sa.ok() && sb.ok());
+  for (auto& h : hits) EXPECT_EQ(h.load(), 2 * kRuns);
+  EXPECT_EQ(items_done.load(), 2 * kRuns * 13);
+}
+
+TEST(LayoutTest, ConversionsAndCopiesMatchALoopOnOneAndAllThreads) {
+  for (const CoreSet& cores : {CoreSet({process_affinity().cores()[0]}), process_affinity()}) {
+    SCOPED_TRACE(cores.to_string());
+    auto pool = ThreadPool::create(cores);
+    ASSERT_TRUE(pool.ok());
+    // (n, c, hw): a 3-channel image (one row tile, many column blocks), odd tails, tiny.
+    const int64_t cases[][3] = {{2, 3, 127 * 131}, {1, 67, 61 * 59}, {1, 5, 7}, {3, 33, 1}};
+    for (const auto& [n, c, hw] : cases) {
+      SCOPED_TRACE(std::to_string(n) + "x" + std::to_string(c) + "x" + std::to_string(hw));
+      const size_t count = static_cast<size_t>(n * c * hw);
+      std::vector<float> x(count), y(count), z(count);
+      for (size_t i = 0; i < count; ++i) x[i] = static_cast<float>(i);
+      ASSERT_TRUE((*pool)
+                      ->run([&]() {
+                        nchw_to_nhwc(x.data(), y.data(), n, c, hw, pool->get());
+                        nhwc_to_nchw(y.data(), z.data(), n, c, hw, pool->get());
+                        return Status();
+                      })
+                      .ok());
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t ch = 0; ch < c; ++ch) {
+          for (int64_t p = 0; p < hw; ++p) {
+            ASSERT_EQ(y[static_cast<size_t>((i * hw + p) * c + ch)],
+                      x[static_cast<size_t>((i * c + ch) * hw + p)]);
+          }
+        }
+      }
+      EXPECT_EQ(z, x);
+    }
+    for (size_t bytes : {size_t{0}, size_t{1001}, size_t{300007}}) {
+      std::vector<uint8_t> src(bytes), dst(bytes, 0);
+      for (size_t i = 0; i < bytes; ++i) src[i] = static_cast<uint8_t>(i * 7 + 1);
+      ASSERT_TRUE((*pool)
+                      ->run([&]() {
+                        copy_bytes(dst.data(), src.data(), bytes, pool->get());
+                        return Status();
+                      })
+                      .ok());
+      EXPECT_EQ(dst, src) << bytes << " bytes";
+    }
+  }
 }
 
 TEST(ThreadPoolTest, DisjointDevicesRunConcurrentlyOnTheirOwnThreads) {

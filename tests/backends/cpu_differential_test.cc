@@ -194,6 +194,31 @@ TEST_P(CpuDiffTest, TensorOps) {
           {act({2, 13, 3, 5}, 11), {Tensor::from_int64s(Shape{2}, Ints{26, 15}), true}});
 }
 
+// Sizes above the kernels' serial thresholds, so that the copies are split over the threads:
+// many short rows (an NHWC channel concat), few long rows cut into ranges (NCHW, batch 1), odd
+// lengths everywhere.
+TEST_P(CpuDiffTest, LargeDataMovementSplitsOverThreads) {
+  for (bool nhwc : {false, true}) {
+    SCOPED_TRACE(nhwc ? "fed NHWC" : "fed NCHW");
+    DiffResult r =
+        diff_op(dev(), OpKind::kConcat, attrs_of({{"axis", int64_t{1}}}),
+                {act({1, 13, 67, 61}, 1), act({1, 127, 67, 61}, 2)}, 1, 0.f, 0.f, false, nhwc);
+    EXPECT_NE(r.kernel.find("tessera concat"), std::string::npos) << r.kernel;
+    r = diff_op(dev(), OpKind::kSplit, attrs_of({{"axis", int64_t{1}}}), {act({2, 26, 61, 67}, 3)},
+                2, 0.f, 0.f, false, nhwc);
+    EXPECT_NE(r.kernel.find("tessera split"), std::string::npos) << r.kernel;
+    r = diff_op(dev(), OpKind::kGlobalMaxPool, attrs_of({}), {act({1, 131, 13, 11}, 4)}, 1, 0.f,
+                0.f, false, nhwc);
+    EXPECT_NE(r.kernel.find("global maxpool"), std::string::npos) << r.kernel;
+    diff_op(dev(), OpKind::kGlobalMaxPool, attrs_of({}), {act({2, 67, 17, 19}, 5)}, 1, 0.f, 0.f,
+            false, nhwc);
+  }
+  diff_op(dev(), OpKind::kConcat, attrs_of({{"axis", int64_t{-1}}}),
+          {act({2, 3, 20011}, 6), act({2, 3, 7}, 7), act({2, 3, 9001}, 8)}, 1, 0.f, 0.f);
+  diff_op(dev(), OpKind::kSplit, attrs_of({{"axis", int64_t{-1}}}), {act({3, 40010}, 9)}, 2, 0.f,
+          0.f);
+}
+
 DiffInput ints(std::initializer_list<int64_t> v) {
   const Ints values(v);
   return {Tensor::from_int64s(Shape{static_cast<int64_t>(values.size())}, values), true};
