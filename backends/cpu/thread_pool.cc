@@ -93,14 +93,25 @@ void ThreadPool::leader_main() {
     started_ = true;
   }
   cv_.notify_all();
+  // Between jobs: a job arriving within kParkAfter finds the workers still spinning (runs back
+  // to back pay no wake-up); after that the workers are parked, so an idle pool burns no CPU.
+  constexpr auto kParkAfter = std::chrono::milliseconds(1);
+  bool workers_spinning = pool_ != nullptr;  // after the pinning task
   while (st.ok()) {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return stop_ || job_ != nullptr; });
+    auto ready = [&] { return stop_ || job_ != nullptr; };
+    if (workers_spinning && !cv_.wait_for(lock, kParkAfter, ready)) {
+      lock.unlock();
+      park_workers();
+      workers_spinning = false;
+      continue;
+    }
+    cv_.wait(lock, ready);
     if (stop_) break;
     const std::function<Status()>* job = job_;
     lock.unlock();
     Status result = (*job)();
-    park_workers();
+    workers_spinning = pool_ != nullptr;
     lock.lock();
     job_status_ = std::move(result);
     job_ = nullptr;

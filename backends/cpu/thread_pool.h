@@ -59,9 +59,10 @@ class ThreadPool {
   // among concurrent calls, so it can index per-thread scratch memory.
   void parallel_items(size_t n, const std::function<void(int, size_t)>& fn);
 
-  // Inside run(): puts the workers to sleep now. pthreadpool workers spin-wait (about a million
-  // pause instructions, tens of milliseconds) after every parallel call so that the next one
-  // finds them awake; run() parks them when its job ends so an idle pool burns no CPU.
+  // Inside run(): puts the workers to sleep now. pthreadpool workers spin-wait (a million pause
+  // instructions, tens of milliseconds) after every parallel call, so that consecutive kernels
+  // of a run find them awake; the leader parks them once the pool has had no job for a
+  // millisecond, so an idle pool burns no CPU while runs back to back still find them awake.
   void park_workers();
 
   // Reads back, inside a one-item-per-thread task, each thread's kernel thread id and CPU
