@@ -276,7 +276,16 @@ Status CpuProgram::allocate_and_bind() {
 
 Status CpuProgram::run(std::span<const Tensor> inputs, std::span<Tensor> outputs) {
   RETURN_IF_ERROR(check_and_allocate(inputs, outputs));
-  return pool_->run([&]() { return run_steps(inputs, outputs, nullptr); });
+  return pool_->run([&]() {
+    const bool workers = choice_.next(pool_->num_threads());
+    pool_->set_use_workers(workers);
+    const auto t0 = std::chrono::steady_clock::now();
+    Status st = run_steps(inputs, outputs, nullptr);
+    choice_.record(
+        workers,
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    return st;
+  });
 }
 
 Status CpuProgram::run_timed(std::span<const Tensor> inputs, std::span<Tensor> outputs,

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -171,6 +173,100 @@ TEST(ThreadPoolTest, RunsFromTwoUserThreadsLoseNoWork) {
   ASSERT_TRUE(sa.ok() && sb.ok());
   for (auto& h : hits) EXPECT_EQ(h.load(), 2 * kRuns);
   EXPECT_EQ(items_done.load(), 2 * kRuns * 13);
+}
+
+TEST(ThreadPoolTest, AJobCanKeepToTheLeader) {
+  if (process_affinity().size() < 2) GTEST_SKIP() << "needs two cores";
+  auto pool = ThreadPool::create(process_affinity());
+  ASSERT_TRUE(pool.ok());
+  std::set<std::thread::id> seen;
+  std::mutex mu;
+  std::thread::id leader;
+  std::vector<int> hits(301, 0);
+  ASSERT_TRUE((*pool)
+                  ->run([&]() {
+                    leader = std::this_thread::get_id();
+                    EXPECT_NE((*pool)->pthreadpool(), nullptr);
+                    (*pool)->set_use_workers(false);
+                    EXPECT_EQ((*pool)->pthreadpool(), nullptr);
+                    (*pool)->parallel_for(hits.size(), 1, [&](size_t b, size_t e) {
+                      std::lock_guard<std::mutex> lock(mu);
+                      seen.insert(std::this_thread::get_id());
+                      for (size_t i = b; i < e; ++i) hits[i]++;
+                    });
+                    (*pool)->parallel_items(7, [&](int worker, size_t) {
+                      std::lock_guard<std::mutex> lock(mu);
+                      EXPECT_EQ(worker, 0);
+                      seen.insert(std::this_thread::get_id());
+                    });
+                    return Status();
+                  })
+                  .ok());
+  EXPECT_EQ(seen, std::set<std::thread::id>({leader}));
+  for (int h : hits) EXPECT_EQ(h, 1);
+  // The next job has the workers again.
+  ASSERT_TRUE((*pool)
+                  ->run([&]() {
+                    EXPECT_NE((*pool)->pthreadpool(), nullptr);
+                    return Status();
+                  })
+                  .ok());
+}
+
+// Feeds ThreadChoice run times from `ms(workers, run)` and returns the modes it chose.
+std::vector<bool> choices(int runs, const std::function<double(bool, int)>& ms) {
+  ThreadChoice c;
+  std::vector<bool> modes;
+  for (int r = 0; r < runs; ++r) {
+    const bool w = c.next(2);
+    modes.push_back(w);
+    c.record(w, ms(w, r));
+  }
+  return modes;
+}
+
+TEST(ThreadChoiceTest, QuietMachineKeepsAllThreads) {
+  // Steady all-thread runs (a slow first run, small jitter): never tries the leader alone.
+  const std::vector<bool> m =
+      choices(200, [](bool, int r) { return r == 0 ? 30.0 : 10.0 + (r % 3) * 0.5; });
+  for (size_t r = 0; r < m.size(); ++r) EXPECT_TRUE(m[r]) << r;
+  ThreadChoice one;
+  EXPECT_TRUE(one.next(1));
+}
+
+TEST(ThreadChoiceTest, LoadedWorkersGiveWayToTheLeaderAndComeBack) {
+  // All threads: 10 ms, then 50 ms from run 20 to 120 (a competing process), then 10 again;
+  // the leader alone: 20 ms throughout.
+  const std::vector<bool> m = choices(250, [](bool w, int r) {
+    if (!w) return 20.0;
+    return r >= 20 && r < 120 ? 50.0 : 10.0;
+  });
+  int leader_runs = 0, loaded_workers = 0;
+  for (int r = 0; r < 250; ++r) {
+    if (r < 20) {
+      EXPECT_TRUE(m[static_cast<size_t>(r)]) << r;
+    }
+    if (r >= 30 && r < 120) {
+      leader_runs += m[static_cast<size_t>(r)] ? 0 : 1;
+      loaded_workers += m[static_cast<size_t>(r)] ? 1 : 0;
+    }
+    if (r >= 160) {
+      EXPECT_TRUE(m[static_cast<size_t>(r)]) << r;  // back after a retry
+    }
+  }
+  EXPECT_GE(leader_runs, 80);
+  EXPECT_GE(loaded_workers, 2);  // the retries every kExplore runs
+}
+
+TEST(ThreadChoiceTest, JitterAloneDoesNotSwitchWhenTheLeaderIsSlower) {
+  // All-thread runs alternate 10 and 25 ms (average above 1.5x the best); the leader alone
+  // takes 40 ms: it is tried, found slower, and retried only every kExplore runs.
+  const std::vector<bool> m =
+      choices(200, [](bool w, int r) { return w ? (r % 2 ? 25.0 : 10.0) : 40.0; });
+  int leader_runs = 0;
+  for (bool w : m) leader_runs += w ? 0 : 1;
+  EXPECT_GE(leader_runs, 1);
+  EXPECT_LE(leader_runs, 200 / ThreadChoice::kExplore + 2);
 }
 
 TEST(LayoutTest, ConversionsAndCopiesMatchALoopOnOneAndAllThreads) {
