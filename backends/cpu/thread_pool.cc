@@ -214,6 +214,8 @@ void ThreadPool::park_workers() {
 
 bool ThreadChoice::next(int threads) {
   if (threads < 2) return true;
+  // The run after the first measured one compares the leader alone, once.
+  if (avg_all_ >= 0 && avg_leader_ < 0) return false;
   retry_ = ++since_retry_ >= kExplore && (leader_ || avg_all_ > 1.5 * best_all_);
   if (retry_) since_retry_ = 0;
   return leader_ == retry_;

@@ -109,10 +109,12 @@ class ThreadPool {
 // their wall times. On a machine where other processes compete for the pool's cores, a pinned
 // worker that is not on its core stalls every fork/join until the scheduler gives it one (a
 // time slice, milliseconds: `BM_PoolDispatch`), which can make a 2-thread run several times
-// slower than the leader alone. Runs use all threads while they stay within 1.5x of the fastest
-// all-thread run seen; when the moving average drifts above that, the leader alone is tried
-// and kept while its average is lower, retrying all threads every kExplore runs. On a quiet
-// machine runs stay near their best, so nothing changes there. Used on the leader thread only
+// slower than the leader alone. After a warm-up run, one run on all threads and one on the
+// leader alone are compared (a process that runs a model a few times must decide early); then
+// runs use the faster mode: all threads while they stay within 1.5x of the fastest all-thread
+// run seen (when the moving average drifts above that, the leader alone is tried again), the
+// leader alone while its average is lower (retrying all threads every kExplore runs). On a
+// quiet machine that costs one leader-only run per program. Used on the leader thread only
 // (jobs are serialised there), so it needs no lock.
 class ThreadChoice {
  public:
