@@ -17,6 +17,15 @@
 //                                     once, A read in place, relu epilogue; kc 0 = cache-derived.
 //   BM_FmaPeak/<threads>              this machine's FP32 FMA peak: independent FMA chains, one
 //                                     per thread; counter: GFLOP/s.
+//   BM_PoolDispatch/<what>/<threads>[/<idle us>]
+//                                     the fixed cost of the device thread pool: `handoff` is an
+//                                     empty ThreadPool::run (the user thread hands a job to the
+//                                     pinned leader and waits); `parallel_for` is one empty
+//                                     parallel_for with one item per thread inside a run, back
+//                                     to back as consecutive kernels are (counter us/call);
+//                                     `after_idle_us` is one run of one empty parallel_for
+//                                     after the pool sat idle that long (the wake-up of
+//                                     sleeping threads; manual time covers the run only).
 //   BM_CpuKernel/<threads>t/<op case>/<native|reference>
 //                                     one cpu-device kernel on its own (no program copy-in/out):
 //                                     Tessera's kernel for ops XNNPACK lacks, in the layout it
@@ -26,6 +35,8 @@
 // Run: ./build/benchmarks/tessera_bench --benchmark_filter=Layer
 #include <benchmark/benchmark.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -376,6 +387,73 @@ BENCHMARK(BM_Gemm)
     ->ArgsProduct({{784}, {128}, {1152}, {0, 192, 384}, {1}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
+
+// ---- Thread-pool dispatch ----------------------------------------------------------------------
+
+Result<std::unique_ptr<cpu::ThreadPool>> pool_of(int threads) {
+  std::vector<int> ids;
+  for (int i = 0; i < threads; ++i) ids.push_back(i);
+  return cpu::ThreadPool::create(cpu::CoreSet(ids));
+}
+
+void BM_PoolHandoff(benchmark::State& state) {
+  auto pool = pool_of(static_cast<int>(state.range(0)));
+  if (!pool.ok()) return state.SkipWithError(pool.status().to_string().c_str());
+  for (auto _ : state) {
+    Status st = (*pool)->run([] { return Status(); });
+    if (!st.ok()) return state.SkipWithError(st.to_string().c_str());
+  }
+}
+BENCHMARK(BM_PoolHandoff)->Name("BM_PoolDispatch/handoff")->Arg(1)->Arg(2)->UseRealTime();
+
+// Per iteration one run of kCalls empty parallel_for calls; reported per call.
+void BM_PoolParallelFor(benchmark::State& state) {
+  constexpr int kCalls = 100;
+  const int threads = static_cast<int>(state.range(0));
+  auto pool = pool_of(threads);
+  if (!pool.ok()) return state.SkipWithError(pool.status().to_string().c_str());
+  std::atomic<size_t> items{0};
+  for (auto _ : state) {
+    Status st = (*pool)->run([&] {
+      for (int i = 0; i < kCalls; ++i) {
+        (*pool)->parallel_for(static_cast<size_t>(threads), 1, [&](size_t b, size_t e) {
+          items.fetch_add(e - b, std::memory_order_relaxed);
+        });
+      }
+      return Status();
+    });
+    if (!st.ok()) return state.SkipWithError(st.to_string().c_str());
+  }
+  state.counters["us/call"] = benchmark::Counter(
+      static_cast<double>(kCalls) * 1e-6,
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_PoolParallelFor)->Name("BM_PoolDispatch/parallel_for")->Arg(1)->Arg(2)->UseRealTime();
+
+// One run of one empty parallel_for after `idle_us` of idle pool; times the run only.
+void BM_PoolAfterIdle(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  const auto idle = std::chrono::microseconds(state.range(1));
+  auto pool = pool_of(threads);
+  if (!pool.ok()) return state.SkipWithError(pool.status().to_string().c_str());
+  for (auto _ : state) {
+    std::this_thread::sleep_for(idle);
+    const auto t0 = std::chrono::steady_clock::now();
+    Status st = (*pool)->run([&] {
+      (*pool)->parallel_for(static_cast<size_t>(threads), 1, [](size_t, size_t) {});
+      return Status();
+    });
+    const auto t1 = std::chrono::steady_clock::now();
+    if (!st.ok()) return state.SkipWithError(st.to_string().c_str());
+    state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
+  }
+}
+BENCHMARK(BM_PoolAfterIdle)
+    ->Name("BM_PoolDispatch/after_idle_us")
+    ->ArgsProduct({{1, 2}, {100, 5000}})
+    ->Iterations(200)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 
 // 16 independent accumulator chains of 16-float vectors (the compiler emits FMAs with -mfma;
 // with the portable build flags it emits mul+add, so the kernel is built for AVX-512 here).

@@ -276,7 +276,16 @@ Status CpuProgram::allocate_and_bind() {
 
 Status CpuProgram::run(std::span<const Tensor> inputs, std::span<Tensor> outputs) {
   RETURN_IF_ERROR(check_and_allocate(inputs, outputs));
-  return pool_->run([&]() { return run_steps(inputs, outputs, nullptr); });
+  return pool_->run([&]() {
+    const bool workers = choice_.next(pool_->num_threads());
+    pool_->set_use_workers(workers);
+    const auto t0 = std::chrono::steady_clock::now();
+    Status st = run_steps(inputs, outputs, nullptr);
+    choice_.record(
+        workers,
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    return st;
+  });
 }
 
 Status CpuProgram::run_timed(std::span<const Tensor> inputs, std::span<Tensor> outputs,
@@ -321,8 +330,8 @@ Status CpuProgram::run_steps(std::span<const Tensor> inputs, std::span<Tensor> o
     if (b.layout == Layout::kNHWC) {
       nchw_to_nhwc(t.data<float>(), static_cast<float*>(address(input_bufs_[i])), t.dim(0),
                    t.dim(1), t.dim(2) * t.dim(3), &pool);
-    } else if (t.byte_size() > 0) {
-      std::memcpy(address(input_bufs_[i]), t.raw(), t.byte_size());
+    } else {
+      copy_bytes(address(input_bufs_[i]), t.raw(), t.byte_size(), &pool);
     }
   }
   // Layer i's time runs from the end of the previous layer's step (so conversions between
@@ -348,8 +357,8 @@ Status CpuProgram::run_steps(std::span<const Tensor> inputs, std::span<Tensor> o
     if (b.layout == Layout::kNHWC) {
       nhwc_to_nchw(static_cast<const float*>(address(output_bufs_[i])), t.data<float>(), t.dim(0),
                    t.dim(1), t.dim(2) * t.dim(3), &pool);
-    } else if (t.byte_size() > 0) {
-      std::memcpy(t.raw(), address(output_bufs_[i]), t.byte_size());
+    } else {
+      copy_bytes(t.raw(), address(output_bufs_[i]), t.byte_size(), &pool);
     }
   }
   return Status();

@@ -23,8 +23,11 @@ class CpuProgram final : public Program {
 
   const std::vector<ValueId>& input_values() const override { return inputs_; }
   const std::vector<ValueId>& output_values() const override { return outputs_; }
+  // Runs on all the pool's threads or on its leader alone, whichever has been faster lately
+  // (ThreadChoice: a loaded machine can make the workers' fork/joins the bottleneck).
   Status run(std::span<const Tensor> inputs, std::span<Tensor> outputs) override;
-  // Times each layer's step, with the layout conversions before it (not the copy-in/out).
+  // Times each layer's step (always on all the pool's threads), with the layout conversions before
+  // it (not the copy-in/out).
   Status run_timed(std::span<const Tensor> inputs, std::span<Tensor> outputs,
                    std::vector<double>* layer_ms) override;
   uint64_t peak_memory_bytes() const override { return arena_bytes_ + owned_bytes_; }
@@ -74,6 +77,7 @@ class CpuProgram final : public Program {
   std::shared_ptr<uint8_t> arena_;
   uint64_t arena_bytes_ = 0;
   uint64_t owned_bytes_ = 0;
+  ThreadChoice choice_;  // used inside pool jobs only
 };
 
 }  // namespace tessera::cpu

@@ -2,6 +2,8 @@
 // layers, a stand-alone BatchNormalization (per-channel scale and shift) and Softmax on the
 // contiguous axis. All of them work in whichever layout their input arrives in, so they never
 // force a conversion between NHWC layers.
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 
@@ -22,6 +24,8 @@ Shape pad_to_rank(const Shape& s, int rank) {
   return Shape(std::move(d));
 }
 
+xnn_status create_binary_op(OpKind kind, const ClampRange& clamp, xnn_operator_t* op);
+
 class XnnBinaryKernel final : public Kernel {
  public:
   void choose_layouts(std::span<const Layout> available, std::span<Layout> wanted,
@@ -39,6 +43,13 @@ class XnnBinaryKernel final : public Kernel {
     for (size_t i = 0; i < 2; ++i) wanted[i] = in_shape_[i].rank() == 4 ? l : Layout::kNCHW;
     produced[0] = l;
   }
+
+  // XNNPACK (this snapshot) hands each of its threads whole rows of the innermost dimension it
+  // is left with after merging dimensions, and two same-shape operands merge into one row: such
+  // an Add ran on one thread. So the output is cut along its outermost non-unit dimension into
+  // chunks of >= kChunkElems elements, one operator per chunk, run side by side on the pool
+  // (each on its thread alone). Small outputs run as one operator on the calling thread.
+  static constexpr int64_t kChunkElems = 16384;
 
   Status bind(std::span<const Operand> in, std::span<const Operand> out,
               ThreadPool& pool) override {
@@ -61,31 +72,49 @@ class XnnBinaryKernel final : public Kernel {
       }
       for (int d = 0; d < rank; ++d) dims[i][d] = static_cast<size_t>(s[d]);
     }
-    enum xnn_status st = xnn_status_success;
-    switch (kind_) {
-      case OpKind::kAdd:
-        st = xnn_setup_add_nd_f32(op_.get(), static_cast<size_t>(rank), dims[0],
-                                  static_cast<size_t>(rank), dims[1], ptr[0], ptr[1], out[0].f32(),
-                                  pool.pthreadpool());
-        break;
-      case OpKind::kSub:
-        st = xnn_setup_subtract_nd_f32(op_.get(), static_cast<size_t>(rank), dims[0],
-                                       static_cast<size_t>(rank), dims[1], ptr[0], ptr[1],
-                                       out[0].f32(), pool.pthreadpool());
-        break;
-      case OpKind::kMul:
-        st = xnn_setup_multiply_nd_f32(op_.get(), static_cast<size_t>(rank), dims[0],
-                                       static_cast<size_t>(rank), dims[1], ptr[0], ptr[1],
-                                       out[0].f32(), pool.pthreadpool());
-        break;
-      default:
-        st = xnn_setup_divide_nd_f32(op_.get(), static_cast<size_t>(rank), dims[0],
-                                     static_cast<size_t>(rank), dims[1], ptr[0], ptr[1],
-                                     out[0].f32(), pool.pthreadpool());
-        break;
-    }
-    RETURN_IF_ERROR(xnn_check(st, what_));
+    // The chunks: along axis `a`, the first output dimension longer than 1 (all before it are
+    // 1, so a chunk is a contiguous range of the output and of every operand not broadcast
+    // along `a`).
     const Shape ps = out[0].physical_shape();
+    const int64_t numel = out[0].numel();
+    int a = 0;
+    while (a < rank - 1 && ps[a] == 1) ++a;
+    int64_t chunks = std::min<int64_t>(numel / kChunkElems, 4 * pool.num_threads());
+    if (rank == 0 || pool.num_threads() < 2) chunks = 1;
+    chunks = std::clamp<int64_t>(chunks, 1, std::max<int64_t>(1, rank > 0 ? ps[a] : 1));
+    serial_ = chunks == 1 && numel < 2 * kChunkElems;
+    ops_.clear();
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t lo = rank > 0 ? ps[a] * c / chunks : 0;
+      const int64_t hi = rank > 0 ? ps[a] * (c + 1) / chunks : 0;
+      size_t cd[2][XNN_MAX_TENSOR_DIMS];
+      const float* cp[2];
+      for (size_t i = 0; i < 2; ++i) {
+        std::copy(dims[i], dims[i] + rank, cd[i]);
+        cp[i] = ptr[i];
+        if (chunks > 1 && dims[i][a] != 1) {
+          int64_t inner = 1;
+          for (int d = a + 1; d < rank; ++d) inner *= static_cast<int64_t>(dims[i][d]);
+          cd[i][a] = static_cast<size_t>(hi - lo);
+          cp[i] += lo * inner;
+        }
+      }
+      int64_t out_inner = 1;
+      for (int d = a + 1; d < rank; ++d) out_inner *= ps[d];
+      XnnOperator op;
+      if (c == 0 && op_) {
+        op = std::move(op_);
+      } else {
+        xnn_operator_t raw = nullptr;
+        RETURN_IF_ERROR(xnn_check(create_binary_op(kind_, clamp_, &raw), what_));
+        op.reset(raw);
+      }
+      RETURN_IF_ERROR(
+          xnn_check(setup(op.get(), rank, cd, cp, out[0].f32() + (chunks > 1 ? lo * out_inner : 0),
+                          chunks > 1 || serial_ ? nullptr : pool.pthreadpool()),
+                    what_));
+      ops_.push_back(std::move(op));
+    }
     const size_t channels = rank > 0 ? static_cast<size_t>(ps[rank - 1]) : 1;
     return post_.bind(out[0].f32(), out[0].f32(),
                       static_cast<size_t>(out[0].numel()) / std::max<size_t>(channels, 1), channels,
@@ -93,21 +122,67 @@ class XnnBinaryKernel final : public Kernel {
   }
 
   Status run(ThreadPool& pool) override {
-    RETURN_IF_ERROR(xnn_check(xnn_run_operator(op_.get(), pool.pthreadpool()), what_));
+    if (ops_.size() == 1) {
+      RETURN_IF_ERROR(xnn_check(
+          xnn_run_operator(ops_[0].get(), serial_ ? nullptr : pool.pthreadpool()), what_));
+    } else {
+      std::atomic<int> failed{static_cast<int>(xnn_status_success)};
+      pool.parallel_for(ops_.size(), 1, [&](size_t b, size_t e) {
+        for (size_t c = b; c < e; ++c) {
+          const xnn_status st = xnn_run_operator(ops_[c].get(), nullptr);
+          if (st != xnn_status_success) failed = static_cast<int>(st);
+        }
+      });
+      RETURN_IF_ERROR(xnn_check(static_cast<xnn_status>(failed.load()), what_));
+    }
     return post_.run(pool);
   }
-  std::string describe() const override { return desc_; }
+  std::string describe() const override {
+    return desc_ + (ops_.size() > 1 ? ", " + std::to_string(ops_.size()) + " chunks" : "");
+  }
+
+  // Sets up `op` (an operator of kind_) for one chunk.
+  xnn_status setup(xnn_operator_t op, int rank, const size_t (&dims)[2][XNN_MAX_TENSOR_DIMS],
+                   const float* const (&ptr)[2], float* y, pthreadpool_t threadpool) const {
+    const size_t r = static_cast<size_t>(rank);
+    switch (kind_) {
+      case OpKind::kAdd:
+        return xnn_setup_add_nd_f32(op, r, dims[0], r, dims[1], ptr[0], ptr[1], y, threadpool);
+      case OpKind::kSub:
+        return xnn_setup_subtract_nd_f32(op, r, dims[0], r, dims[1], ptr[0], ptr[1], y, threadpool);
+      case OpKind::kMul:
+        return xnn_setup_multiply_nd_f32(op, r, dims[0], r, dims[1], ptr[0], ptr[1], y, threadpool);
+      default:
+        return xnn_setup_divide_nd_f32(op, r, dims[0], r, dims[1], ptr[0], ptr[1], y, threadpool);
+    }
+  }
 
   OpKind kind_ = OpKind::kAdd;
+  ClampRange clamp_{};
   int out_rank_ = 0;
   Shape in_shape_[2];
   bool is_const_[2] = {false, false};
   Tensor const_copy_[2];
-  XnnOperator op_;
+  XnnOperator op_;                // created at build; becomes ops_[0] at bind
+  std::vector<XnnOperator> ops_;  // one per chunk
+  bool serial_ = false;
   ActivationPass post_;
   std::string what_;
   std::string desc_;
 };
+
+xnn_status create_binary_op(OpKind kind, const ClampRange& clamp, xnn_operator_t* op) {
+  switch (kind) {
+    case OpKind::kAdd:
+      return xnn_create_add_nd_f32(clamp.min, clamp.max, 0, op);
+    case OpKind::kSub:
+      return xnn_create_subtract_nd_f32(clamp.min, clamp.max, 0, op);
+    case OpKind::kMul:
+      return xnn_create_multiply_nd_f32(clamp.min, clamp.max, 0, op);
+    default:
+      return xnn_create_divide_nd_f32(clamp.min, clamp.max, 0, op);
+  }
+}
 
 Result<std::unique_ptr<Kernel>> make_binary(const KernelRequest& req) {
   const OpContext& ctx = req.ctx;
@@ -133,23 +208,9 @@ Result<std::unique_ptr<Kernel>> make_binary(const KernelRequest& req) {
     k->is_const_[i] = ctx.constant(i) != nullptr;
   }
   k->what_ = "node '" + node.name + "' (" + op_name(node.kind) + ")";
+  k->clamp_ = clamp;
   xnn_operator_t op = nullptr;
-  xnn_status st = xnn_status_success;
-  switch (node.kind) {
-    case OpKind::kAdd:
-      st = xnn_create_add_nd_f32(clamp.min, clamp.max, 0, &op);
-      break;
-    case OpKind::kSub:
-      st = xnn_create_subtract_nd_f32(clamp.min, clamp.max, 0, &op);
-      break;
-    case OpKind::kMul:
-      st = xnn_create_multiply_nd_f32(clamp.min, clamp.max, 0, &op);
-      break;
-    default:
-      st = xnn_create_divide_nd_f32(clamp.min, clamp.max, 0, &op);
-      break;
-  }
-  RETURN_IF_ERROR(xnn_check(st, k->what_));
+  RETURN_IF_ERROR(xnn_check(create_binary_op(node.kind, clamp, &op), k->what_));
   k->op_.reset(op);
   if (!activation_is_clamp(act)) {
     ASSIGN_OR_RETURN(k->post_, ActivationPass::create(act, node.name));

@@ -3,6 +3,7 @@
 // logical order reads an NHWC tensor.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "backends/cpu/kernel.h"
@@ -13,6 +14,10 @@ namespace tessera::cpu {
 void nchw_to_nhwc(const float* src, float* dst, int64_t n, int64_t c, int64_t hw, ThreadPool* pool);
 // dst[n][c][p] = src[n][p][c].
 void nhwc_to_nchw(const float* src, float* dst, int64_t n, int64_t c, int64_t hw, ThreadPool* pool);
+
+// dst = src, `bytes` bytes, split over the pool in 64 KiB pieces from 128 KiB on (below that a
+// fork/join costs more than the copy). `pool` may be null.
+void copy_bytes(void* dst, const void* src, size_t bytes, ThreadPool* pool);
 
 // A step converting one bound tensor into another layout (same logical shape).
 class LayoutConversion final : public Kernel {

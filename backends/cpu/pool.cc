@@ -149,21 +149,34 @@ class GlobalMaxPoolKernel final : public NhwcIo<> {
     hw_ = in[0].shape[2] * in[0].shape[3];
     return Status();
   }
+  // Tasks are (image, block of kBlock channels), so one image is shared by the threads; small
+  // inputs stay on the calling thread.
   Status run(ThreadPool& pool) override {
-    pool.parallel_for(static_cast<size_t>(n_), 1, [&](size_t b, size_t e) {
-      for (size_t i = b; i < e; ++i) {
-        const float* x = x_ + static_cast<int64_t>(i) * hw_ * c_;
-        float* y = y_ + static_cast<int64_t>(i) * c_;
-        std::fill(y, y + c_, -std::numeric_limits<float>::infinity());
+    constexpr int64_t kBlock = 64, kSerialElems = 16384;
+    const int64_t blocks = (c_ + kBlock - 1) / kBlock;
+    auto body = [&](size_t b, size_t e) {
+      for (size_t t = b; t < e; ++t) {
+        const int64_t img = static_cast<int64_t>(t) / blocks;
+        const int64_t c0 = static_cast<int64_t>(t) % blocks * kBlock;
+        const int64_t c1 = std::min(c_, c0 + kBlock);
+        const float* x = x_ + img * hw_ * c_;
+        float* y = y_ + img * c_;
+        std::fill(y + c0, y + c1, -std::numeric_limits<float>::infinity());
         for (int64_t p = 0; p < hw_; ++p) {
           const float* row = x + p * c_;
-          for (int64_t ch = 0; ch < c_; ++ch) {
+          for (int64_t ch = c0; ch < c1; ++ch) {
             // NaN propagates like the reference (std::max would drop it when it comes second).
             y[ch] = (row[ch] > y[ch] || row[ch] != row[ch]) ? row[ch] : y[ch];
           }
         }
       }
-    });
+    };
+    const size_t tasks = static_cast<size_t>(n_ * blocks);
+    if (n_ * hw_ * c_ < kSerialElems) {
+      body(0, tasks);
+    } else {
+      pool.parallel_for(tasks, 1, body);
+    }
     return Status();
   }
   std::string describe() const override { return "tessera global maxpool nhwc"; }

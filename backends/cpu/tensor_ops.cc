@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "backends/cpu/kernel_table.h"
+#include "backends/cpu/layout.h"
 #include "ops/kernel_params.h"
 
 namespace tessera::cpu {
@@ -61,23 +62,48 @@ class JoinSplitKernel final : public Kernel {
     return Status();
   }
 
+  // Below kSerialBytes the copy stays on the calling thread; otherwise each task copies whole
+  // rows (>= kTaskBytes of them) or, when there are too few rows to share (a channel concat in
+  // NCHW has one per image), a kTaskBytes range of one row.
+  static constexpr size_t kSerialBytes = 64 << 10, kTaskBytes = 32 << 10;
+
   Status run(ThreadPool& pool) override {
-    const size_t np = pieces_.size();
-    pool.parallel_for(static_cast<size_t>(outer_) * np, 1, [&](size_t b, size_t e) {
+    const size_t rows = static_cast<size_t>(outer_), total = rows * row_bytes_;
+    if (total == 0) return Status();
+    if (total < kSerialBytes) {
+      for (size_t r = 0; r < rows; ++r) copy_range(r, 0, row_bytes_);
+      return Status();
+    }
+    const size_t rows_per_task = std::max<size_t>(1, kTaskBytes / row_bytes_);
+    if (rows / rows_per_task >= 2 * static_cast<size_t>(pool.num_threads())) {
+      pool.parallel_for(rows, rows_per_task, [&](size_t b, size_t e) {
+        for (size_t r = b; r < e; ++r) copy_range(r, 0, row_bytes_);
+      });
+      return Status();
+    }
+    const size_t per_row = (row_bytes_ + kTaskBytes - 1) / kTaskBytes;
+    pool.parallel_for(rows * per_row, 1, [&](size_t b, size_t e) {
       for (size_t t = b; t < e; ++t) {
-        const size_t row = t / np;
-        const Piece& pc = pieces_[t % np];
-        if (pc.bytes == 0) continue;
-        uint8_t* w = whole_ + row * row_bytes_ + pc.offset;
-        uint8_t* q = pc.data + row * pc.bytes;
-        if (concat_) {
-          std::memcpy(w, q, pc.bytes);
-        } else {
-          std::memcpy(q, w, pc.bytes);
-        }
+        const size_t lo = t % per_row * kTaskBytes;
+        copy_range(t / per_row, lo, std::min(row_bytes_, lo + kTaskBytes));
       }
     });
     return Status();
+  }
+
+  // Copies bytes [lo, hi) of row `row` of the whole from or to the pieces they belong to.
+  void copy_range(size_t row, size_t lo, size_t hi) const {
+    for (const Piece& pc : pieces_) {
+      const size_t a = std::max(lo, pc.offset), b = std::min(hi, pc.offset + pc.bytes);
+      if (a >= b) continue;
+      uint8_t* w = whole_ + row * row_bytes_ + a;
+      uint8_t* q = pc.data + row * pc.bytes + (a - pc.offset);
+      if (concat_) {
+        std::memcpy(w, q, b - a);
+      } else {
+        std::memcpy(q, w, b - a);
+      }
+    }
   }
 
   std::string describe() const override { return concat_ ? "tessera concat" : "tessera split"; }
@@ -158,9 +184,7 @@ class AliasKernel final : public Kernel {
     return Status();
   }
   Status run(ThreadPool& pool) override {
-    if (src_ == dst_) return Status();
-    pool.parallel_for(bytes_, 1 << 16,
-                      [&](size_t b, size_t e) { std::memcpy(dst_ + b, src_ + b, e - b); });
+    copy_bytes(dst_, src_, bytes_, &pool);
     return Status();
   }
   std::string describe() const override {

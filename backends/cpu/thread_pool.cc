@@ -93,13 +93,26 @@ void ThreadPool::leader_main() {
     started_ = true;
   }
   cv_.notify_all();
+  // Between jobs: a job arriving within kParkAfter finds the workers still spinning (runs back
+  // to back pay no wake-up); after that the workers are parked, so an idle pool burns no CPU.
+  constexpr auto kParkAfter = std::chrono::milliseconds(1);
+  bool workers_spinning = pool_ != nullptr;  // after the pinning task
   while (st.ok()) {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return stop_ || job_ != nullptr; });
+    auto ready = [&] { return stop_ || job_ != nullptr; };
+    if (workers_spinning && !cv_.wait_for(lock, kParkAfter, ready)) {
+      lock.unlock();
+      park_workers();
+      workers_spinning = false;
+      continue;
+    }
+    cv_.wait(lock, ready);
     if (stop_) break;
     const std::function<Status()>* job = job_;
     lock.unlock();
     Status result = (*job)();
+    use_workers_.store(true, std::memory_order_relaxed);
+    workers_spinning = pool_ != nullptr;
     lock.lock();
     job_status_ = std::move(result);
     job_ = nullptr;
@@ -170,7 +183,7 @@ void ThreadPool::parallel_for(size_t n, size_t tile,
                               const std::function<void(size_t, size_t)>& fn) {
   if (n == 0) return;
   if (tile == 0) tile = 1;
-  if (pool_ == nullptr || n <= tile) {
+  if (pthreadpool() == nullptr || n <= tile) {
     fn(0, n);
     return;
   }
@@ -180,7 +193,7 @@ void ThreadPool::parallel_for(size_t n, size_t tile,
 
 void ThreadPool::parallel_items(size_t n, const std::function<void(int, size_t)>& fn) {
   const size_t workers = std::min(n, static_cast<size_t>(num_threads()));
-  if (pool_ == nullptr || workers <= 1) {
+  if (pthreadpool() == nullptr || workers <= 1) {
     for (size_t i = 0; i < n; ++i) fn(0, i);
     return;
   }
@@ -190,6 +203,36 @@ void ThreadPool::parallel_items(size_t n, const std::function<void(int, size_t)>
       for (size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) fn(static_cast<int>(w), i);
     }
   });
+}
+
+void ThreadPool::park_workers() {
+  if (pool_ == nullptr) return;
+  pthreadpool_parallelize_1d(
+      pool_, [](void*, size_t) {}, nullptr, static_cast<size_t>(num_threads()),
+      PTHREADPOOL_FLAG_YIELD_WORKERS);
+}
+
+bool ThreadChoice::next(int threads) {
+  if (threads < 2) return true;
+  // The run after the first measured one compares the leader alone, once.
+  if (avg_all_ >= 0 && avg_leader_ < 0) return false;
+  retry_ = ++since_retry_ >= kExplore && (leader_ || avg_all_ > 1.5 * best_all_);
+  if (retry_) since_retry_ = 0;
+  return leader_ == retry_;
+}
+
+void ThreadChoice::record(bool workers, double ms) {
+  if (runs_++ == 0) return;  // the first run warms caches and pages up
+  if (workers) {
+    best_all_ = best_all_ < 0 ? ms : std::min(best_all_, ms);
+    // A retry replaces the average: the load may have changed since.
+    avg_all_ = avg_all_ < 0 || retry_ ? ms : 0.75 * avg_all_ + 0.25 * ms;
+    const bool slow = avg_all_ > 1.5 * best_all_;
+    leader_ = slow && (avg_leader_ < 0 || avg_leader_ < avg_all_);
+  } else {
+    avg_leader_ = avg_leader_ < 0 || retry_ ? ms : 0.75 * avg_leader_ + 0.25 * ms;
+    leader_ = avg_leader_ < avg_all_;
+  }
 }
 
 bool ThreadPool::run_one_per_thread(const std::function<void(int)>& fn) {

@@ -19,6 +19,7 @@
 #include <pthreadpool.h>
 #include <sys/types.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
@@ -50,14 +51,26 @@ class ThreadPool {
   Status run(const std::function<Status()>& fn);
 
   // For code running inside run(): the pthreadpool to hand to XNNPACK (null with one thread,
-  // which XNNPACK and pthreadpool treat as "run on the caller").
-  pthreadpool_t pthreadpool() const { return pool_; }
+  // or while the job keeps to the leader, which XNNPACK and pthreadpool treat as "run on the
+  // caller"). Operators set up with the pool run correctly without it.
+  pthreadpool_t pthreadpool() const {
+    return use_workers_.load(std::memory_order_relaxed) ? pool_ : nullptr;
+  }
+  // Inside run(): with false, the rest of the job keeps to the leader thread (pthreadpool() is
+  // null, parallel_for and parallel_items run inline); every job starts with the workers on.
+  void set_use_workers(bool use) { use_workers_.store(use, std::memory_order_relaxed); }
   // Inside run(): calls fn(begin, end) over [0, n) in tiles of `tile`, spread over the threads.
   void parallel_for(size_t n, size_t tile, const std::function<void(size_t, size_t)>& fn);
   // Inside run(): calls fn(worker, item) for every item in [0, n), items handed out one at a time
   // to whichever thread is free (balances uneven items); `worker` < num_threads() is unique
   // among concurrent calls, so it can index per-thread scratch memory.
   void parallel_items(size_t n, const std::function<void(int, size_t)>& fn);
+
+  // Inside run(): puts the workers to sleep now. pthreadpool workers spin-wait (a million pause
+  // instructions, tens of milliseconds) after every parallel call, so that consecutive kernels
+  // of a run find them awake; the leader parks them once the pool has had no job for a
+  // millisecond, so an idle pool burns no CPU while runs back to back still find them awake.
+  void park_workers();
 
   // Reads back, inside a one-item-per-thread task, each thread's kernel thread id and CPU
   // affinity (sched_getaffinity), thread 0 being the leader. For tests and `tessera devices`.
@@ -77,6 +90,7 @@ class ThreadPool {
   CoreSet cores_;
   pthreadpool_t pool_ = nullptr;
   bool pinned_per_core_ = false;
+  std::atomic<bool> use_workers_{true};
   std::thread leader_;
   std::thread::id leader_id_;
 
@@ -89,6 +103,33 @@ class ThreadPool {
   bool stop_ = false;
   bool started_ = false;
   Status start_status_;
+};
+
+// Whether the runs of one program use all of its pool's threads or only the leader, learnt from
+// their wall times. On a machine where other processes compete for the pool's cores, a pinned
+// worker that is not on its core stalls every fork/join until the scheduler gives it one (a
+// time slice, milliseconds: `BM_PoolDispatch`), which can make a 2-thread run several times
+// slower than the leader alone. After a warm-up run, one run on all threads and one on the
+// leader alone are compared (a process that runs a model a few times must decide early); then
+// runs use the faster mode: all threads while they stay within 1.5x of the fastest all-thread
+// run seen (when the moving average drifts above that, the leader alone is tried again), the
+// leader alone while its average is lower (retrying all threads every kExplore runs). On a
+// quiet machine that costs one leader-only run per program. Used on the leader thread only
+// (jobs are serialised there), so it needs no lock.
+class ThreadChoice {
+ public:
+  static constexpr int kExplore = 32;
+  // Whether the next run should use the workers; `threads` is the pool's size.
+  bool next(int threads);
+  // The wall time of a run made in the mode next() returned.
+  void record(bool workers, double ms);
+
+ private:
+  int runs_ = 0;
+  double best_all_ = -1, avg_all_ = -1, avg_leader_ = -1;  // < 0: not measured yet
+  bool leader_ = false;                                    // the current mode: leader only
+  bool retry_ = false;  // the next run is a retry of the other mode
+  int since_retry_ = 0;
 };
 
 // Pins the calling thread to `cores`; the message names the cores on failure.

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -15,6 +17,7 @@
 #include "backends/cpu/cpu_device.h"
 #include "backends/cpu/cpu_program.h"
 #include "backends/cpu/kernel_table.h"
+#include "backends/cpu/layout.h"
 #include "backends/cpu/openblas.h"
 #include "backends/cpu/thread_pool.h"
 #include "backends/cpu/topology.h"
@@ -107,6 +110,207 @@ TEST(ThreadPoolTest, ParallelForCoversRangeOnce) {
   for (auto& h : hits) EXPECT_EQ(h.load(), 1);
   // A job's error comes back to the caller.
   EXPECT_EQ((*pool)->run([] { return invalid_argument("boom"); }).message(), "boom");
+}
+
+// CPU time a thread of this process has run, in ms (/proc schedstat: nanoseconds on a CPU).
+double thread_cpu_ms(pid_t tid) {
+  std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/schedstat");
+  double ns = -1;
+  f >> ns;
+  return ns * 1e-6;
+}
+
+TEST(ThreadPoolTest, IdlePoolBurnsNoCpuAfterARun) {
+  if (process_affinity().size() < 2) GTEST_SKIP() << "needs two cores";
+  auto pool = ThreadPool::create(process_affinity());
+  ASSERT_TRUE(pool.ok());
+  auto info = (*pool)->thread_info();
+  ASSERT_TRUE(info.ok());
+  const pid_t worker = (*info)[1].tid;
+  if (thread_cpu_ms(worker) < 0) GTEST_SKIP() << "no /proc schedstat";
+  std::atomic<size_t> items{0};
+  // Consecutive parallel calls inside one run, as consecutive kernels make them.
+  ASSERT_TRUE((*pool)
+                  ->run([&]() {
+                    for (int i = 0; i < 20; ++i) {
+                      (*pool)->parallel_for(64, 1, [&](size_t b, size_t e) { items += e - b; });
+                    }
+                    return Status();
+                  })
+                  .ok());
+  EXPECT_EQ(items.load(), 20u * 64u);
+  // Left alone, a pthreadpool worker spins through a million pause instructions (~20 ms of CPU
+  // here) after its last call, however long that takes under load; parked about a millisecond
+  // after the run, it uses a small fraction of that.
+  const double before = thread_cpu_ms(worker);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_LT(thread_cpu_ms(worker) - before, 6.0);
+}
+
+TEST(ThreadPoolTest, RunsFromTwoUserThreadsLoseNoWork) {
+  auto pool = ThreadPool::create(process_affinity());
+  ASSERT_TRUE(pool.ok());
+  constexpr int kRuns = 50;
+  std::vector<std::atomic<int>> hits(517);
+  std::atomic<int> items_done{0};
+  auto user = [&](Status* st) {
+    for (int r = 0; r < kRuns && st->ok(); ++r) {
+      *st = (*pool)->run([&]() {
+        (*pool)->parallel_for(hits.size(), 3, [&](size_t b, size_t e) {
+          for (size_t i = b; i < e; ++i) hits[i]++;
+        });
+        (*pool)->parallel_items(13, [&](int worker, size_t) {
+          if (worker >= 0 && worker < (*pool)->num_threads()) items_done++;
+        });
+        return Status();
+      });
+    }
+  };
+  Status sa, sb;
+  std::thread ta(user, &sa), tb(user, &sb);
+  ta.join();
+  tb.join();
+  ASSERT_TRUE(sa.ok() && sb.ok());
+  for (auto& h : hits) EXPECT_EQ(h.load(), 2 * kRuns);
+  EXPECT_EQ(items_done.load(), 2 * kRuns * 13);
+}
+
+TEST(ThreadPoolTest, AJobCanKeepToTheLeader) {
+  if (process_affinity().size() < 2) GTEST_SKIP() << "needs two cores";
+  auto pool = ThreadPool::create(process_affinity());
+  ASSERT_TRUE(pool.ok());
+  std::set<std::thread::id> seen;
+  std::mutex mu;
+  std::thread::id leader;
+  std::vector<int> hits(301, 0);
+  ASSERT_TRUE((*pool)
+                  ->run([&]() {
+                    leader = std::this_thread::get_id();
+                    EXPECT_NE((*pool)->pthreadpool(), nullptr);
+                    (*pool)->set_use_workers(false);
+                    EXPECT_EQ((*pool)->pthreadpool(), nullptr);
+                    (*pool)->parallel_for(hits.size(), 1, [&](size_t b, size_t e) {
+                      std::lock_guard<std::mutex> lock(mu);
+                      seen.insert(std::this_thread::get_id());
+                      for (size_t i = b; i < e; ++i) hits[i]++;
+                    });
+                    (*pool)->parallel_items(7, [&](int worker, size_t) {
+                      std::lock_guard<std::mutex> lock(mu);
+                      EXPECT_EQ(worker, 0);
+                      seen.insert(std::this_thread::get_id());
+                    });
+                    return Status();
+                  })
+                  .ok());
+  EXPECT_EQ(seen, std::set<std::thread::id>({leader}));
+  for (int h : hits) EXPECT_EQ(h, 1);
+  // The next job has the workers again.
+  ASSERT_TRUE((*pool)
+                  ->run([&]() {
+                    EXPECT_NE((*pool)->pthreadpool(), nullptr);
+                    return Status();
+                  })
+                  .ok());
+}
+
+// Feeds ThreadChoice run times from `ms(workers, run)` and returns the modes it chose.
+std::vector<bool> choices(int runs, const std::function<double(bool, int)>& ms) {
+  ThreadChoice c;
+  std::vector<bool> modes;
+  for (int r = 0; r < runs; ++r) {
+    const bool w = c.next(2);
+    modes.push_back(w);
+    c.record(w, ms(w, r));
+  }
+  return modes;
+}
+
+TEST(ThreadChoiceTest, QuietMachineKeepsAllThreads) {
+  // Steady all-thread runs (a slow first run, small jitter), the leader alone twice as slow:
+  // one comparison run on the leader (the third), never again.
+  const std::vector<bool> m =
+      choices(200, [](bool w, int r) { return r == 0 ? 30.0 : (w ? 10.0 : 20.0) + (r % 3) * 0.5; });
+  for (size_t r = 0; r < m.size(); ++r) EXPECT_EQ(m[r], r != 2) << r;
+  ThreadChoice one;
+  EXPECT_TRUE(one.next(1));
+}
+
+TEST(ThreadChoiceTest, LoadedWorkersGiveWayToTheLeaderAndComeBack) {
+  // All threads: 10 ms, then 50 ms from run 20 to 120 (a competing process), then 10 again;
+  // the leader alone: 20 ms throughout.
+  const std::vector<bool> m = choices(250, [](bool w, int r) {
+    if (!w) return 20.0;
+    return r >= 20 && r < 120 ? 50.0 : 10.0;
+  });
+  int leader_runs = 0, loaded_workers = 0;
+  for (int r = 0; r < 250; ++r) {
+    if (r < 20) {
+      EXPECT_EQ(m[static_cast<size_t>(r)], r != 2) << r;
+    }
+    if (r >= 30 && r < 120) {
+      leader_runs += m[static_cast<size_t>(r)] ? 0 : 1;
+      loaded_workers += m[static_cast<size_t>(r)] ? 1 : 0;
+    }
+    if (r >= 160) {
+      EXPECT_TRUE(m[static_cast<size_t>(r)]) << r;  // back after a retry
+    }
+  }
+  EXPECT_GE(leader_runs, 80);
+  EXPECT_GE(loaded_workers, 2);  // the retries every kExplore runs
+}
+
+TEST(ThreadChoiceTest, JitterAloneDoesNotSwitchWhenTheLeaderIsSlower) {
+  // All-thread runs alternate 10 and 25 ms (average above 1.5x the best); the leader alone
+  // takes 40 ms: it is tried, found slower, and retried only every kExplore runs.
+  const std::vector<bool> m =
+      choices(200, [](bool w, int r) { return w ? (r % 2 ? 25.0 : 10.0) : 40.0; });
+  int leader_runs = 0;
+  for (bool w : m) leader_runs += w ? 0 : 1;
+  EXPECT_GE(leader_runs, 1);
+  EXPECT_LE(leader_runs, 200 / ThreadChoice::kExplore + 2);
+}
+
+TEST(LayoutTest, ConversionsAndCopiesMatchALoopOnOneAndAllThreads) {
+  for (const CoreSet& cores : {CoreSet({process_affinity().cores()[0]}), process_affinity()}) {
+    SCOPED_TRACE(cores.to_string());
+    auto pool = ThreadPool::create(cores);
+    ASSERT_TRUE(pool.ok());
+    // (n, c, hw): a 3-channel image (one row tile, many column blocks), odd tails, tiny.
+    const int64_t cases[][3] = {{2, 3, 127 * 131}, {1, 67, 61 * 59}, {1, 5, 7}, {3, 33, 1}};
+    for (const auto& [n, c, hw] : cases) {
+      SCOPED_TRACE(std::to_string(n) + "x" + std::to_string(c) + "x" + std::to_string(hw));
+      const size_t count = static_cast<size_t>(n * c * hw);
+      std::vector<float> x(count), y(count), z(count);
+      for (size_t i = 0; i < count; ++i) x[i] = static_cast<float>(i);
+      ASSERT_TRUE((*pool)
+                      ->run([&]() {
+                        nchw_to_nhwc(x.data(), y.data(), n, c, hw, pool->get());
+                        nhwc_to_nchw(y.data(), z.data(), n, c, hw, pool->get());
+                        return Status();
+                      })
+                      .ok());
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t ch = 0; ch < c; ++ch) {
+          for (int64_t p = 0; p < hw; ++p) {
+            ASSERT_EQ(y[static_cast<size_t>((i * hw + p) * c + ch)],
+                      x[static_cast<size_t>((i * c + ch) * hw + p)]);
+          }
+        }
+      }
+      EXPECT_EQ(z, x);
+    }
+    for (size_t bytes : {size_t{0}, size_t{1001}, size_t{300007}}) {
+      std::vector<uint8_t> src(bytes), dst(bytes, 0);
+      for (size_t i = 0; i < bytes; ++i) src[i] = static_cast<uint8_t>(i * 7 + 1);
+      ASSERT_TRUE((*pool)
+                      ->run([&]() {
+                        copy_bytes(dst.data(), src.data(), bytes, pool->get());
+                        return Status();
+                      })
+                      .ok());
+      EXPECT_EQ(dst, src) << bytes << " bytes";
+    }
+  }
 }
 
 TEST(ThreadPoolTest, DisjointDevicesRunConcurrentlyOnTheirOwnThreads) {

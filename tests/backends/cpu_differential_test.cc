@@ -2,6 +2,7 @@
 // attribute variants, on all cores and on one core.
 #include <limits>
 
+#include "backends/cpu/topology.h"
 #include "tests/backends/backend_test_util.h"
 
 namespace tessera {
@@ -141,6 +142,34 @@ TEST_P(CpuDiffTest, ElementwiseBroadcasts) {
           {act({1, 13, 7, 9}, 13), act({1, 13, 7, 9}, 14)});
 }
 
+// Outputs large enough to be cut into chunks that run side by side (one XNNPACK operator each):
+// same shapes, operands broadcast along the cut axis or others, constants, both layouts.
+TEST_P(CpuDiffTest, LargeElementwiseRunsInChunks) {
+  const bool threads = dev() == "cpu" && cpu::process_affinity().size() > 1;
+  for (OpKind k : {OpKind::kAdd, OpKind::kSub, OpKind::kMul, OpKind::kDiv}) {
+    SCOPED_TRACE(op_name(k));
+    for (bool nhwc : {false, true}) {
+      SCOPED_TRACE(nhwc ? "fed NHWC" : "fed NCHW");
+      DiffResult r =
+          diff_op(dev(), k, attrs_of({}), {act({1, 37, 41, 23}, 1), act({1, 37, 41, 23}, 2)}, 1,
+                  1e-6f, 1e-6f, false, nhwc);
+      EXPECT_EQ(r.kernel.find("chunks") != std::string::npos, threads) << r.kernel;
+      diff_op(dev(), k, attrs_of({}), {act({2, 19, 33, 37}, 3), weight({1, 19, 1, 1}, 4)}, 1, 1e-6f,
+              1e-6f, false, nhwc);
+      diff_op(dev(), k, attrs_of({}), {act({1, 127, 17, 19}, 5), act({1, 1, 17, 19}, 6)}, 1, 1e-6f,
+              1e-6f, false, nhwc);
+      diff_op(dev(), k, attrs_of({}), {weight({1, 37, 41, 23}, 7), act({1, 37, 41, 23}, 8)}, 1,
+              1e-6f, 1e-6f, false, nhwc);
+    }
+    diff_op(dev(), k, attrs_of({}), {act({3, 20011}, 9), act({20011}, 10)}, 1, 1e-6f, 1e-6f);
+    diff_op(dev(), k, attrs_of({}), {act({1, 40009}, 11), weight({1}, 12)}, 1, 1e-6f, 1e-6f);
+  }
+  diff_op(dev(), OpKind::kAdd, attrs_of({{"activation", std::string("relu")}}),
+          {act({1, 37, 41, 23}, 13), act({1, 37, 41, 23}, 14)}, 1, 1e-6f, 1e-6f);
+  diff_op(dev(), OpKind::kMul, attrs_of({{"activation", std::string("sigmoid")}}),
+          {act({1, 37, 41, 23}, 15), act({1, 37, 41, 23}, 16)});
+}
+
 TEST_P(CpuDiffTest, Activations) {
   const Shape s{1, 13, 9, 127};
   diff_op(dev(), OpKind::kRelu, attrs_of({}), {act(s, 1)});
@@ -192,6 +221,31 @@ TEST_P(CpuDiffTest, TensorOps) {
           {act({2, 13, 3, 5}, 10)});
   diff_op(dev(), OpKind::kReshape, attrs_of({}),
           {act({2, 13, 3, 5}, 11), {Tensor::from_int64s(Shape{2}, Ints{26, 15}), true}});
+}
+
+// Sizes above the kernels' serial thresholds, so that the copies are split over the threads:
+// many short rows (an NHWC channel concat), few long rows cut into ranges (NCHW, batch 1), odd
+// lengths everywhere.
+TEST_P(CpuDiffTest, LargeDataMovementSplitsOverThreads) {
+  for (bool nhwc : {false, true}) {
+    SCOPED_TRACE(nhwc ? "fed NHWC" : "fed NCHW");
+    DiffResult r =
+        diff_op(dev(), OpKind::kConcat, attrs_of({{"axis", int64_t{1}}}),
+                {act({1, 13, 67, 61}, 1), act({1, 127, 67, 61}, 2)}, 1, 0.f, 0.f, false, nhwc);
+    EXPECT_NE(r.kernel.find("tessera concat"), std::string::npos) << r.kernel;
+    r = diff_op(dev(), OpKind::kSplit, attrs_of({{"axis", int64_t{1}}}), {act({2, 26, 61, 67}, 3)},
+                2, 0.f, 0.f, false, nhwc);
+    EXPECT_NE(r.kernel.find("tessera split"), std::string::npos) << r.kernel;
+    r = diff_op(dev(), OpKind::kGlobalMaxPool, attrs_of({}), {act({1, 131, 13, 11}, 4)}, 1, 0.f,
+                0.f, false, nhwc);
+    EXPECT_NE(r.kernel.find("global maxpool"), std::string::npos) << r.kernel;
+    diff_op(dev(), OpKind::kGlobalMaxPool, attrs_of({}), {act({2, 67, 17, 19}, 5)}, 1, 0.f, 0.f,
+            false, nhwc);
+  }
+  diff_op(dev(), OpKind::kConcat, attrs_of({{"axis", int64_t{-1}}}),
+          {act({2, 3, 20011}, 6), act({2, 3, 7}, 7), act({2, 3, 9001}, 8)}, 1, 0.f, 0.f);
+  diff_op(dev(), OpKind::kSplit, attrs_of({{"axis", int64_t{-1}}}), {act({3, 40010}, 9)}, 2, 0.f,
+          0.f);
 }
 
 DiffInput ints(std::initializer_list<int64_t> v) {
