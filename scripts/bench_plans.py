@@ -62,7 +62,7 @@ def run_plan(tessera, tsr, plan, inp, repeat):
     p = sh([tessera, "run", tsr, "--plan", plan, "--input", inp, "--repeat", str(repeat)],
            check=False)
     if p.returncode != 0:
-        return None, None, p.stdout.strip().splitlines()[-1]
+        return None, None, None, p.stdout.strip().splitlines()[-1]
     m = re.search(r"latency median ([0-9.]+) ms, min ([0-9.]+) ms over \d+ run\(s\); "
                   r"estimated ([0-9.]+) ms", p.stdout)
     if not m:
@@ -117,7 +117,7 @@ def main():
             path = os.path.join(a.work, "%s.%s.plan.json" % (model, name.replace(":", "_")))
             notation, err = make_plan(a.tessera, tsr, prof, path, **kw)
             if err:
-                print("| %s | %s | %s | | | |" % (model, name, err))
+                print("| %s | %s | %s | | | | | |" % (model, name, err))
                 continue
             ms, ms_min, est, err = run_plan(a.tessera, tsr, path, inp, a.run_repeat)
             if err:
