@@ -324,12 +324,14 @@ Result<std::unique_ptr<VulkanProgram>> VulkanProgram::create(std::shared_ptr<Vul
     }
     for (; next < planned.size() && planned[next].node_index == static_cast<int>(li); ++next) {
       const PlannedDispatch& pd = planned[next];
+      std::vector<Range> ranges(pd.d.bindings.size());
+      std::vector<bool> writes(pd.d.bindings.size(), false);
+      for (int w : pd.d.writes) writes[static_cast<size_t>(w)] = true;
       bool hazard = false;
-      for (size_t bi = 0; bi < pd.d.bindings.size(); ++bi) {
-        const Range r = range_of(pd.d.bindings[bi]);
-        const bool writes = std::find(pd.d.writes.begin(), pd.d.writes.end(),
-                                      static_cast<int>(bi)) != pd.d.writes.end();
-        hazard = hazard || touches(written, r) || (writes && touches(read, r));
+      for (size_t bi = 0; bi < ranges.size(); ++bi) {
+        ranges[bi] = range_of(pd.d.bindings[bi]);
+        hazard =
+            hazard || touches(written, ranges[bi]) || (writes[bi] && touches(read, ranges[bi]));
       }
       if (hazard) {
         barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
@@ -338,11 +340,8 @@ Result<std::unique_ptr<VulkanProgram>> VulkanProgram::create(std::shared_ptr<Vul
         written.clear();
         read.clear();
       }
-      for (size_t bi = 0; bi < pd.d.bindings.size(); ++bi) {
-        const bool writes = std::find(pd.d.writes.begin(), pd.d.writes.end(),
-                                      static_cast<int>(bi)) != pd.d.writes.end();
-        (writes ? written : read).push_back(range_of(pd.d.bindings[bi]));
-      }
+      for (size_t bi = 0; bi < ranges.size(); ++bi)
+        (writes[bi] ? written : read).push_back(ranges[bi]);
       a.vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pd.pipeline);
       a.vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE,
                                 dev.pipeline_layout(static_cast<int>(pd.d.bindings.size())), 0, 1,

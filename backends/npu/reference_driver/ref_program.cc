@@ -924,9 +924,10 @@ Error prepare_program(Model model, const Options& options, std::unique_ptr<Progr
                                           " is not supported (the NPU computes in fp16 or int8)");
   std::vector<QParams> q;
   std::vector<std::pair<float, float>> ranges;
-  std::vector<NodeError> errors;
+  const tnpu_calibration* cal = options.calibration;
+  const size_t num_inputs = model.inputs.size();
+  std::unique_ptr<XnnProgram> f16;  // int8: the fp16 program the calibration inputs run through
   if (precision == TNPU_PRECISION_INT8) {
-    const tnpu_calibration* cal = options.calibration;
     if (cal == nullptr || cal->num_samples == 0 || cal->inputs == nullptr)
       return fail(TNPU_ERR_INVALID_ARGUMENT,
                   "int8 needs calibration samples (tnpu_prepare_options.calibration)");
@@ -940,35 +941,34 @@ Error prepare_program(Model model, const Options& options, std::unique_ptr<Progr
       const Error e = probe.plan(options.memory_cap);
       if (!e.ok()) return e;
     }
-    XnnProgram f16(model, TNPU_PRECISION_F16);
-    Error e = f16.plan(0);
-    if (e.ok()) e = f16.build(options.num_cores, {}, options.fp16_accumulator);
+    f16 = std::make_unique<XnnProgram>(model, TNPU_PRECISION_F16);
+    Error e = f16->plan(0);
+    if (e.ok()) e = f16->build(options.num_cores, {}, options.fp16_accumulator);
     if (!e.ok()) return e;
-    ranges = calibrate_ranges(model, &f16, *cal, options.calibration_method);
+    ranges = calibrate_ranges(model, f16.get(), *cal, options.calibration_method);
     q.resize(model.tensors.size());
     for (size_t v = 0; v < q.size(); ++v)
       q[v] = ranges[v].first <= ranges[v].second
                  ? qparams_for_range(ranges[v].first, ranges[v].second)
                  : QParams{};
-    if (options.layer_report) {
-      auto p = std::make_unique<XnnProgram>(model, precision);
-      e = p->plan(options.memory_cap);
-      if (e.ok()) e = p->build(options.num_cores, q, options.fp16_accumulator);
-      if (!e.ok()) return e;
-      std::vector<std::array<double, 3>> acc(model.nodes.size(), {0, 0, 0});
-      for (uint32_t s = 0; s < cal->num_samples; ++s)
-        p->compare_with(f16, cal->inputs + static_cast<size_t>(s) * model.inputs.size(), &acc);
-      for (const auto& a : acc)
-        errors.push_back(NodeError{std::sqrt(a[0] / std::max(a[2], 1e-30)),
-                                   std::sqrt(a[1] / std::max(a[2], 1e-30))});
-    }
   }
+  const size_t num_nodes = model.nodes.size();
   auto p = std::make_unique<XnnProgram>(std::move(model), precision);
   Error e = p->plan(options.memory_cap);
   if (e.ok()) e = p->build(options.num_cores, std::move(q), options.fp16_accumulator);
   if (!e.ok()) return e;
+  if (f16 != nullptr && options.layer_report) {
+    // The int8 program itself runs the calibration inputs beside the fp16 one.
+    std::vector<std::array<double, 3>> acc(num_nodes, {0, 0, 0});
+    for (uint32_t s = 0; s < cal->num_samples; ++s)
+      p->compare_with(*f16, cal->inputs + static_cast<size_t>(s) * num_inputs, &acc);
+    std::vector<NodeError> errors;
+    for (const auto& a : acc)
+      errors.push_back(NodeError{std::sqrt(a[0] / std::max(a[2], 1e-30)),
+                                 std::sqrt(a[1] / std::max(a[2], 1e-30))});
+    p->set_node_errors(std::move(errors));
+  }
   p->set_ranges(std::move(ranges));
-  p->set_node_errors(std::move(errors));
   *out = std::move(p);
   return Error::none();
 }
