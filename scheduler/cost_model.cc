@@ -612,12 +612,29 @@ double CostModel::slice_overhead_ms(int vd, int first, int last) const {
                                                slice_output_bytes(first, last));
 }
 
+namespace {
+
+// transfer_g(k, l) from a slice's boundary: upload + download + overhead.
+inline double transfer_ms(const TransferFit& upload, const TransferFit& download,
+                          const SliceOverhead& overhead, uint64_t in_bytes, int in_count,
+                          uint64_t out_bytes, int out_count) {
+  return upload.ms(in_bytes, in_count) + download.ms(out_bytes, out_count) +
+         overhead.ms(in_bytes + out_bytes);
+}
+
+}  // namespace
+
+double CostModel::slice_transfer_ms(int vd, int first, int last) const {
+  const LevelProfile& level = *transfer_level_[static_cast<size_t>(vd)];
+  const size_t r = range(first, last);
+  return transfer_ms(level.upload, level.download, overhead_[static_cast<size_t>(vd)], in_bytes_[r],
+                     in_count_[r], out_bytes_[r], out_count_[r]);
+}
+
 double CostModel::slice_ms(int vd, int first, int last) const {
   const double e = slice_exec_ms(vd, first, last);
   if (!std::isfinite(e)) return kInfiniteCost;
-  return e + upload_ms(vd, slice_input_bytes(first, last), slice_input_count(first, last)) +
-         download_ms(vd, slice_output_bytes(first, last), slice_output_count(first, last)) +
-         slice_overhead_ms(vd, first, last);
+  return e + slice_transfer_ms(vd, first, last);
 }
 
 double CostModel::transfer_power_w(int vd) const {
@@ -629,11 +646,7 @@ double CostModel::slice_energy_mj(int vd, int first, int last) const {
   if (!can_run_slice(vd, first, last)) return kInfiniteCost;
   const auto& p = energy_prefix_[static_cast<size_t>(vd)];
   const double exec = p[static_cast<size_t>(last)] - p[static_cast<size_t>(first)];
-  const double moves =
-      upload_ms(vd, slice_input_bytes(first, last), slice_input_count(first, last)) +
-      download_ms(vd, slice_output_bytes(first, last), slice_output_count(first, last)) +
-      slice_overhead_ms(vd, first, last);
-  return exec + moves * transfer_power_w(vd);
+  return exec + slice_transfer_ms(vd, first, last) * transfer_power_w(vd);
 }
 
 // ---- the planners' table ----
@@ -689,19 +702,6 @@ SliceTable CostModel::slice_table(const std::vector<int>& vds, Objective objecti
   }
   return t;
 }
-
-namespace {
-
-// transfer_g(k, l) from a slice's boundary: the order of CostModel::slice_energy_mj's moves,
-// upload + download + overhead.
-inline double transfer_ms(const TransferFit& upload, const TransferFit& download,
-                          const SliceOverhead& overhead, uint64_t in_bytes, int in_count,
-                          uint64_t out_bytes, int out_count) {
-  return upload.ms(in_bytes, in_count) + download.ms(out_bytes, out_count) +
-         overhead.ms(in_bytes + out_bytes);
-}
-
-}  // namespace
 
 double SliceTable::transfer(int g, int k, int l) const {
   const Group& gr = groups_[static_cast<size_t>(g)];

@@ -169,6 +169,8 @@ class CostModel {
     return static_cast<size_t>(first) * static_cast<size_t>(L_ + 1) + static_cast<size_t>(last);
   }
   double transfer_power_w(int vd) const;
+  // Uploads + downloads + per-slice overhead of [first, last) on vd, in ms.
+  double slice_transfer_ms(int vd, int first, int last) const;
 
   friend class SliceTable;
 
@@ -213,8 +215,8 @@ class CostModel {
 // Feasibility (op support and memory) is monotone: a slice containing an infeasible slice is
 // infeasible, so the feasible slices starting at k on option o are exactly k < l <= reach_o[k].
 //
-// cost() agrees with CostModel::slice_energy_mj exactly and with slice_ms to rounding (the
-// transfer terms are summed before the execution is added).
+// cost() agrees with CostModel::slice_energy_mj and slice_ms exactly (both sum the transfer
+// terms before adding the execution).
 class SliceTable {
  public:
   int num_layers() const { return L_; }

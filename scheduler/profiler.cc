@@ -92,13 +92,32 @@ struct LayerRun {
   }
 };
 
+// Layers [first, last) compiled as one program, with inputs of the right shapes.
+struct SliceProgram {
+  std::unique_ptr<Program> program;
+  std::vector<Tensor> inputs;
+  std::vector<Tensor> outputs;
+
+  static Result<SliceProgram> compile(const LayerGraph& lg, Device& device, int first, int last) {
+    SliceProgram s;
+    std::vector<NodeId> nodes;
+    for (int i = first; i < last; ++i) nodes.push_back(lg.layer(i).node);
+    ASSIGN_OR_RETURN(s.program, device.compile(lg.graph(), nodes));
+    ASSIGN_OR_RETURN(s.inputs, make_inputs(lg.graph(), s.program->input_values()));
+    s.outputs.resize(s.program->output_values().size());
+    return s;
+  }
+  Status run() { return program->run(inputs, outputs); }
+  Status run_timed(std::vector<double>* layer_ms) {
+    return program->run_timed(inputs, outputs, layer_ms);
+  }
+};
+
 // Layers [first, last) compiled as one program and timed layer by layer (Program::run_timed).
 struct ChainRun {
   int first = 0;
   int last = 0;
-  std::unique_ptr<Program> program;
-  std::vector<Tensor> inputs;
-  std::vector<Tensor> outputs;
+  SliceProgram slice;
 
   // Compiles the chain and runs it timed once; an error when it does not compile or the
   // backend cannot time layers inside a run.
@@ -107,27 +126,23 @@ struct ChainRun {
     auto c = std::make_unique<ChainRun>();
     c->first = first;
     c->last = last;
-    std::vector<NodeId> nodes;
-    for (int i = first; i < last; ++i) nodes.push_back(lg.layer(i).node);
-    ASSIGN_OR_RETURN(c->program, device.compile(lg.graph(), nodes));
-    ASSIGN_OR_RETURN(c->inputs, make_inputs(lg.graph(), c->program->input_values()));
-    c->outputs.resize(c->program->output_values().size());
+    ASSIGN_OR_RETURN(c->slice, SliceProgram::compile(lg, device, first, last));
     std::vector<double> ms;
-    RETURN_IF_ERROR(c->program->run_timed(c->inputs, c->outputs, &ms));
-    if (ms.size() != nodes.size()) {
+    RETURN_IF_ERROR(c->slice.run_timed(&ms));
+    if (ms.size() != static_cast<size_t>(last - first)) {
       return internal_error("run_timed gave " + std::to_string(ms.size()) + " times for " +
-                            std::to_string(nodes.size()) + " layers");
+                            std::to_string(last - first) + " layers");
     }
     return c;
   }
-  Status run() { return program->run(inputs, outputs); }
+  Status run() { return slice.run(); }
   // Per layer: layer_statistics of its times over `repeat` timed runs after `warmup`.
   Result<std::vector<double>> time_layers(const std::string& statistic, int warmup, int repeat) {
     std::vector<double> ms;
-    for (int i = 0; i < warmup; ++i) RETURN_IF_ERROR(program->run_timed(inputs, outputs, &ms));
+    for (int i = 0; i < warmup; ++i) RETURN_IF_ERROR(slice.run_timed(&ms));
     std::vector<std::vector<double>> runs;
     for (int r = 0; r < repeat; ++r) {
-      RETURN_IF_ERROR(program->run_timed(inputs, outputs, &ms));
+      RETURN_IF_ERROR(slice.run_timed(&ms));
       runs.push_back(ms);
     }
     return layer_statistics(runs, statistic);
@@ -324,26 +339,21 @@ Result<std::pair<TransferFit, TransferFit>> npu_boundary_fits(NpuDevice& device,
 Result<SliceRun> measure_slice_run(const LayerGraph& lg, Device& device, int first, int last,
                                    int warmup, int repeat, Stat stat,
                                    const std::function<Status()>& before) {
-  std::vector<NodeId> nodes;
-  for (int i = first; i < last; ++i) nodes.push_back(lg.layer(i).node);
-  ASSIGN_OR_RETURN(std::unique_ptr<Program> program, device.compile(lg.graph(), nodes));
-  ASSIGN_OR_RETURN(std::vector<Tensor> inputs, make_inputs(lg.graph(), program->input_values()));
-  std::vector<Tensor> outputs(program->output_values().size());
+  ASSIGN_OR_RETURN(SliceProgram slice, SliceProgram::compile(lg, device, first, last));
   std::vector<double> layer_ms;
-  const Status timed = program->run_timed(inputs, outputs, &layer_ms);
+  const Status timed = slice.run_timed(&layer_ms);
   if (timed.code() == StatusCode::kUnimplemented) {
     ASSIGN_OR_RETURN(double ms, time_stat(
-                                    stat, warmup, repeat,
-                                    [&] { return program->run(inputs, outputs); }, before));
+                                    stat, warmup, repeat, [&] { return slice.run(); }, before));
     return SliceRun{first, last, ms, 0.0};
   }
   RETURN_IF_ERROR(timed);
-  for (int i = 0; i < warmup; ++i) RETURN_IF_ERROR(program->run_timed(inputs, outputs, &layer_ms));
+  for (int i = 0; i < warmup; ++i) RETURN_IF_ERROR(slice.run_timed(&layer_ms));
   std::vector<double> walls, overheads;
   for (int r = 0; r < repeat; ++r) {
     if (before) RETURN_IF_ERROR(before());
     const auto t0 = Clock::now();
-    RETURN_IF_ERROR(program->run_timed(inputs, outputs, &layer_ms));
+    RETURN_IF_ERROR(slice.run_timed(&layer_ms));
     const double wall = ms_since(t0);
     double layers = 0;
     for (double x : layer_ms) layers += x;
@@ -684,13 +694,9 @@ Result<double> measure_slice_ms(const LayerGraph& lg, Device& device, int first,
     return invalid_argument("slice [" + std::to_string(first) + ", " + std::to_string(last) +
                             ") is not a non-empty layer range");
   }
-  std::vector<NodeId> nodes;
-  for (int i = first; i < last; ++i) nodes.push_back(lg.layer(i).node);
-  ASSIGN_OR_RETURN(std::unique_ptr<Program> program, device.compile(lg.graph(), nodes));
-  ASSIGN_OR_RETURN(std::vector<Tensor> inputs, make_inputs(lg.graph(), program->input_values()));
-  std::vector<Tensor> outputs(program->output_values().size());
+  ASSIGN_OR_RETURN(SliceProgram slice, SliceProgram::compile(lg, device, first, last));
   return time_stat(
-      parse_stat(statistic), warmup, repeat, [&] { return program->run(inputs, outputs); }, before);
+      parse_stat(statistic), warmup, repeat, [&] { return slice.run(); }, before);
 }
 
 }  // namespace tessera

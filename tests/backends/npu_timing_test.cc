@@ -209,12 +209,7 @@ Result<Profile> profile_npu(const testing::TestModel& m, std::vector<std::string
                    "dvfs": [{"mhz": 0, "mv": 0, "static_w": 0.1}], "dynamic_w": 1.0}]})",
                                 "t")
                                 .value();
-  ProfileOptions o;
-  o.warmup = 0;
-  o.repeat = 2;
-  o.calibration_slices = 2;
-  o.transfer_sizes = {4096, 65536, 262144};
-  o.sysfs_root = "/nonexistent-sysfs";
+  ProfileOptions o = testing::quick_profile_options(2);
   o.warn = [warnings](const std::string& w) { warnings->push_back(w); };
   return profile_model(*m.lg, platform, o, "three", "h");
 }

@@ -11,8 +11,20 @@
 #include "graph/graph.h"
 #include "graph/layer_graph.h"
 #include "scheduler/profile.h"
+#include "scheduler/profiler.h"
 
 namespace tessera::testing {
+
+// Profiler options for quick tests: no warm-up, two repeats, three transfer sizes, no sysfs.
+inline ProfileOptions quick_profile_options(int calibration_slices) {
+  ProfileOptions o;
+  o.warmup = 0;
+  o.repeat = 2;
+  o.calibration_slices = calibration_slices;
+  o.transfer_sizes = {4096, 65536, 262144};
+  o.sysfs_root = "/nonexistent-sysfs";
+  return o;
+}
 
 // x[4,32] -> MatMul(W) -> Relu -> Add(x) -> Sigmoid: four layers; x skips over the first two.
 inline Graph skip_graph() {

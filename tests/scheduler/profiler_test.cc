@@ -29,16 +29,6 @@ Platform test_platform(bool with_absent_device) {
   return Platform::from_json_text(text, "test").value();
 }
 
-ProfileOptions quick_options() {
-  ProfileOptions o;
-  o.warmup = 0;
-  o.repeat = 2;
-  o.calibration_slices = 3;
-  o.transfer_sizes = {4096, 65536, 262144};
-  o.sysfs_root = "/nonexistent-sysfs";
-  return o;
-}
-
 TEST(ProfilerTest, LayerStatisticsAddUpToTheRunStatistic) {
   // Each run is delayed in a different layer: per-layer minimums sum to 3, no run took less
   // than 4.
@@ -61,7 +51,7 @@ TEST(ProfilerTest, LayerStatisticsAddUpToTheRunStatistic) {
 TEST(ProfilerTest, ProfilesEveryLayerOnTheReferenceDevice) {
   auto m = testing::make_model(testing::skip_graph());
   std::vector<std::string> warnings;
-  ProfileOptions o = quick_options();
+  ProfileOptions o = testing::quick_profile_options(3);
   o.warn = [&](const std::string& w) { warnings.push_back(w); };
   int last_done = 0, last_total = 0;
   o.progress = [&](int done, int total, const std::string&) {
@@ -165,7 +155,7 @@ TEST(ProfilerTest, ChainTimingKeepsOutputsAndAddsUp) {
 
 TEST(ProfilerTest, RefusesUnknownDevicesAndBadOptions) {
   auto m = testing::make_model(testing::skip_graph());
-  ProfileOptions o = quick_options();
+  ProfileOptions o = testing::quick_profile_options(3);
   o.devices = {"vulkan:3"};
   auto p = profile_model(*m.lg, test_platform(false), o, "skip", "h");
   ASSERT_FALSE(p.ok());
@@ -175,7 +165,7 @@ TEST(ProfilerTest, RefusesUnknownDevicesAndBadOptions) {
   p = profile_model(*m.lg, test_platform(true), o, "skip", "h");
   ASSERT_FALSE(p.ok());  // the only device asked for cannot be opened
   EXPECT_NE(p.status().message().find("no device could be profiled"), std::string::npos);
-  o = quick_options();
+  o = testing::quick_profile_options(3);
   o.repeat = 0;
   EXPECT_FALSE(profile_model(*m.lg, test_platform(false), o, "skip", "h").ok());
   EXPECT_FALSE(measure_slice_ms(*m.lg, "reference", 2, 2, 0, 1).ok());
@@ -208,7 +198,7 @@ class ProfileJsonTest : public ::testing::Test {
  protected:
   void SetUp() override {
     m_ = testing::make_model(testing::skip_graph());
-    ProfileOptions o = quick_options();
+    ProfileOptions o = testing::quick_profile_options(3);
     o.repeat = 1;
     text_ = profile_model(*m_.lg, test_platform(false), o, "skip", "fnv1a64:00000000000000aa")
                 .value()
