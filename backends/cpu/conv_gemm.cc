@@ -187,18 +187,15 @@ class OpenBlasConvKernel final : public ConvAsGemm {
   }
 
   Status run(ThreadPool& pool) override {
-    pool.parallel_items(static_cast<size_t>(blocks_ * splits_), [&](int worker, size_t item) {
-      run_item(scratch_[static_cast<size_t>(worker)].data(), static_cast<int64_t>(item) / splits_,
-               static_cast<int64_t>(item) % splits_);
-    });
+    run_blocks(
+        pool, blocks_, splits_, scratch_,
+        [this](float* scratch, int64_t block, int64_t split) { run_item(scratch, block, split); });
     return Status();
   }
 
   std::string describe() const override { return name("openblas"); }
   uint64_t owned_bytes() const override {
-    uint64_t b = (w_.size() + bias_.size()) * sizeof(float);
-    for (const std::vector<float>& s : scratch_) b += s.size() * sizeof(float);
-    return b;
+    return (w_.size() + bias_.size()) * sizeof(float) + scratch_bytes(scratch_);
   }
 
  private:

@@ -350,21 +350,16 @@ void Gemm::bind(int64_t m, int threads, bool gathered) {
 
 void Gemm::run(ThreadPool& pool, const GemmA& a, float* c, int64_t ldc, const GemmEpilogue& ep,
                const std::function<void(int64_t, int64_t, int64_t, int64_t)>& after) {
-  pool.parallel_items(static_cast<size_t>(blocks_ * splits_), [&](int worker, size_t item) {
-    const int64_t m0 = static_cast<int64_t>(item) / splits_ * mb_;
-    const int64_t mc = std::min(mb_, m_ - m0);
-    const int64_t n0 = static_cast<int64_t>(item) % splits_ * np_ * kGemmNR;
-    const int64_t nc = std::min(np_ * kGemmNR, b_.n() - n0);
-    gemm_block(b_, a, m0, mc, n0, nc, c + m0 * ldc + n0, ldc, ep,
-               scratch_[static_cast<size_t>(worker)].data());
+  run_blocks(pool, blocks_, splits_, scratch_, [&](float* scratch, int64_t block, int64_t split) {
+    const int64_t m0 = block * mb_, mc = std::min(mb_, m_ - m0);
+    const int64_t n0 = split * np_ * kGemmNR, nc = std::min(np_ * kGemmNR, b_.n() - n0);
+    gemm_block(b_, a, m0, mc, n0, nc, c + m0 * ldc + n0, ldc, ep, scratch);
     if (after) after(m0, mc, n0, nc);
   });
 }
 
 uint64_t Gemm::owned_bytes() const {
-  uint64_t bytes = b_.bytes();
-  for (const std::vector<float>& s : scratch_) bytes += s.size() * sizeof(float);
-  return bytes;
+  return b_.bytes() + scratch_bytes(scratch_);
 }
 
 }  // namespace tessera::cpu

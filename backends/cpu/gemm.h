@@ -108,6 +108,25 @@ int64_t gemm_scratch_floats(const PackedB& b);
 void gemm_block(const PackedB& b, const GemmA& a, int64_t m0, int64_t mc, int64_t n0, int64_t nc,
                 float* c, int64_t ldc, const GemmEpilogue& ep, float* scratch);
 
+// The work split of the blocked GEMM runners (Gemm, im2col + OpenBLAS, Winograd): calls
+// item(scratch, block, split) for every one of `blocks` row blocks times `splits` column ranges,
+// handed out over the pool, `scratch` being the running worker's own buffer.
+template <typename Item>
+void run_blocks(ThreadPool& pool, int64_t blocks, int64_t splits,
+                std::vector<std::vector<float>>& scratch, const Item& item) {
+  pool.parallel_items(static_cast<size_t>(blocks * splits), [&](int worker, size_t i) {
+    item(scratch[static_cast<size_t>(worker)].data(), static_cast<int64_t>(i) / splits,
+         static_cast<int64_t>(i) % splits);
+  });
+}
+
+// Bytes of such per-thread scratch buffers.
+inline uint64_t scratch_bytes(const std::vector<std::vector<float>>& scratch) {
+  uint64_t bytes = 0;
+  for (const std::vector<float>& s : scratch) bytes += s.size() * sizeof(float);
+  return bytes;
+}
+
 // The multi-threaded GEMM over a fixed B: bind() plans the split for M rows once (when the
 // program binds its buffers), run() executes it inside ThreadPool::run.
 class Gemm {

@@ -255,10 +255,9 @@ class WinogradConvKernel final : public NhwcIo<> {
   }
 
   Status run(ThreadPool& pool) override {
-    pool.parallel_items(static_cast<size_t>(blocks_ * splits_), [&](int worker, size_t item) {
-      run_item(scratch_[static_cast<size_t>(worker)].data(), static_cast<int64_t>(item) / splits_,
-               static_cast<int64_t>(item) % splits_);
-    });
+    run_blocks(
+        pool, blocks_, splits_, scratch_,
+        [this](float* scratch, int64_t block, int64_t split) { run_item(scratch, block, split); });
     return Status();
   }
 
@@ -269,8 +268,7 @@ class WinogradConvKernel final : public NhwcIo<> {
   uint64_t owned_bytes() const override {
     uint64_t b = (u_.size() + bias_.size() + zeros_.size()) * sizeof(float);
     for (const PackedB& p : packed_u_) b += p.bytes();
-    for (const std::vector<float>& s : scratch_) b += s.size() * sizeof(float);
-    return b;
+    return b + scratch_bytes(scratch_);
   }
 
  private:
