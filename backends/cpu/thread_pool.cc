@@ -212,11 +212,25 @@ void ThreadPool::park_workers() {
       PTHREADPOOL_FLAG_YIELD_WORKERS);
 }
 
+double ThreadChoice::typical_all() const {
+  std::array<double, kWindow> w = window_;
+  const auto mid = w.begin() + window_size_ / 2;
+  std::nth_element(w.begin(), mid, w.begin() + window_size_);
+  return *mid;
+}
+
+bool ThreadChoice::slow() const {
+  return window_size_ >= 3 && typical_all() > 1.5 * best_all_;
+}
+
 bool ThreadChoice::next(int threads) {
   if (threads < 2) return true;
-  // The run after the first measured one compares the leader alone, once.
-  if (avg_all_ >= 0 && avg_leader_ < 0) return false;
-  retry_ = ++since_retry_ >= kExplore && (leader_ || avg_all_ > 1.5 * best_all_);
+  if (leader_) {
+    retry_ = ++since_retry_ >= kExplore;
+  } else {
+    // Slow all-thread runs: try the leader now if it was never measured, else every kExplore.
+    retry_ = slow() && (avg_leader_ < 0 || ++since_retry_ >= kExplore);
+  }
   if (retry_) since_retry_ = 0;
   return leader_ == retry_;
 }
@@ -225,13 +239,14 @@ void ThreadChoice::record(bool workers, double ms) {
   if (runs_++ == 0) return;  // the first run warms caches and pages up
   if (workers) {
     best_all_ = best_all_ < 0 ? ms : std::min(best_all_, ms);
-    // A retry replaces the average: the load may have changed since.
-    avg_all_ = avg_all_ < 0 || retry_ ? ms : 0.75 * avg_all_ + 0.25 * ms;
-    const bool slow = avg_all_ > 1.5 * best_all_;
-    leader_ = slow && (avg_leader_ < 0 || avg_leader_ < avg_all_);
+    if (retry_) window_size_ = window_next_ = 0;  // the load may have changed since
+    window_[static_cast<size_t>(window_next_)] = ms;
+    window_next_ = (window_next_ + 1) % kWindow;
+    window_size_ = std::min(window_size_ + 1, kWindow);
+    if (leader_) leader_ = avg_leader_ < typical_all();
   } else {
     avg_leader_ = avg_leader_ < 0 || retry_ ? ms : 0.75 * avg_leader_ + 0.25 * ms;
-    leader_ = avg_leader_ < avg_all_;
+    leader_ = window_size_ == 0 || avg_leader_ < typical_all();
   }
 }
 

@@ -19,6 +19,7 @@
 #include <pthreadpool.h>
 #include <sys/types.h>
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
@@ -109,26 +110,32 @@ class ThreadPool {
 // their wall times. On a machine where other processes compete for the pool's cores, a pinned
 // worker that is not on its core stalls every fork/join until the scheduler gives it one (a
 // time slice, milliseconds: `BM_PoolDispatch`), which can make a 2-thread run several times
-// slower than the leader alone. After a warm-up run, one run on all threads and one on the
-// leader alone are compared (a process that runs a model a few times must decide early); then
-// runs use the faster mode: all threads while they stay within 1.5x of the fastest all-thread
-// run seen (when the moving average drifts above that, the leader alone is tried again), the
-// leader alone while its average is lower (retrying all threads every kExplore runs). On a
-// quiet machine that costs one leader-only run per program. Used on the leader thread only
+// slower than the leader alone. Runs use all threads until they turn slow: the median of the
+// last kWindow all-thread runs above 1.5x the fastest one seen (one outlier never counts). Then
+// the leader alone is tried at once, and kept while its average beats that median; from the
+// leader, all threads are retried every kExplore runs (a retry starts the window afresh, so one
+// fast run brings them back). A quiet machine never runs leader-only, so what a program's runs
+// measure is what the profiler's all-thread timings predict. Used on the leader thread only
 // (jobs are serialised there), so it needs no lock.
 class ThreadChoice {
  public:
   static constexpr int kExplore = 32;
+  static constexpr int kWindow = 5;
   // Whether the next run should use the workers; `threads` is the pool's size.
   bool next(int threads);
   // The wall time of a run made in the mode next() returned.
   void record(bool workers, double ms);
 
  private:
+  double typical_all() const;  // median of the window
+  bool slow() const;
+
   int runs_ = 0;
-  double best_all_ = -1, avg_all_ = -1, avg_leader_ = -1;  // < 0: not measured yet
-  bool leader_ = false;                                    // the current mode: leader only
-  bool retry_ = false;  // the next run is a retry of the other mode
+  std::array<double, kWindow> window_{};  // the last all-thread run times (ring)
+  int window_size_ = 0, window_next_ = 0;
+  double best_all_ = -1, avg_leader_ = -1;  // < 0: not measured yet
+  bool leader_ = false;                     // the current mode: leader only
+  bool retry_ = false;                      // this run tries the other mode
   int since_retry_ = 0;
 };
 

@@ -227,12 +227,22 @@ std::vector<bool> choices(int runs, const std::function<double(bool, int)>& ms) 
 
 TEST(ThreadChoiceTest, QuietMachineKeepsAllThreads) {
   // Steady all-thread runs (a slow first run, small jitter), the leader alone twice as slow:
-  // one comparison run on the leader (the third), never again.
+  // the leader alone is never tried.
   const std::vector<bool> m =
       choices(200, [](bool w, int r) { return r == 0 ? 30.0 : (w ? 10.0 : 20.0) + (r % 3) * 0.5; });
-  for (size_t r = 0; r < m.size(); ++r) EXPECT_EQ(m[r], r != 2) << r;
+  for (size_t r = 0; r < m.size(); ++r) EXPECT_TRUE(m[r]) << r;
   ThreadChoice one;
   EXPECT_TRUE(one.next(1));
+}
+
+TEST(ThreadChoiceTest, OutliersDoNotHandRunsToTheLeader) {
+  // All threads 10 ms with single spikes of 100 ms (a descheduled worker now and then); the
+  // leader alone 20 ms. A lone outlier must not move the program to the leader.
+  const std::vector<bool> m = choices(200, [](bool w, int r) {
+    if (!w) return 20.0;
+    return r % 7 == 3 ? 100.0 : 10.0;
+  });
+  for (size_t r = 0; r < m.size(); ++r) EXPECT_TRUE(m[r]) << r;
 }
 
 TEST(ThreadChoiceTest, LoadedWorkersGiveWayToTheLeaderAndComeBack) {
@@ -245,7 +255,7 @@ TEST(ThreadChoiceTest, LoadedWorkersGiveWayToTheLeaderAndComeBack) {
   int leader_runs = 0, loaded_workers = 0;
   for (int r = 0; r < 250; ++r) {
     if (r < 20) {
-      EXPECT_EQ(m[static_cast<size_t>(r)], r != 2) << r;
+      EXPECT_TRUE(m[static_cast<size_t>(r)]) << r;
     }
     if (r >= 30 && r < 120) {
       leader_runs += m[static_cast<size_t>(r)] ? 0 : 1;
