@@ -164,9 +164,12 @@ uint64_t resident_bytes() {
 
 // One device the check runs on: opened once, with the whole model compiled on it. An untimed
 // run of the whole model precedes each timed run of a slice (unless --hot), so that the slice
-// meets the caches as a plan's stage meets them after the other stages. These runs time the
-// model's layers where the backend can (run_timed): their sums, against the profile's in-chain
-// layer times, say how far the machine's speed drifted since profiling.
+// meets the caches as a plan's stage meets them after the other stages. The untimed run before
+// each timed run of the whole model itself times the model's layers where the backend can
+// (run_timed): one layer sum per round, whose statistic, against the profile's in-chain layer
+// times (the same statistic over --repeat runs at profile time), says how far the machine's
+// speed drifted since profiling. (Only those: with a minimum, a statistic over the hundreds of
+// runs before the slices would fall further into the tail than the profile's.)
 struct CheckDevice {
   std::unique_ptr<Device> device;
   std::optional<SliceProgram> whole;  // unset where the whole model does not compile
@@ -175,7 +178,7 @@ struct CheckDevice {
   std::vector<double> walls;  // wall ms of those timed runs (run_timed: always on all threads)
   int whole_config = -1;      // the whole-model configuration, where there is a row for it
 
-  Status run_whole() {
+  Status run_whole_timed() {
     if (layers_timed) {
       const auto t0 = std::chrono::steady_clock::now();
       const Status st = whole->run_timed(&layer_ms);
@@ -433,8 +436,10 @@ class Check {
     t.name = c.device + " " + c.what;
     t.run = [&c] { return c.run(); };
     CheckDevice* d = c.on;
-    if (d != nullptr && d->whole && (!hot_ || c.program == &*d->whole)) {
-      t.before = [d] { return d->run_whole(); };
+    if (d != nullptr && d->whole && c.program == &*d->whole) {
+      t.before = [d] { return d->run_whole_timed(); };
+    } else if (d != nullptr && d->whole && !hot_) {
+      t.before = [d] { return d->whole->run(); };
     } else {
       t.before = [&c] { return c.run(); };
     }
