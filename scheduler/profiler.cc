@@ -92,27 +92,6 @@ struct LayerRun {
   }
 };
 
-// Layers [first, last) compiled as one program, with inputs of the right shapes.
-struct SliceProgram {
-  std::unique_ptr<Program> program;
-  std::vector<Tensor> inputs;
-  std::vector<Tensor> outputs;
-
-  static Result<SliceProgram> compile(const LayerGraph& lg, Device& device, int first, int last) {
-    SliceProgram s;
-    std::vector<NodeId> nodes;
-    for (int i = first; i < last; ++i) nodes.push_back(lg.layer(i).node);
-    ASSIGN_OR_RETURN(s.program, device.compile(lg.graph(), nodes));
-    ASSIGN_OR_RETURN(s.inputs, make_inputs(lg.graph(), s.program->input_values()));
-    s.outputs.resize(s.program->output_values().size());
-    return s;
-  }
-  Status run() { return program->run(inputs, outputs); }
-  Status run_timed(std::vector<double>* layer_ms) {
-    return program->run_timed(inputs, outputs, layer_ms);
-  }
-};
-
 // Layers [first, last) compiled as one program and timed layer by layer (Program::run_timed).
 struct ChainRun {
   int first = 0;
@@ -366,6 +345,49 @@ Result<SliceRun> measure_slice_run(const LayerGraph& lg, Device& device, int fir
 }
 
 }  // namespace
+
+Result<SliceProgram> SliceProgram::compile(const LayerGraph& lg, Device& device, int first,
+                                           int last) {
+  if (first < 0 || last > lg.num_layers() || first >= last) {
+    return invalid_argument("slice [" + std::to_string(first) + ", " + std::to_string(last) +
+                            ") is not a non-empty layer range");
+  }
+  SliceProgram s;
+  std::vector<NodeId> nodes;
+  for (int i = first; i < last; ++i) nodes.push_back(lg.layer(i).node);
+  ASSIGN_OR_RETURN(s.program, device.compile(lg.graph(), nodes));
+  ASSIGN_OR_RETURN(s.inputs, make_inputs(lg.graph(), s.program->input_values()));
+  s.outputs.resize(s.program->output_values().size());
+  return s;
+}
+
+double summarize_ms(std::vector<double> ms, const std::string& statistic) {
+  return ms.empty() ? 0.0 : summarize(std::move(ms), parse_stat(statistic));
+}
+
+Result<std::vector<std::vector<double>>> time_interleaved(const std::vector<TimedRun>& runs,
+                                                          int rounds, std::mt19937& rng) {
+  if (rounds < 1) return invalid_argument("rounds must be at least 1");
+  std::vector<std::vector<double>> ms(runs.size());
+  std::vector<size_t> order(runs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  for (int r = 0; r < rounds; ++r) {
+    std::shuffle(order.begin(), order.end(), rng);
+    for (size_t i : order) {
+      const TimedRun& t = runs[i];
+      if (t.before) {
+        Status st = t.before();
+        if (!st.ok()) return st.with_context(t.name + " (the untimed run before it)");
+      }
+      const auto t0 = Clock::now();
+      Status st = t.run();
+      const double elapsed = ms_since(t0);
+      if (!st.ok()) return st.with_context(t.name);
+      ms[i].push_back(elapsed);
+    }
+  }
+  return ms;
+}
 
 std::vector<double> layer_statistics(const std::vector<std::vector<double>>& runs,
                                      const std::string& statistic) {
@@ -690,10 +712,6 @@ Result<double> measure_slice_ms(const LayerGraph& lg, const std::string& device_
 Result<double> measure_slice_ms(const LayerGraph& lg, Device& device, int first, int last,
                                 int warmup, int repeat, const std::string& statistic,
                                 const std::function<Status()>& before) {
-  if (first < 0 || last > lg.num_layers() || first >= last) {
-    return invalid_argument("slice [" + std::to_string(first) + ", " + std::to_string(last) +
-                            ") is not a non-empty layer range");
-  }
   ASSIGN_OR_RETURN(SliceProgram slice, SliceProgram::compile(lg, device, first, last));
   return time_stat(
       parse_stat(statistic), warmup, repeat, [&] { return slice.run(); }, before);

@@ -18,6 +18,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -53,6 +55,43 @@ struct ProfileOptions {
 Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
                               const ProfileOptions& options, const std::string& model_name,
                               const std::string& model_hash);
+
+// Layers [first, last) compiled as one Program on `device`, with random inputs of the right
+// shapes (make_inputs). `outputs` start undefined; the first run allocates them and later runs
+// write them in place, as the executor's steps do.
+struct SliceProgram {
+  std::unique_ptr<Program> program;
+  std::vector<Tensor> inputs;
+  std::vector<Tensor> outputs;
+
+  // An error when [first, last) is not a non-empty layer range or the device refuses it.
+  static Result<SliceProgram> compile(const LayerGraph& lg, Device& device, int first, int last);
+  Status run() { return program->run(inputs, outputs); }
+  Status run_timed(std::vector<double>* layer_ms) {
+    return program->run_timed(inputs, outputs, layer_ms);
+  }
+};
+
+// One configuration of an interleaved measurement: `run` is timed; `before`, when set, runs
+// untimed right before each timed run (e.g. the rest of the model, so that `run` meets the
+// caches as a plan's stage does). `name` prefixes error messages.
+struct TimedRun {
+  std::string name;
+  std::function<Status()> before;
+  std::function<Status()> run;
+};
+
+// Times every configuration once per round, for `rounds` rounds, in an order `rng` shuffles
+// anew each round: ms[config][round]. Configurations measured in one block each, one after the
+// other, are minutes apart on a large model, and a shared machine's speed drifts by 10-20% over
+// minutes (docs/cost-model.md); interleaved, each round sees every configuration at about the
+// same machine speed, and a configuration's statistic over the rounds is comparable with the
+// others'. The first failing run stops the measurement, its error naming the configuration.
+Result<std::vector<std::vector<double>>> time_interleaved(const std::vector<TimedRun>& runs,
+                                                          int rounds, std::mt19937& rng);
+
+// The statistic ("median", "min" or "mean"; anything else is the median) of `ms`; 0 when empty.
+double summarize_ms(std::vector<double> ms, const std::string& statistic);
 
 // Times running layers [first, last) compiled as one Program on `device` (Program::run, so the
 // slice's own uploads and downloads are included): the median (or min) of `repeat` runs after

@@ -4,11 +4,15 @@
 # random slices and random split plans (tessera profile --check). Prints one Markdown table per
 # model, the profiling time and the load average around each step (the machine may be shared).
 #
-# Each checked run follows a run of the whole model on the same device, as a plan's stage follows
-# the other stages; HOT=1 times each slice in a loop of itself instead (--check --hot).
+# The check compiles every configuration first and times them in REPEAT interleaved rounds (each
+# round runs every configuration once, in a shuffled order); split plans run through the
+# executor, with their sum of slices for comparison. Each checked slice follows a run of the
+# whole model on the same device, as a plan's stage follows the other stages; HOT=1 times each
+# slice right after a run of itself instead (--check --hot). What does not fit MEMORY_BUDGET MiB
+# of resident memory (default 4096) is timed one configuration at a time.
 #
 # usage: [DEVICES=reference,cpu] [PLATFORM=board.json] [REPEAT=5] [SLICES=5] [CALIBRATION=8] [STATISTIC=median] \
-#        [HOT=1] scripts/profile_accuracy.sh TESSERA_BINARY MODEL_DIR OUT_DIR [model...]
+#        [HOT=1] [MEMORY_BUDGET=MiB] scripts/profile_accuracy.sh TESSERA_BINARY MODEL_DIR OUT_DIR [model...]
 set -euo pipefail
 tessera=$1
 models_dir=$2
@@ -24,6 +28,7 @@ devices=()
 [ -n "${PLATFORM:-}" ] && devices+=(--platform "$PLATFORM")
 check=()
 [ -n "${HOT:-}" ] && check=(--hot)
+[ -n "${MEMORY_BUDGET:-}" ] && check+=(--memory-budget "$MEMORY_BUDGET")
 load() { cut -d' ' -f1 /proc/loadavg; }
 mkdir -p "$out"
 for m in "${models[@]}"; do

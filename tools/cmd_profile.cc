@@ -8,8 +8,11 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <random>
+#include <set>
 #include <sstream>
+#include <tuple>
 
 #include "backends/registry.h"
 #include "core/tessera.h"
@@ -17,6 +20,8 @@
 #include "graph/format/model_file.h"
 #include "graph/layer_graph.h"
 #include "scheduler/cost_model.h"
+#include "scheduler/executor.h"
+#include "scheduler/plan.h"
 #include "scheduler/profiler.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
@@ -49,8 +54,11 @@ const std::vector<cli::FlagSpec> kFlags = {
     {"--seed", "", true, false, "with --check: random seed (default 1)"},
     {"--markdown", "", false, false, "with --check: print the table as Markdown"},
     {"--hot", "", false, false,
-     "with --check: time each slice in a loop of itself (default: each run after a run of the "
-     "whole model, as a plan's stage runs after the other stages)"},
+     "with --check: time each slice right after a run of itself (default: each run after a run "
+     "of the whole model, as a plan's stage runs after the other stages)"},
+    {"--memory-budget", "", true, false,
+     "with --check: MiB of resident memory up to which configurations are compiled together "
+     "and timed interleaved; the rest are timed one at a time (default 4096)"},
     {"--help", "-h", false, false, "show this help"},
 };
 
@@ -134,17 +142,425 @@ void print_summary(const Profile& p, const CostModel& cm) {
   }
 }
 
+// ---- tessera profile --check: predicted vs measured latency --------------------------------
+//
+// Phases: (1) compile every configuration: per device the whole model and the random slices,
+// and the random split plans, each as an Executor over its stages (as `tessera run --plan` runs
+// it) and each of its stages alone (the plan's sum of slices, as the check measured plans
+// before); (2) time them interleaved (time_interleaved): `repeat` rounds, each timing every
+// configuration once in a shuffled order, so that a drift of the machine's speed over minutes
+// reaches all of them alike; (3) compare the statistic over the rounds with the cost model,
+// absolutely and normalised by the whole model of the same round.
+
+// The resident memory of this process in bytes (/proc/self/statm); 0 where it cannot be read.
+uint64_t resident_bytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  unsigned long long size = 0, resident = 0;
+  const int n = std::fscanf(f, "%llu %llu", &size, &resident);
+  std::fclose(f);
+  return n == 2 ? resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) : 0;
+}
+
+// One device the check runs on: opened once, with the whole model compiled on it. An untimed
+// run of the whole model precedes each timed run of a slice (unless --hot), so that the slice
+// meets the caches as a plan's stage meets them after the other stages. The untimed run before
+// each timed run of the whole model itself times the model's layers where the backend can
+// (run_timed): one layer sum per round, whose statistic, against the profile's in-chain layer
+// times (the same statistic over --repeat runs at profile time), says how far the machine's
+// speed drifted since profiling. (Only those: with a minimum, a statistic over the hundreds of
+// runs before the slices would fall further into the tail than the profile's.)
+struct CheckDevice {
+  std::unique_ptr<Device> device;
+  std::optional<SliceProgram> whole;  // unset where the whole model does not compile
+  bool layers_timed = true;           // false once run_timed is unimplemented
+  std::vector<double> layer_ms, layer_sums;
+  std::vector<double> walls;  // wall ms of those timed runs (run_timed: always on all threads)
+  int whole_config = -1;      // the whole-model configuration, where there is a row for it
+
+  Status run_whole_timed() {
+    if (layers_timed) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const Status st = whole->run_timed(&layer_ms);
+      const double wall =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      if (st.code() != StatusCode::kUnimplemented) {
+        RETURN_IF_ERROR(st);
+        double sum = 0;
+        for (double x : layer_ms) sum += x;
+        layer_sums.push_back(sum);
+        walls.push_back(wall);
+        return Status();
+      }
+      layers_timed = false;
+    }
+    return whole->run();
+  }
+};
+
+// One measured configuration: a slice on one device or a split plan through the executor.
+struct CheckConfig {
+  std::string device;  // the device's label, or "plan"
+  std::string what;
+  double predicted = 0;
+  std::vector<std::pair<int, double>> stages;  // (virtual device, predicted ms) per stage
+  CheckDevice* on = nullptr;                   // the device of a slice
+  SliceProgram* program = nullptr;             // a slice: `own` or the device's whole model
+  std::optional<SliceProgram> own;
+  std::unique_ptr<Executor> plan;
+  std::vector<Tensor> plan_inputs, plan_outputs;
+  std::vector<double> ms;  // the timed runs
+  bool block = false;      // measured in its own block (memory budget), not interleaved
+
+  Status run() { return plan ? plan->run(plan_inputs, &plan_outputs) : program->run(); }
+};
+
+// A row of the check's table.
 struct CheckRow {
   std::string device;
   std::string what;
   double predicted = 0;
   double measured = 0;
+  double normalised = std::nan("");  // error normalised by the whole model of the same round
+  bool primary = true;               // false for a plan's sum of slices (for comparison only)
   double error() const { return measured > 0 ? (predicted - measured) / measured : 0; }
 };
 
-// Predicted vs measured latency of the whole model, random slices and random split plans (each
-// slice compiled alone, run through host memory, as the executor runs a plan; each timed run
-// after a run of the whole model on the same device unless --hot).
+std::string range_text(int first, int last) {
+  return "[" + std::to_string(first) + "," + std::to_string(last) + ")";
+}
+
+class Check {
+ public:
+  Check(const LoadedGraph& m, const CostModel& cm, int warmup, int repeat, bool hot,
+        uint64_t memory_budget, unsigned seed)
+      : m_(m),
+        cm_(cm),
+        warmup_(warmup),
+        repeat_(repeat),
+        hot_(hot),
+        budget_(memory_budget),
+        rng_(seed) {}
+
+  // A slice of `vd` as a configuration (one per (vd, first, last)); [0, L) is the whole model.
+  Result<int> add_slice(int vd, int first, int last) {
+    const auto key = std::make_tuple(vd, first, last);
+    if (auto it = slice_index_.find(key); it != slice_index_.end()) return it->second;
+    ASSIGN_OR_RETURN(CheckDevice * d, device_of(vd));
+    auto c = std::make_unique<CheckConfig>();
+    c->device = cm_.virtual_devices()[static_cast<size_t>(vd)].label;
+    const bool whole = first == 0 && last == m_.lg->num_layers();
+    c->what = whole ? "whole model" : "slice " + range_text(first, last);
+    c->predicted = cm_.slice_ms(vd, first, last);
+    c->stages = {{vd, c->predicted}};
+    c->on = d;
+    if (whole && d->whole) {
+      c->program = &*d->whole;
+    } else {
+      auto s = SliceProgram::compile(*m_.lg, *d->device, first, last);
+      if (!s.ok()) return s.status().with_context(c->device + " " + c->what);
+      c->own = std::move(*s);
+      c->program = &*c->own;
+    }
+    const int index = static_cast<int>(configs_.size());
+    RETURN_IF_ERROR(admit(std::move(c), whole));
+    if (whole) d->whole_config = index;
+    slice_index_[key] = index;
+    return index;
+  }
+
+  // A split plan: stages [cuts[i], cuts[i+1]) on vds[i], run by the executor with every stage
+  // its own program (a random plan may put adjacent stages on one device; the cost model prices
+  // each stage with its transfers, so the executor must not merge them). Each stage is also
+  // added as a slice for the sum-of-slices figure. Returns the plan's configuration.
+  Result<int> add_plan(const std::vector<int>& cuts, const std::vector<int>& vds) {
+    std::vector<std::pair<int, std::string>> starts;
+    std::vector<int> stage_configs;
+    auto c = std::make_unique<CheckConfig>();
+    c->device = "plan";
+    c->what = "split";
+    for (size_t i = 0; i < vds.size(); ++i) {
+      const int vd = vds[i];
+      const std::string& label = cm_.virtual_devices()[static_cast<size_t>(vd)].label;
+      starts.emplace_back(cuts[i], label);
+      const double ms = cm_.slice_ms(vd, cuts[i], cuts[i + 1]);
+      c->predicted += ms;
+      c->stages.emplace_back(vd, ms);
+      c->what += " " + label + range_text(cuts[i], cuts[i + 1]);
+      ASSIGN_OR_RETURN(int stage, add_slice(vd, cuts[i], cuts[i + 1]));
+      stage_configs.push_back(stage);
+    }
+    ASSIGN_OR_RETURN(Plan plan, plan_from_slices(m_.lg->num_layers(), starts));
+    plan.model_name = m_.name;
+    plan.model_hash = m_.hash;
+    plan.planner = "random";
+    ExecutorOptions options;
+    options.merge_same_device = false;
+    auto ex = Executor::create(*m_.lg, plan, options);
+    if (!ex.ok()) return ex.status().with_context(c->what);
+    c->plan = std::move(*ex);
+    ASSIGN_OR_RETURN(c->plan_inputs, make_inputs(m_.lg->graph(), m_.lg->graph().inputs()));
+    const int index = static_cast<int>(configs_.size());
+    RETURN_IF_ERROR(admit(std::move(c), false));
+    stage_slices_[static_cast<size_t>(index)] = std::move(stage_configs);
+    return index;
+  }
+
+  // Times every configuration kept (not measured in a block) in `repeat_` shuffled rounds.
+  Status measure() {
+    std::vector<TimedRun> runs;
+    std::vector<CheckConfig*> kept;
+    for (auto& c : configs_) {
+      if (c->block) continue;
+      runs.push_back(timed_run(*c));
+      kept.push_back(c.get());
+    }
+    if (runs.empty()) return Status();
+    ASSIGN_OR_RETURN(auto ms, time_interleaved(runs, repeat_, rng_));
+    for (size_t i = 0; i < kept.size(); ++i) kept[i]->ms = std::move(ms[i]);
+    interleaved_ = static_cast<int>(kept.size());
+    return Status();
+  }
+
+  // The rows: per configuration, and per plan its sum of slices.
+  std::vector<CheckRow> rows(const std::string& statistic) const {
+    std::vector<CheckRow> out;
+    for (size_t i = 0; i < configs_.size(); ++i) {
+      const CheckConfig& c = *configs_[i];
+      if (c.device != "plan" && !row_configs_.count(static_cast<int>(i))) continue;
+      CheckRow r{c.device, c.what + (c.block ? " *" : ""), c.predicted,
+                 summarize_ms(c.ms, statistic)};
+      if (c.what != "whole model") r.normalised = normalised_error(c.stages, c.ms, c.block);
+      out.push_back(r);
+      auto stages = stage_slices_.find(i);
+      if (stages == stage_slices_.end()) continue;
+      // The same plan as the sum of its slices, each timed alone (after the whole model).
+      CheckRow sum{"plan", "  as the sum of its slices", c.predicted, 0};
+      sum.primary = false;
+      std::vector<double> per_round(static_cast<size_t>(repeat_), 0.0);
+      bool block = false;
+      for (int s : stages->second) {
+        const CheckConfig& sc = *configs_[static_cast<size_t>(s)];
+        sum.measured += summarize_ms(sc.ms, statistic);
+        block = block || sc.block;
+        for (size_t k = 0; k < per_round.size() && k < sc.ms.size(); ++k) per_round[k] += sc.ms[k];
+      }
+      if (block) sum.what += " *";
+      sum.normalised = normalised_error(c.stages, per_round, block);
+      out.push_back(sum);
+    }
+    return out;
+  }
+
+  // Marks a configuration as a row of its own (the random slices and whole models).
+  void show(int config) { row_configs_.insert(config); }
+
+  // Per device: the whole model's layers (sum of the in-chain layer times) at profile time and
+  // now (the same statistic of the layer sums of this check's whole-model runs).
+  struct Drift {
+    std::string device;
+    double profiled = 0;
+    double now = 0;
+    double wall = 0;  // the same statistic of those runs' wall times
+  };
+  std::vector<Drift> drift(const Profile& p, const std::vector<int>& vds) const {
+    std::vector<Drift> out;
+    for (int vd : vds) {
+      const VirtualDevice& v = cm_.virtual_devices()[static_cast<size_t>(vd)];
+      auto it = devices_.find(v.device);
+      const DeviceProfile* dp = p.find(v.device);
+      const LevelProfile* level = dp == nullptr ? nullptr : dp->level(v.mhz);
+      if (it == devices_.end() || it->second.layer_sums.empty() || level == nullptr ||
+          level->layer_chain_ms.size() != static_cast<size_t>(m_.lg->num_layers())) {
+        continue;
+      }
+      Drift d{v.label, 0, summarize_ms(it->second.layer_sums, p.conditions.statistic),
+              summarize_ms(it->second.walls, p.conditions.statistic)};
+      bool all = true;
+      for (const auto& x : level->layer_chain_ms) {
+        all = all && x.has_value();
+        d.profiled += x.value_or(0);
+      }
+      if (all && d.profiled > 0) out.push_back(d);
+    }
+    return out;
+  }
+
+  int blocks() const { return blocks_; }
+  int interleaved() const { return interleaved_; }
+
+ private:
+  // Opens the device of `vd` and compiles the whole model on it, once per device name.
+  Result<CheckDevice*> device_of(int vd) {
+    const std::string& name = cm_.virtual_devices()[static_cast<size_t>(vd)].device;
+    auto [it, fresh] = devices_.try_emplace(name);
+    CheckDevice& d = it->second;
+    if (fresh) {
+      auto device = open_device(name);
+      if (!device.ok()) {
+        devices_.erase(it);
+        return device.status();
+      }
+      d.device = std::move(*device);
+      auto whole = SliceProgram::compile(*m_.lg, *d.device, 0, m_.lg->num_layers());
+      if (whole.ok()) d.whole = std::move(*whole);
+    }
+    return &d;
+  }
+
+  // Warms `c` up; then keeps it for the interleaved rounds or, when this process's resident
+  // memory is above the budget (and `keep` is false), times it now in a block of `repeat_`
+  // runs and frees it.
+  Status admit(std::unique_ptr<CheckConfig> c, bool keep) {
+    for (int i = 0; i < warmup_; ++i) {
+      RETURN_IF_ERROR(c->run().with_context(c->device + " " + c->what));
+    }
+    if (!keep && resident_bytes() > budget_) {
+      ASSIGN_OR_RETURN(auto ms, time_interleaved({timed_run(*c)}, repeat_, rng_));
+      c->ms = std::move(ms[0]);
+      c->block = true;
+      c->program = nullptr;
+      c->own.reset();
+      c->plan.reset();
+      ++blocks_;
+    }
+    configs_.push_back(std::move(c));
+    return Status();
+  }
+
+  // The timed run of `c` and what runs untimed before it: a slice after the whole model on its
+  // device (the whole model after itself), or after itself with --hot or where the whole model
+  // does not compile; a plan after itself (a plan is the whole model).
+  TimedRun timed_run(CheckConfig& c) {
+    TimedRun t;
+    t.name = c.device + " " + c.what;
+    t.run = [&c] { return c.run(); };
+    CheckDevice* d = c.on;
+    if (d != nullptr && d->whole && c.program == &*d->whole) {
+      t.before = [d] { return d->run_whole_timed(); };
+    } else if (d != nullptr && d->whole && !hot_) {
+      t.before = [d] { return d->whole->run(); };
+    } else {
+      t.before = [&c] { return c.run(); };
+    }
+    return t;
+  }
+
+  // The median over rounds of (sum over stages of predicted_k * measured_whole / predicted_whole
+  // of the stage's device in that round) / measured - 1: the error left once each prediction is
+  // scaled by how far the whole model on its device measured from its prediction in the same
+  // round (machine drift). NaN where a round's whole model is missing.
+  double normalised_error(const std::vector<std::pair<int, double>>& stages,
+                          const std::vector<double>& measured, bool block) const {
+    if (block || measured.size() != static_cast<size_t>(repeat_)) return std::nan("");
+    std::vector<double> errors;
+    for (size_t r = 0; r < measured.size(); ++r) {
+      double scaled = 0;
+      for (const auto& [vd, predicted] : stages) {
+        const std::string& name = cm_.virtual_devices()[static_cast<size_t>(vd)].device;
+        auto it = devices_.find(name);
+        if (it == devices_.end() || it->second.whole_config < 0) return std::nan("");
+        const CheckConfig& w = *configs_[static_cast<size_t>(it->second.whole_config)];
+        if (w.ms.size() != measured.size() || w.predicted <= 0) return std::nan("");
+        scaled += predicted * w.ms[r] / w.predicted;
+      }
+      if (measured[r] <= 0) return std::nan("");
+      errors.push_back(scaled / measured[r] - 1);
+    }
+    return summarize_ms(std::move(errors), "median");
+  }
+
+  const LoadedGraph& m_;
+  const CostModel& cm_;
+  const int warmup_, repeat_;
+  const bool hot_;
+  const uint64_t budget_;
+  std::mt19937 rng_;  // the order of the runs in each round
+  std::map<std::string, CheckDevice> devices_;
+  std::vector<std::unique_ptr<CheckConfig>> configs_;
+  std::map<std::tuple<int, int, int>, int> slice_index_;  // (vd, first, last) -> configuration
+  std::map<size_t, std::vector<int>> stage_slices_;       // plan -> its stages' slices
+  std::set<int> row_configs_;
+  int blocks_ = 0, interleaved_ = 0;
+};
+
+void print_rows(const std::vector<CheckRow>& rows, bool md) {
+  if (md) {
+    std::printf(
+        "| device | what | predicted ms | measured ms | error | drift-normalised error |\n"
+        "|---|---|---:|---:|---:|---:|\n");
+  } else {
+    std::printf("%-14s %-52s %12s %12s %8s %11s\n", "device", "what", "predicted ms", "measured ms",
+                "error", "normalised");
+  }
+  for (const CheckRow& r : rows) {
+    char norm[32] = "-";
+    if (!std::isnan(r.normalised)) std::snprintf(norm, sizeof norm, "%+.1f%%", 100 * r.normalised);
+    if (md) {
+      std::printf("| %s | %s | %.3f | %.3f | %+.1f%% | %s |\n", r.device.c_str(), r.what.c_str(),
+                  r.predicted, r.measured, 100 * r.error(), norm);
+    } else {
+      std::printf("%-14s %-52s %12.3f %12.3f %+7.1f%% %11s\n", r.device.c_str(), r.what.c_str(),
+                  r.predicted, r.measured, 100 * r.error(), norm);
+    }
+  }
+}
+
+// Mean absolute error (and count) of `rows` that pass `keep`, on `error` (NaN entries skipped).
+template <typename Keep, typename Error>
+std::pair<double, int> mean_abs(const std::vector<CheckRow>& rows, Keep keep, Error error) {
+  double sum = 0;
+  int n = 0;
+  for (const CheckRow& r : rows) {
+    if (!keep(r) || std::isnan(error(r))) continue;
+    sum += std::abs(error(r));
+    ++n;
+  }
+  return {n ? sum / n : 0.0, n};
+}
+
+void print_summary(const std::string& model, const std::vector<CheckRow>& rows, bool md) {
+  const auto abs_error = [](const CheckRow& r) { return r.error(); };
+  const auto normalised = [](const CheckRow& r) { return r.normalised; };
+  const auto primary = [](const CheckRow& r) { return r.primary; };
+  const auto [all, n] = mean_abs(rows, primary, abs_error);
+  const auto [whole, whole_n] = mean_abs(
+      rows, [](const CheckRow& r) { return r.what == "whole model"; }, abs_error);
+  std::printf("%s%s: mean absolute error %.2f%% over %d runs (whole model %.2f%%)\n",
+              md ? "\n" : "", model.c_str(), 100 * all, n, whole_n ? 100 * whole : 0.0);
+  // Per device (split plans as "plan"), in order of first appearance.
+  std::vector<std::string> order;
+  for (const CheckRow& r : rows) {
+    if (r.primary && std::find(order.begin(), order.end(), r.device) == order.end()) {
+      order.push_back(r.device);
+    }
+  }
+  for (const std::string& d : order) {
+    const auto [e, k] = mean_abs(
+        rows, [&](const CheckRow& r) { return r.primary && r.device == d; }, abs_error);
+    std::printf("%s  %s: mean absolute error %.2f%% over %d runs\n", model.c_str(), d.c_str(),
+                100 * e, k);
+  }
+  const auto [sum, sum_n] = mean_abs(
+      rows, [](const CheckRow& r) { return !r.primary; }, abs_error);
+  if (sum_n > 0) {
+    std::printf(
+        "%s  split plans as the sum of their slices (each timed alone, not run by the "
+        "executor): mean absolute error %.2f%% over %d plans\n",
+        model.c_str(), 100 * sum, sum_n);
+  }
+  const auto [norm, norm_n] = mean_abs(rows, primary, normalised);
+  if (norm_n > 0) {
+    std::printf(
+        "%s: drift-normalised mean absolute error %.2f%% over %d runs (predicted / predicted "
+        "whole model vs measured / measured whole model of the same round; whole-model rows "
+        "left out)\n",
+        model.c_str(), 100 * norm, norm_n);
+  }
+}
+
+// Predicted vs measured latency of the whole model, random slices and random split plans
+// (phases above).
 int run_check(const LoadedGraph& m, const cli::Args& args) {
   auto profile = Profile::load(args.get("--check"), m.hash);
   if (!profile.ok()) return report_error("profile", profile.status());
@@ -154,64 +570,33 @@ int run_check(const LoadedGraph& m, const cli::Args& args) {
   auto seed = args.get_int("--seed", 1, 0, 1 << 30);
   auto repeat = args.get_int("--repeat", 5, 1, 100000);
   auto warmup = args.get_int("--warmup", 1, 0, 100000);
-  for (const auto* r : {&slices, &seed, &repeat, &warmup}) {
+  auto budget_mib = args.get_int("--memory-budget", 4096, 0, 1 << 30);
+  for (const auto* r : {&slices, &seed, &repeat, &warmup, &budget_mib}) {
     if (!r->ok()) return report_error("profile", r->status());
   }
   const int L = m.lg->num_layers();
   std::mt19937 rng(static_cast<unsigned>(*seed));
-  std::vector<CheckRow> rows;
   const std::vector<int> vds = cm->latency_devices();
-  // Per device: the device, opened once, and the whole model compiled on it, run before each
-  // timed run of a slice (unless --hot) so that the slice meets the caches as a plan's stage
-  // does after the other stages. Where the whole model does not compile, slices run in a loop.
-  struct Opened {
-    std::unique_ptr<Device> device;
-    std::unique_ptr<Program> whole;
-    std::vector<Tensor> inputs, outputs;
-  };
-  std::map<std::string, Opened> opened;
-  auto measure = [&](int vd, int first, int last) -> Result<double> {
-    const std::string& name = cm->virtual_devices()[static_cast<size_t>(vd)].device;
-    auto [it, fresh] = opened.try_emplace(name);
-    Opened& o = it->second;
-    if (fresh) {
-      ASSIGN_OR_RETURN(o.device, open_device(name));
-      std::vector<NodeId> nodes;
-      for (int i = 0; i < L; ++i) nodes.push_back(m.lg->layer(i).node);
-      auto whole = args.has("--hot") ? Result<std::unique_ptr<Program>>(unimplemented("--hot"))
-                                     : o.device->compile(m.lg->graph(), nodes);
-      auto inputs = whole.ok() ? make_inputs(m.lg->graph(), (*whole)->input_values())
-                               : Result<std::vector<Tensor>>(whole.status());
-      if (inputs.ok()) {
-        o.whole = std::move(*whole);
-        o.inputs = std::move(*inputs);
-        o.outputs.resize(o.whole->output_values().size());
-      }
-    }
-    std::function<Status()> before;
-    if (o.whole != nullptr) before = [&o] { return o.whole->run(o.inputs, o.outputs); };
-    return measure_slice_ms(*m.lg, *o.device, first, last, *warmup, *repeat,
-                            profile->conditions.statistic, before);
-  };
+  Check check(m, *cm, *warmup, *repeat, args.has("--hot"), static_cast<uint64_t>(*budget_mib) << 20,
+              static_cast<unsigned>(*seed) + 1);
+  // Phase 1: compile (and warm up) every configuration.
   for (int vd : vds) {
-    const std::string& dev = cm->virtual_devices()[static_cast<size_t>(vd)].label;
     if (!cm->can_run_slice(vd, 0, L)) continue;
-    auto whole = measure(vd, 0, L);
+    auto whole = check.add_slice(vd, 0, L);
     if (!whole.ok()) return report_error("profile", whole.status());
-    rows.push_back({dev, "whole model", cm->slice_ms(vd, 0, L), *whole});
+    check.show(*whole);
     for (int s = 0; s < *slices && L > 1; ++s) {
       int a = static_cast<int>(rng() % static_cast<unsigned>(L));
       int b = static_cast<int>(rng() % static_cast<unsigned>(L));
       if (a > b) std::swap(a, b);
       ++b;
       if (!cm->can_run_slice(vd, a, b)) continue;
-      auto ms = measure(vd, a, b);
-      if (!ms.ok()) return report_error("profile", ms.status());
-      rows.push_back({dev, "slice [" + std::to_string(a) + "," + std::to_string(b) + ")",
-                      cm->slice_ms(vd, a, b), *ms});
+      auto slice = check.add_slice(vd, a, b);
+      if (!slice.ok()) return report_error("profile", slice.status());
+      check.show(*slice);
     }
   }
-  // Split plans over the devices: 2 or 3 slices, each on a random device, transfers at the cuts.
+  // Split plans over the devices: 2 or 3 stages, each on a random device, transfers at the cuts.
   for (int s = 0; s < *slices && L > 2 && !vds.empty(); ++s) {
     const int k = 2 + static_cast<int>(rng() % 2u);
     std::vector<int> cuts = {0, L};
@@ -220,64 +605,40 @@ int run_check(const LoadedGraph& m, const cli::Args& args) {
       if (std::find(cuts.begin(), cuts.end(), c) == cuts.end()) cuts.push_back(c);
     }
     std::sort(cuts.begin(), cuts.end());
-    double pred = 0, meas = 0;
-    std::string what = "split";
+    std::vector<int> on;
     bool ok = true;
     for (size_t i = 0; i + 1 < cuts.size() && ok; ++i) {
-      const int vd = vds[rng() % vds.size()];
-      ok = cm->can_run_slice(vd, cuts[i], cuts[i + 1]);
-      if (!ok) break;
-      auto ms = measure(vd, cuts[i], cuts[i + 1]);
-      if (!ms.ok()) return report_error("profile", ms.status());
-      pred += cm->slice_ms(vd, cuts[i], cuts[i + 1]);
-      meas += *ms;
-      what += " " + cm->virtual_devices()[static_cast<size_t>(vd)].label + "[" +
-              std::to_string(cuts[i]) + "," + std::to_string(cuts[i + 1]) + ")";
+      on.push_back(vds[rng() % vds.size()]);
+      ok = cm->can_run_slice(on.back(), cuts[i], cuts[i + 1]);
     }
-    if (ok) rows.push_back({"plan", what, pred, meas});
+    if (!ok) continue;
+    auto plan = check.add_plan(cuts, on);
+    if (!plan.ok()) return report_error("profile", plan.status());
   }
+  // Phase 2: the interleaved rounds.
+  Status measured = check.measure();
+  if (!measured.ok()) return report_error("profile", measured);
+  // Phase 3: the table and the errors.
   const bool md = args.has("--markdown");
-  if (md) {
+  const std::vector<CheckRow> rows = check.rows(profile->conditions.statistic);
+  print_rows(rows, md);
+  if (rows.empty()) return 0;
+  print_summary(m.name, rows, md);
+  std::printf("%s: %d configurations timed in %d interleaved rounds (shuffled; %s of the rounds)",
+              m.name.c_str(), check.interleaved(), *repeat, profile->conditions.statistic.c_str());
+  if (check.blocks() > 0) {
     std::printf(
-        "| device | what | predicted ms | measured ms | error |\n|---|---|---:|---:|---:|\n");
-  } else {
-    std::printf("%-14s %-44s %12s %12s %8s\n", "device", "what", "predicted ms", "measured ms",
-                "error");
+        "; %d more (*) timed each in its own block of %d runs: resident memory above "
+        "--memory-budget %d MiB",
+        check.blocks(), *repeat, *budget_mib);
   }
-  double sum_abs = 0, whole_abs = 0;
-  int whole_n = 0;
-  for (const CheckRow& r : rows) {
-    if (md) {
-      std::printf("| %s | %s | %.3f | %.3f | %+.1f%% |\n", r.device.c_str(), r.what.c_str(),
-                  r.predicted, r.measured, 100 * r.error());
-    } else {
-      std::printf("%-14s %-44.44s %12.3f %12.3f %+7.1f%%\n", r.device.c_str(), r.what.c_str(),
-                  r.predicted, r.measured, 100 * r.error());
-    }
-    sum_abs += std::abs(r.error());
-    if (r.what == "whole model") {
-      whole_abs += std::abs(r.error());
-      ++whole_n;
-    }
-  }
-  if (!rows.empty()) {
-    std::printf("%s%s: mean absolute error %.2f%% over %zu runs (whole model %.2f%%)\n",
-                md ? "\n" : "", m.name.c_str(), 100 * sum_abs / static_cast<double>(rows.size()),
-                rows.size(), whole_n ? 100 * whole_abs / whole_n : 0.0);
-    // Per device (split plans as "plan"), in order of first appearance.
-    std::vector<std::string> order;
-    std::map<std::string, std::pair<double, int>> per_device;
-    for (const CheckRow& r : rows) {
-      auto [it, fresh] = per_device.try_emplace(r.device, 0.0, 0);
-      if (fresh) order.push_back(r.device);
-      it->second.first += std::abs(r.error());
-      it->second.second += 1;
-    }
-    for (const std::string& d : order) {
-      const auto& [sum, n] = per_device[d];
-      std::printf("%s  %s: mean absolute error %.2f%% over %d runs\n", m.name.c_str(), d.c_str(),
-                  100 * sum / n, n);
-    }
+  std::printf("\n");
+  for (const Check::Drift& d : check.drift(*profile, vds)) {
+    std::printf(
+        "%s  %s: machine drift %+.1f%% (the whole model's layers: %.3f ms at profile time, "
+        "%.3f ms in this check, in untimed whole-model runs of %.3f ms wall)\n",
+        m.name.c_str(), d.device.c_str(), 100 * (d.now / d.profiled - 1), d.profiled, d.now,
+        d.wall);
   }
   return 0;
 }

@@ -2,6 +2,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <set>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -170,6 +173,95 @@ TEST(ProfilerTest, RefusesUnknownDevicesAndBadOptions) {
   EXPECT_FALSE(profile_model(*m.lg, test_platform(false), o, "skip", "h").ok());
   EXPECT_FALSE(measure_slice_ms(*m.lg, "reference", 2, 2, 0, 1).ok());
   EXPECT_FALSE(measure_slice_ms(*m.lg, "reference", 0, 5, 0, 1).ok());
+}
+
+// time_interleaved: every configuration once per round, its `before` right before it, in an
+// order that changes between rounds; errors name the configuration.
+TEST(ProfilerTest, TimesConfigurationsInShuffledRounds) {
+  std::vector<std::string> log;
+  std::vector<TimedRun> runs;
+  for (int i = 0; i < 5; ++i) {
+    const std::string id = std::to_string(i);
+    runs.push_back({"config " + id,
+                    [&log, id] {
+                      log.push_back("before " + id);
+                      return Status();
+                    },
+                    [&log, id] {
+                      log.push_back("run " + id);
+                      return Status();
+                    }});
+  }
+  runs[4].before = nullptr;  // optional
+  std::mt19937 rng(7);
+  auto ms = time_interleaved(runs, 6, rng);
+  ASSERT_TRUE(ms.ok()) << ms.status().to_string();
+  ASSERT_EQ(ms->size(), 5u);
+  for (const auto& per_round : *ms) {
+    ASSERT_EQ(per_round.size(), 6u);
+    for (double x : per_round) EXPECT_GE(x, 0);
+  }
+  std::vector<std::vector<std::string>> orders(6);
+  size_t k = 0;
+  for (int r = 0; r < 6; ++r) {
+    std::set<std::string> seen;
+    while (orders[static_cast<size_t>(r)].size() < 5) {
+      ASSERT_LT(k, log.size());
+      std::string id = log[k].substr(log[k].size() - 1);
+      if (id != "4") {
+        EXPECT_EQ(log[k], "before " + id);
+        ++k;
+      }
+      ASSERT_LT(k, log.size());
+      EXPECT_EQ(log[k], "run " + id);
+      ++k;
+      EXPECT_TRUE(seen.insert(id).second) << "config " << id << " twice in round " << r;
+      orders[static_cast<size_t>(r)].push_back(id);
+    }
+  }
+  EXPECT_EQ(k, log.size());
+  EXPECT_EQ(std::set<std::vector<std::string>>(orders.begin(), orders.end()).size() > 1, true)
+      << "every round ran in the same order";
+
+  // A failing run stops the measurement, naming the configuration (and the run before it).
+  runs[2].run = [] { return internal_error("boom"); };
+  auto failed = time_interleaved(runs, 2, rng);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("config 2"), std::string::npos)
+      << failed.status().to_string();
+  runs[2].run = [] { return Status(); };
+  runs[3].before = [] { return internal_error("boom"); };
+  failed = time_interleaved(runs, 2, rng);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("config 3 (the untimed run before it)"),
+            std::string::npos)
+      << failed.status().to_string();
+  EXPECT_FALSE(time_interleaved(runs, 0, rng).ok());
+  auto none = time_interleaved({}, 3, rng);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+
+  EXPECT_EQ(summarize_ms({3, 1, 2}, "min"), 1);
+  EXPECT_EQ(summarize_ms({3, 1, 2}, "median"), 2);
+  EXPECT_EQ(summarize_ms({3, 1, 2}, "mean"), 2);
+  EXPECT_EQ(summarize_ms({}, "median"), 0);
+}
+
+// SliceProgram refuses empty or out-of-range layer ranges and runs a valid one.
+TEST(ProfilerTest, SliceProgramChecksItsRange) {
+  auto m = testing::make_model(testing::skip_graph());
+  auto device = open_device("reference");
+  ASSERT_TRUE(device.ok());
+  EXPECT_FALSE(SliceProgram::compile(*m.lg, **device, 2, 2).ok());
+  EXPECT_FALSE(SliceProgram::compile(*m.lg, **device, -1, 2).ok());
+  auto bad = SliceProgram::compile(*m.lg, **device, 0, 5);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("[0, 5)"), std::string::npos);
+  auto s = SliceProgram::compile(*m.lg, **device, 1, 3);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  ASSERT_TRUE(s->run().ok());
+  ASSERT_EQ(s->outputs.size(), s->program->output_values().size());
+  EXPECT_NE(s->outputs[0].raw(), nullptr);
 }
 
 TEST(TransferFitTest, RecoversALineAndReportsR2) {
