@@ -15,10 +15,53 @@ namespace {
 
 class XnnConvKernel final : public NhwcIo<> {
  public:
+  XnnConvKernel(const ConvSetup& s, std::string what) : s_(s), what_(std::move(what)) {}
+
+  // Creates the operator for outputs `output_stride` floats apart per pixel (the channel count
+  // when dense; XNNPACK fixes the stride at creation), packing the weights from OIHW into
+  // XNNPACK's [groups * group_out, kh, kw, group_in].
+  Status create(int64_t output_stride) {
+    const ConvSetup& s = s_;
+    const WindowGeometry& geo = s.geo;
+    const int64_t cout = s.cout, cin_g = s.cin_g, kh = s.kh, kw = s.kw;
+    std::vector<float> packed(static_cast<size_t>(cout * kh * kw * cin_g) + 16);
+    const float* src = s.weight->data<float>();
+    for (int64_t o = 0; o < cout; ++o) {
+      for (int64_t i = 0; i < cin_g; ++i) {
+        for (int64_t yx = 0; yx < kh * kw; ++yx) {
+          packed[static_cast<size_t>((o * kh * kw + yx) * cin_g + i)] =
+              src[(o * cin_g + i) * kh * kw + yx];
+        }
+      }
+    }
+    RETURN_IF_ERROR(ensure_xnnpack());
+    xnn_operator_t op = nullptr;
+    RETURN_IF_ERROR(xnn_check(
+        xnn_create_convolution2d_nhwc_f32(
+            static_cast<uint32_t>(geo.pads_begin[0]), static_cast<uint32_t>(geo.pads_end[1]),
+            static_cast<uint32_t>(geo.pads_end[0]), static_cast<uint32_t>(geo.pads_begin[1]),
+            static_cast<uint32_t>(kh), static_cast<uint32_t>(kw),
+            static_cast<uint32_t>(geo.strides[0]), static_cast<uint32_t>(geo.strides[1]),
+            static_cast<uint32_t>(geo.dilations[0]), static_cast<uint32_t>(geo.dilations[1]),
+            static_cast<uint32_t>(s.group), static_cast<size_t>(cin_g),
+            static_cast<size_t>(cout / s.group), static_cast<size_t>(s.cin),
+            static_cast<size_t>(output_stride), packed.data(),
+            s.bias != nullptr ? s.bias->data<float>() : nullptr, s.clamp.min, s.clamp.max, 0, &op),
+        what_));
+    op_.reset(op);
+    output_stride_ = output_stride;
+    return Status();
+  }
+
+  // Only when no activation pass runs over the output afterwards (that pass reads it densely).
+  bool writes_strided_output() const override { return !post_.active(); }
+
   Status bind(std::span<const Operand> in, std::span<const Operand> out,
               ThreadPool& pool) override {
     const Shape& x = in[0].shape;
     const Shape& y = out[0].shape;
+    const int64_t stride = out[0].pixel_stride_or_dense();
+    if (stride != output_stride_) RETURN_IF_ERROR(create(stride));
     RETURN_IF_ERROR(xnn_check(
         xnn_setup_convolution2d_nhwc_f32(op_.get(), static_cast<size_t>(x[0]),
                                          static_cast<size_t>(x[2]), static_cast<size_t>(x[3]),
@@ -36,7 +79,9 @@ class XnnConvKernel final : public NhwcIo<> {
   std::string describe() const override { return desc_; }
   uint64_t owned_bytes() const override { return packed_bytes_; }
 
+  ConvSetup s_;  // its weight and bias point into the graph, which outlives the program
   XnnOperator op_;
+  int64_t output_stride_ = 0;  // of the current operator
   ActivationPass post_;
   std::string what_;
   std::string desc_;
@@ -48,51 +93,19 @@ Result<std::unique_ptr<Kernel>> make_xnn_conv(const KernelRequest& req) {
   if (!setup || !(setup->clamp.min < setup->clamp.max)) return decline();
   const ConvSetup& s = *setup;
   const Node& n = req.node;
-  const WindowGeometry& geo = s.geo;
-  const Tensor* w = s.weight;
-  const Tensor* b = s.bias;
-  const int64_t group = s.group;
-  const ClampRange clamp = s.clamp;
-  const Activation act = s.act;
-  // OIHW -> OHWI (XNNPACK's [groups * group_out, kh, kw, group_in]).
-  const int64_t cout = s.cout, cin_g = s.cin_g, kh = s.kh, kw = s.kw;
-  std::vector<float> packed(static_cast<size_t>(cout * kh * kw * cin_g) + 16);
-  const float* src = w->data<float>();
-  for (int64_t o = 0; o < cout; ++o) {
-    for (int64_t i = 0; i < cin_g; ++i) {
-      for (int64_t yx = 0; yx < kh * kw; ++yx) {
-        packed[static_cast<size_t>((o * kh * kw + yx) * cin_g + i)] =
-            src[(o * cin_g + i) * kh * kw + yx];
-      }
-    }
+  auto k = std::make_unique<XnnConvKernel>(s, "node '" + n.name + "' (Conv)");
+  RETURN_IF_ERROR(k->create(s.cout));
+  if (!activation_is_clamp(s.act)) {
+    ASSIGN_OR_RETURN(k->post_, ActivationPass::create(s.act, n.name));
   }
-  auto k = std::make_unique<XnnConvKernel>();
-  k->what_ = "node '" + n.name + "' (Conv)";
-  RETURN_IF_ERROR(ensure_xnnpack());
-  xnn_operator_t op = nullptr;
-  RETURN_IF_ERROR(xnn_check(
-      xnn_create_convolution2d_nhwc_f32(
-          static_cast<uint32_t>(geo.pads_begin[0]), static_cast<uint32_t>(geo.pads_end[1]),
-          static_cast<uint32_t>(geo.pads_end[0]), static_cast<uint32_t>(geo.pads_begin[1]),
-          static_cast<uint32_t>(kh), static_cast<uint32_t>(kw),
-          static_cast<uint32_t>(geo.strides[0]), static_cast<uint32_t>(geo.strides[1]),
-          static_cast<uint32_t>(geo.dilations[0]), static_cast<uint32_t>(geo.dilations[1]),
-          static_cast<uint32_t>(group), static_cast<size_t>(cin_g),
-          static_cast<size_t>(cout / group), static_cast<size_t>(s.cin), static_cast<size_t>(cout),
-          packed.data(), b != nullptr ? b->data<float>() : nullptr, clamp.min, clamp.max, 0, &op),
-      k->what_));
-  k->op_.reset(op);
-  if (!activation_is_clamp(act)) {
-    ASSIGN_OR_RETURN(k->post_, ActivationPass::create(act, n.name));
-  }
-  k->packed_bytes_ = static_cast<uint64_t>(cout * (kh * kw * cin_g + 1)) * sizeof(float);
-  const bool dw = group > 1 && cin_g == 1;
-  k->desc_ = "xnnpack conv " + std::to_string(kh) + "x" + std::to_string(kw) + "/" +
-             std::to_string(geo.strides[0]) +
-             (dw          ? " depthwise"
-              : group > 1 ? " grouped"
-                          : "") +
-             activation_suffix(act);
+  k->packed_bytes_ = static_cast<uint64_t>(s.cout * (s.kh * s.kw * s.cin_g + 1)) * sizeof(float);
+  const bool dw = s.group > 1 && s.cin_g == 1;
+  k->desc_ = "xnnpack conv " + std::to_string(s.kh) + "x" + std::to_string(s.kw) + "/" +
+             std::to_string(s.geo.strides[0]) +
+             (dw            ? " depthwise"
+              : s.group > 1 ? " grouped"
+                            : "") +
+             activation_suffix(s.act);
   return std::unique_ptr<Kernel>(std::move(k));
 }
 

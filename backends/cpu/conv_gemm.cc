@@ -61,6 +61,7 @@ class ConvAsGemm : public NhwcIo<> {
     oh_ = out[0].shape[2];
     ow_ = out[0].shape[3];
     rows_ = in[0].shape[0] * oh_ * ow_;
+    ldy_ = out[0].pixel_stride_or_dense();
   }
 
   // Columns [k0, k0 + kc) of the im2col rows [r0, r0 + nr) into a (rows lda apart). A column
@@ -86,6 +87,9 @@ class ConvAsGemm : public NhwcIo<> {
     }
   }
 
+  // C's rows are output pixels ldy_ floats apart, so any pixel stride works.
+  bool writes_strided_output() const override { return true; }
+
   std::string name(const char* engine) const {
     return std::string(engine) + (direct_ ? " gemm" : " im2col+gemm") + " conv " +
            std::to_string(s_.kh) + "x" + std::to_string(s_.kw) + "/" +
@@ -100,6 +104,7 @@ class ConvAsGemm : public NhwcIo<> {
   const float* x_ = nullptr;
   float* y_ = nullptr;
   int64_t h_ = 0, w_in_ = 0, oh_ = 0, ow_ = 0, rows_ = 0;
+  int64_t ldy_ = 0;  // floats between output pixels (k_ unless a Concat's slice)
 };
 
 class TesseraGemmConvKernel final : public ConvAsGemm {
@@ -122,7 +127,7 @@ class TesseraGemmConvKernel final : public ConvAsGemm {
     if (!ep_.clamp && s.act.kind != ActivationKind::kNone) {
       // An activation the clamp cannot express: on each finished item, still in cache.
       after_ = [this](int64_t m0, int64_t mc, int64_t n0, int64_t nc) {
-        for (int64_t r = m0; r < m0 + mc; ++r) apply_activation(s_.act, y_ + r * k_ + n0, nc);
+        for (int64_t r = m0; r < m0 + mc; ++r) apply_activation(s_.act, y_ + r * ldy_ + n0, nc);
       };
     }
   }
@@ -139,7 +144,7 @@ class TesseraGemmConvKernel final : public ConvAsGemm {
   }
 
   Status run(ThreadPool& pool) override {
-    gemm_.run(pool, a_, y_, k_, ep_, after_);
+    gemm_.run(pool, a_, y_, ldy_, ep_, after_);
     return Status();
   }
 
@@ -207,11 +212,11 @@ class OpenBlasConvKernel final : public ConvAsGemm {
       im2col(r0, nr, 0, depth_, scratch, depth_);
       a = scratch;
     }
-    float* y = y_ + r0 * k_ + k0;
+    float* y = y_ + r0 * ldy_ + k0;
     openblas().sgemm(kRowMajor, kNoTrans, kNoTrans, static_cast<int>(nr), static_cast<int>(kc),
                      static_cast<int>(depth_), 1.f, a, static_cast<int>(depth_), w_.data() + k0,
-                     static_cast<int>(k_), 0.f, y, static_cast<int>(k_));
-    conv_epilogue(s_, bias_.empty() ? nullptr : bias_.data() + k0, y, nr, kc, k_);
+                     static_cast<int>(k_), 0.f, y, static_cast<int>(ldy_));
+    conv_epilogue(s_, bias_.empty() ? nullptr : bias_.data() + k0, y, nr, kc, ldy_);
   }
 
   std::vector<float> w_;

@@ -61,6 +61,7 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& g,
     if (s.node != kNoNode) s.kernel = std::move(kernels[next++]);
   }
   p->num_layers_ = layers.size();
+  p->place_concat_inputs();
 
   // Phase 3: arena and binding.
   RETURN_IF_ERROR(p->allocate_and_bind());
@@ -195,14 +196,89 @@ void CpuProgram::plan(std::span<const NodeId> layers,
   }
 }
 
+void CpuProgram::place_concat_inputs() {
+  // How often each buffer is read (by steps, by the copy-out, as shared storage) and which layer
+  // step writes it as its output 0.
+  std::vector<int> reads(bufs_.size(), 0), producer(bufs_.size(), -1);
+  for (size_t si = 0; si < steps_.size(); ++si) {
+    const Step& s = steps_[si];
+    for (int b : s.inputs) {
+      if (b >= 0) ++reads[static_cast<size_t>(b)];
+    }
+    if (s.node != kNoNode && !s.outputs.empty() && s.outputs[0] >= 0)
+      producer[static_cast<size_t>(s.outputs[0])] = static_cast<int>(si);
+  }
+  for (int b : output_bufs_) ++reads[static_cast<size_t>(b)];
+  for (const Buf& b : bufs_) {
+    if (b.alias >= 0) ++reads[static_cast<size_t>(b.alias)];
+  }
+  auto in_place = [&](int b) {
+    const Buf& buf = bufs_[static_cast<size_t>(b)];
+    const int p = producer[static_cast<size_t>(b)];
+    return buf.layout == Layout::kNHWC && buf.alias < 0 && reads[static_cast<size_t>(b)] == 1 &&
+           p >= 0 && steps_[static_cast<size_t>(p)].kernel->writes_strided_output();
+  };
+  // Steps run in order, so an inner Concat's output becomes a slice of the outer one after its
+  // own inputs became slices of it; allocate_and_bind resolves such chains.
+  for (const Step& s : steps_) {
+    if (s.node == kNoNode) continue;
+    const Node& node = g_.node(s.node);
+    if (node.kind != OpKind::kConcat || s.outputs.size() != 1 || s.outputs[0] < 0) continue;
+    const Buf& whole = bufs_[static_cast<size_t>(s.outputs[0])];
+    const TensorInfo& info = g_.value(whole.value).info;
+    const Result<int64_t> axis = node.attrs.get_int("axis");
+    if (whole.layout != Layout::kNHWC || info.dtype != DType::kF32 || info.shape.rank() != 4 ||
+        !axis.ok() || (*axis != 1 && *axis != -3) ||
+        std::any_of(s.inputs.begin(), s.inputs.end(), [](int b) { return b < 0; }))
+      continue;
+    int64_t channel = 0;
+    for (size_t j = 0; j < s.inputs.size(); ++j) {
+      const int b = s.inputs[j];
+      if (in_place(b)) {
+        Buf& part = bufs_[static_cast<size_t>(b)];
+        part.alias = s.outputs[0];
+        part.alias_offset = static_cast<uint64_t>(channel) * sizeof(float);
+        part.pixel_stride = info.shape[1];
+      }
+      channel += g_.value(node.inputs[j]).info.shape[1];
+    }
+  }
+}
+
 Status CpuProgram::allocate_and_bind() {
-  // An aliasing buffer keeps the storage it shares alive as long as itself (aliases always name
-  // an earlier buffer, so walking backwards extends whole chains), and takes no arena space.
-  for (size_t i = bufs_.size(); i-- > 0;) {
-    if (bufs_[i].alias < 0) continue;
-    Buf& root = bufs_[static_cast<size_t>(bufs_[i].alias)];
-    root.first = std::min(root.first, bufs_[i].first);
-    root.last = std::max(root.last, bufs_[i].last);
+  // Resolve every aliasing buffer to the storage it finally lives in: the root buffer, the byte
+  // offset into it and, for a channel slice of a slice (a Concat inside a Concat), the pixel
+  // stride of the outermost one.
+  const size_t nb = bufs_.size();
+  std::vector<int> root(nb);
+  std::vector<uint64_t> offset(nb, 0);
+  std::vector<int64_t> stride(nb, 0);
+  std::vector<char> done(nb, 0);
+  std::vector<size_t> chain;
+  for (size_t i = 0; i < nb; ++i) {
+    chain.clear();
+    size_t j = i;
+    while (!done[j] && bufs_[j].alias >= 0) {
+      chain.push_back(j);
+      j = static_cast<size_t>(bufs_[j].alias);
+    }
+    if (!done[j]) {  // a root
+      root[j] = static_cast<int>(j);
+      done[j] = 1;
+    }
+    for (size_t k = chain.size(); k-- > 0;) {
+      const size_t c = chain[k], a = static_cast<size_t>(bufs_[c].alias);
+      root[c] = root[a];
+      offset[c] = offset[a] + bufs_[c].alias_offset;
+      stride[c] = stride[a] != 0 ? stride[a] : bufs_[c].pixel_stride;
+      done[c] = 1;
+    }
+  }
+  // An aliasing buffer takes no arena space and keeps its root's storage alive as long as itself.
+  for (size_t i = 0; i < nb; ++i) {
+    Buf& r = bufs_[static_cast<size_t>(root[i])];
+    r.first = std::min(r.first, bufs_[i].first);
+    r.last = std::max(r.last, bufs_[i].last);
   }
   std::vector<ArenaRequest> req;
   std::vector<size_t> owner;  // buffer of each request
@@ -213,8 +289,10 @@ Status CpuProgram::allocate_and_bind() {
   }
   const ArenaPlan plan = plan_arena(req, kTensorAlignment, 16);
   for (size_t r = 0; r < owner.size(); ++r) bufs_[owner[r]].offset = plan.offsets[r];
-  for (Buf& b : bufs_) {
-    if (b.alias >= 0) b.offset = bufs_[static_cast<size_t>(b.alias)].offset;
+  for (size_t i = 0; i < nb; ++i) {
+    if (bufs_[i].alias < 0) continue;
+    bufs_[i].offset = bufs_[static_cast<size_t>(root[i])].offset + offset[i];
+    bufs_[i].pixel_stride = stride[i];
   }
   arena_bytes_ = plan.total_bytes;
   ASSIGN_OR_RETURN(arena_,
@@ -248,6 +326,7 @@ Status CpuProgram::allocate_and_bind() {
       o.dtype = info.dtype;
       o.shape = info.shape;
       o.layout = s.in_layouts[j];
+      o.pixel_stride = buf.pixel_stride;
       ins.push_back(o);
     }
     for (int b : s.outputs) {
@@ -259,6 +338,7 @@ Status CpuProgram::allocate_and_bind() {
         o.dtype = info.dtype;
         o.shape = info.shape;
         o.layout = buf.layout;
+        o.pixel_stride = buf.pixel_stride;
       }
       outs.push_back(o);
     }
@@ -376,6 +456,12 @@ std::string CpuProgram::describe() const {
 int CpuProgram::num_reference_steps() const {
   int n = 0;
   for (const Step& s : steps_) n += s.kernel->is_reference() ? 1 : 0;
+  return n;
+}
+
+int CpuProgram::num_in_place_concat_inputs() const {
+  int n = 0;
+  for (const Buf& b : bufs_) n += b.pixel_stride > 0 ? 1 : 0;
   return n;
 }
 

@@ -37,6 +37,8 @@ class CpuProgram final : public Program {
   std::string describe() const override;
   int num_reference_steps() const;
   int num_conversions() const;
+  // Concat inputs written in place into their Concat's output (place_concat_inputs).
+  int num_in_place_concat_inputs() const;
 
  private:
   struct Buf {
@@ -46,7 +48,11 @@ class CpuProgram final : public Program {
     int first = 0;
     int last = 0;
     uint64_t offset = 0;
-    int alias = -1;  // the buffer whose storage this one shares (a reshape's input), or -1
+    // The buffer whose storage this one shares, or -1: a reshape's input (offset 0), or the
+    // Concat output this buffer is a channel slice of (see place_concat_inputs).
+    int alias = -1;
+    uint64_t alias_offset = 0;  // bytes into the alias's storage
+    int64_t pixel_stride = 0;   // a channel slice: floats between its pixels; 0 dense
   };
   struct Step {
     std::unique_ptr<Kernel> kernel;
@@ -61,6 +67,10 @@ class CpuProgram final : public Program {
   // kernels yet); records the layout each slice input's first reader wants.
   void plan(std::span<const NodeId> layers, const std::vector<std::unique_ptr<Kernel>>& kernels,
             const std::vector<Layout>& input_layouts, std::vector<Layout>* first_wanted);
+  // Makes each channel Concat input that a strided-output kernel of this program produces, and
+  // that nothing else reads, a channel slice of the Concat's output: the producer writes it in
+  // place and the Concat copies only the other inputs.
+  void place_concat_inputs();
   Status allocate_and_bind();
   Status run_steps(std::span<const Tensor> inputs, std::span<Tensor> outputs,
                    std::vector<double>* layer_ms);

@@ -35,11 +35,17 @@ struct Operand {
   Layout layout = Layout::kNCHW;
   bool is_constant = false;
   const Tensor* constant = nullptr;  // the graph tensor when is_constant
+  // Floats between consecutive pixels of a rank-4 NHWC tensor; 0 means dense (the channel
+  // count). Larger only for the output of a kernel that writes_strided_output(): then the
+  // operand is a channel slice of a wider NHWC tensor (a Concat's input written in place).
+  int64_t pixel_stride = 0;
 
   float* f32() const { return static_cast<float*>(data); }
   int64_t numel() const { return shape.numel(); }
   // The dims in memory order.
   Shape physical_shape() const;
+  // pixel_stride, or the channel count when it is 0 (rank 4 only).
+  int64_t pixel_stride_or_dense() const { return pixel_stride > 0 ? pixel_stride : shape[1]; }
 };
 
 // Whether a tensor of this shape has the same bytes in NCHW and NHWC (rank 4 with C == 1 or
@@ -58,6 +64,11 @@ class Kernel {
   // True when output 0 holds exactly the bytes of input 0 (Reshape and friends): the program
   // then binds both to the same storage, and run() finds nothing to copy.
   virtual bool aliases_input() const { return false; }
+  // True when output 0, produced in NHWC, may be bound with a pixel stride larger than its
+  // channel count (Operand::pixel_stride): the program then lets the kernel write straight into
+  // its channels of a Concat's output (see CpuProgram::place_concat_inputs). Kernels that return
+  // false always get dense outputs.
+  virtual bool writes_strided_output() const { return false; }
   // Phase 3: the bound operands (inputs in node order, omitted ones with data == nullptr).
   virtual Status bind(std::span<const Operand> inputs, std::span<const Operand> outputs,
                       ThreadPool& pool) = 0;

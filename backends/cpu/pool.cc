@@ -1,6 +1,7 @@
 // Pooling on XNNPACK in NHWC: MaxPool, AveragePool (count_include_pad = 0, the only mode
 // XNNPACK has), GlobalAveragePool; GlobalMaxPool with Tessera's own channel-vectorised loop.
 #include <algorithm>
+#include <functional>
 #include <limits>
 
 #include "backends/cpu/activation.h"
@@ -15,11 +16,27 @@ enum class PoolKind { kMax, kAverage, kGlobalAverage };
 
 class XnnPoolKernel final : public NhwcIo<> {
  public:
+  // Creates the operator for outputs `output_stride` floats apart per pixel (XNNPACK fixes the
+  // stride at creation).
+  using Create = std::function<xnn_status(size_t output_stride, xnn_operator_t* op)>;
+  Status create(size_t output_stride) {
+    xnn_operator_t op = nullptr;
+    RETURN_IF_ERROR(xnn_check(create_(output_stride, &op), what_));
+    op_.reset(op);
+    output_stride_ = output_stride;
+    return Status();
+  }
+
+  // The windowed pools (a global pool's 1x1 output is never a channel slice).
+  bool writes_strided_output() const override { return create_ != nullptr; }
+
   Status bind(std::span<const Operand> in, std::span<const Operand> out,
               ThreadPool& pool) override {
     const Shape& x = in[0].shape;
     const size_t n = static_cast<size_t>(x[0]), h = static_cast<size_t>(x[2]),
                  w = static_cast<size_t>(x[3]);
+    const size_t stride = static_cast<size_t>(out[0].pixel_stride_or_dense());
+    if (create_ != nullptr && stride != output_stride_) RETURN_IF_ERROR(create(stride));
     switch (kind_) {
       case PoolKind::kMax:
         return xnn_check(xnn_setup_max_pooling2d_nhwc_f32(op_.get(), n, h, w, in[0].f32(),
@@ -43,6 +60,8 @@ class XnnPoolKernel final : public NhwcIo<> {
   std::string describe() const override { return desc_; }
 
   PoolKind kind_ = PoolKind::kMax;
+  Create create_;  // windowed pools
+  size_t output_stride_ = 0;
   XnnOperator op_;
   std::string what_;
   std::string desc_;
@@ -88,23 +107,23 @@ Result<std::unique_ptr<Kernel>> make_window_pool(const KernelRequest& req, PoolK
   k->kind_ = kind;
   k->what_ = "node '" + n.name + "' (" + op_name(n.kind) + ")";
   const size_t c = static_cast<size_t>(xs[1]);
-  xnn_operator_t op = nullptr;
   const auto u = [](int64_t v) { return static_cast<uint32_t>(v); };
+  const uint32_t top = u(geo.pads_begin[0]), right = u(pe[1]), bottom = u(pe[0]),
+                 left = u(geo.pads_begin[1]), kh = u(geo.kernel[0]), kw = u(geo.kernel[1]),
+                 sh = u(geo.strides[0]), sw = u(geo.strides[1]), dh = u(geo.dilations[0]),
+                 dw = u(geo.dilations[1]);
   if (kind == PoolKind::kMax) {
-    RETURN_IF_ERROR(xnn_check(
-        xnn_create_max_pooling2d_nhwc_f32(
-            u(geo.pads_begin[0]), u(pe[1]), u(pe[0]), u(geo.pads_begin[1]), u(geo.kernel[0]),
-            u(geo.kernel[1]), u(geo.strides[0]), u(geo.strides[1]), u(geo.dilations[0]),
-            u(geo.dilations[1]), c, c, c, clamp.min, clamp.max, 0, &op),
-        k->what_));
+    k->create_ = [=](size_t stride, xnn_operator_t* op) {
+      return xnn_create_max_pooling2d_nhwc_f32(top, right, bottom, left, kh, kw, sh, sw, dh, dw, c,
+                                               c, stride, clamp.min, clamp.max, 0, op);
+    };
   } else {
-    RETURN_IF_ERROR(xnn_check(xnn_create_average_pooling2d_nhwc_f32(
-                                  u(geo.pads_begin[0]), u(pe[1]), u(pe[0]), u(geo.pads_begin[1]),
-                                  u(geo.kernel[0]), u(geo.kernel[1]), u(geo.strides[0]),
-                                  u(geo.strides[1]), c, c, c, clamp.min, clamp.max, 0, &op),
-                              k->what_));
+    k->create_ = [=](size_t stride, xnn_operator_t* op) {
+      return xnn_create_average_pooling2d_nhwc_f32(top, right, bottom, left, kh, kw, sh, sw, c, c,
+                                                   stride, clamp.min, clamp.max, 0, op);
+    };
   }
-  k->op_.reset(op);
+  RETURN_IF_ERROR(k->create(c));
   k->desc_ = std::string("xnnpack ") + (kind == PoolKind::kMax ? "maxpool " : "avgpool ") +
              std::to_string(geo.kernel[0]) + "x" + std::to_string(geo.kernel[1]) + "/" +
              std::to_string(geo.strides[0]);

@@ -51,12 +51,28 @@ class JoinSplitKernel final : public Kernel {
     whole_ = static_cast<uint8_t*>(whole.data);
     row_bytes_ =
         outer_ > 0 ? static_cast<size_t>(whole.numel()) * esize / static_cast<size_t>(outer_) : 0;
+    // A channel concat in NHWC has one row per pixel; the whole may itself be a channel slice of
+    // a wider tensor (a Concat inside a Concat), its rows then pixel_stride apart.
+    const bool channel_rows = rank_ == 4 && whole.layout == Layout::kNHWC && p == 3;
+    whole_stride_ = row_bytes_;
+    if (whole.pixel_stride > 0) {
+      if (!concat_ || !channel_rows)
+        return internal_error("concat: a strided output must be an NHWC channel concat");
+      whole_stride_ = static_cast<size_t>(whole.pixel_stride) * esize;
+    }
     pieces_.clear();
+    copied_bytes_ = 0;
     size_t offset = 0;
     for (const Operand& part : parts) {
       const size_t bytes =
           outer_ > 0 ? static_cast<size_t>(part.numel()) * esize / static_cast<size_t>(outer_) : 0;
-      pieces_.push_back({static_cast<uint8_t*>(part.data), bytes, offset});
+      // An input that its producer wrote straight into its place in the output (the program
+      // made it a slice of the output, see CpuProgram::place_concat_inputs): nothing to copy.
+      const bool in_place = concat_ && channel_rows && part.pixel_stride > 0 &&
+                            part.data == whole_ + offset &&
+                            static_cast<size_t>(part.pixel_stride) * esize == whole_stride_;
+      pieces_.push_back({static_cast<uint8_t*>(part.data), bytes, offset, in_place});
+      if (!in_place) copied_bytes_ += bytes;
       offset += bytes;
     }
     return Status();
@@ -68,13 +84,13 @@ class JoinSplitKernel final : public Kernel {
   static constexpr size_t kSerialBytes = 64 << 10, kTaskBytes = 32 << 10;
 
   Status run(ThreadPool& pool) override {
-    const size_t rows = static_cast<size_t>(outer_), total = rows * row_bytes_;
+    const size_t rows = static_cast<size_t>(outer_), total = rows * copied_bytes_;
     if (total == 0) return Status();
     if (total < kSerialBytes) {
       for (size_t r = 0; r < rows; ++r) copy_range(r, 0, row_bytes_);
       return Status();
     }
-    const size_t rows_per_task = std::max<size_t>(1, kTaskBytes / row_bytes_);
+    const size_t rows_per_task = std::max<size_t>(1, kTaskBytes / copied_bytes_);
     if (rows / rows_per_task >= 2 * static_cast<size_t>(pool.num_threads())) {
       pool.parallel_for(rows, rows_per_task, [&](size_t b, size_t e) {
         for (size_t r = b; r < e; ++r) copy_range(r, 0, row_bytes_);
@@ -95,8 +111,8 @@ class JoinSplitKernel final : public Kernel {
   void copy_range(size_t row, size_t lo, size_t hi) const {
     for (const Piece& pc : pieces_) {
       const size_t a = std::max(lo, pc.offset), b = std::min(hi, pc.offset + pc.bytes);
-      if (a >= b) continue;
-      uint8_t* w = whole_ + row * row_bytes_ + a;
+      if (a >= b || pc.in_place) continue;
+      uint8_t* w = whole_ + row * whole_stride_ + a;
       uint8_t* q = pc.data + row * pc.bytes + (a - pc.offset);
       if (concat_) {
         std::memcpy(w, q, b - a);
@@ -106,12 +122,24 @@ class JoinSplitKernel final : public Kernel {
     }
   }
 
-  std::string describe() const override { return concat_ ? "tessera concat" : "tessera split"; }
+  // A channel concat (rank 4, logical axis 1) writes its output as a strided NHWC view when the
+  // program asks (the layout it is bound in is checked in bind()).
+  bool writes_strided_output() const override { return concat_ && rank_ == 4 && axis_ == 1; }
+
+  std::string describe() const override {
+    if (!concat_) return "tessera split";
+    const size_t copied = static_cast<size_t>(
+        std::count_if(pieces_.begin(), pieces_.end(), [](const Piece& p) { return !p.in_place; }));
+    if (copied == pieces_.size()) return "tessera concat";
+    return "tessera concat (" + std::to_string(pieces_.size() - copied) + " of " +
+           std::to_string(pieces_.size()) + " in place)";
+  }
 
   struct Piece {
     uint8_t* data;
     size_t bytes;   // per outer row
     size_t offset;  // within a row of the whole
+    bool in_place;  // already written into the whole by its producer
   };
   bool concat_ = true;
   bool has_constant_ = false;
@@ -119,6 +147,8 @@ class JoinSplitKernel final : public Kernel {
   int rank_ = 0;
   int64_t outer_ = 1;
   size_t row_bytes_ = 0;
+  size_t whole_stride_ = 0;  // bytes between rows of the whole
+  size_t copied_bytes_ = 0;  // bytes per row the copy moves (the pieces not in place)
   uint8_t* whole_ = nullptr;
   std::vector<Piece> pieces_;
 };

@@ -212,6 +212,7 @@ class WinogradConvKernel final : public NhwcIo<> {
               ThreadPool& pool) override {
     x_ = in[0].f32();
     y_ = out[0].f32();
+    ldy_ = out[0].pixel_stride_or_dense();
     n_ = in[0].shape[0];
     h_ = in[0].shape[2];
     w_ = in[0].shape[3];
@@ -260,6 +261,9 @@ class WinogradConvKernel final : public NhwcIo<> {
         [this](float* scratch, int64_t block, int64_t split) { run_item(scratch, block, split); });
     return Status();
   }
+
+  // Output tiles are stored pixel by pixel, ldy_ floats apart: any pixel stride works.
+  bool writes_strided_output() const override { return true; }
 
   std::string describe() const override {
     return "winograd " + name_ + " 3x3/1 (" + (use_gemm_ ? "tessera gemm" : "openblas sgemm") +
@@ -328,13 +332,13 @@ class WinogradConvKernel final : public NhwcIo<> {
       for (int i = 0; i < M; ++i) {
         for (int j = 0; j < M; ++j) {
           y[i * M + j] =
-              full ? y_ + ((n * oh_ + oy + i) * ow_ + ox + j) * k_ + k0 : edge + (i * M + j) * kc;
+              full ? y_ + ((n * oh_ + oy + i) * ow_ + ox + j) * ldy_ + k0 : edge + (i * M + j) * kc;
         }
       }
       output_tile<F>(m + t * kc, nt * kc, y, kc);
       for (int i = 0; i < M && oy + i < oh_; ++i) {
         for (int j = 0; j < M && ox + j < ow_; ++j) {
-          float* dst = y_ + ((n * oh_ + oy + i) * ow_ + ox + j) * k_ + k0;
+          float* dst = y_ + ((n * oh_ + oy + i) * ow_ + ox + j) * ldy_ + k0;
           if (!full) std::copy_n(edge + (i * M + j) * kc, kc, dst);
           conv_epilogue(s_, bias, dst, 1, kc, 0);
         }
@@ -351,6 +355,7 @@ class WinogradConvKernel final : public NhwcIo<> {
   // Bound.
   const float* x_ = nullptr;
   float* y_ = nullptr;
+  int64_t ldy_ = 0;  // floats between output pixels (k_ unless a Concat's slice)
   int64_t n_ = 0, h_ = 0, w_ = 0, oh_ = 0, ow_ = 0, tiles_y_ = 0, tiles_x_ = 0;
   int64_t tb_ = 0, blocks_ = 0, splits_ = 1, kc_ = 0;
   std::vector<std::vector<float>> scratch_;  // per thread
