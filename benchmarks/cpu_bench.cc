@@ -16,7 +16,8 @@
 //                                     ONNX files), imported and optimised as `tessera convert`.
 //   BM_Gemm/<M>/<N>/<K>/<kc>/<threads>
 //                                     Tessera's AVX-512 GEMM (backends/cpu/gemm.h) alone, B packed
-//                                     once, A read in place, relu epilogue; kc 0 = cache-derived.
+//                                     once, A read in place, relu epilogue; kc 0 = cache-derived;
+//                                     CPU column: the process's CPU time, as BM_ConvVariant.
 //   BM_FmaPeak/<threads>              this machine's FP32 FMA peak: independent FMA chains, one
 //                                     per thread; counter: GFLOP/s.
 //   BM_PoolDispatch/<what>/<threads>[/<idle us>]
@@ -381,7 +382,9 @@ void BM_Gemm(benchmark::State& state) {
   state.counters["GFLOP/s"] = benchmark::Counter(2e-9 * static_cast<double>(m * n * k),
                                                  benchmark::Counter::kIsIterationInvariantRate);
 }
-// ResNet-50 1x1 shapes (pixels x Cout x Cin) and im2col depths, kc 0 and fixed.
+// ResNet-50 1x1 shapes (pixels x Cout x Cin) and im2col depths, kc 0 and fixed; then the
+// small-M layers whose work split balances columns against rows (SqueezeNet's 13x13 classifier,
+// ResNet's 7x7 and 14x14 layers: 3x3 as im2col, 1x1 expand) and a large-M control.
 BENCHMARK(BM_Gemm)
     ->ArgsProduct({{3136}, {256}, {64}, {0}, {1, 2}})
     ->ArgsProduct({{3136}, {64}, {256}, {0, 128, 192, 256}, {1}})
@@ -389,7 +392,13 @@ BENCHMARK(BM_Gemm)
     ->ArgsProduct({{196}, {1024}, {256}, {0}, {1, 2}})
     ->ArgsProduct({{49}, {512}, {2048}, {0}, {1, 2}})
     ->ArgsProduct({{784}, {128}, {1152}, {0, 192, 384}, {1}})
+    ->ArgsProduct({{169}, {1000}, {512}, {0}, {1, 2}})
+    ->ArgsProduct({{49}, {512}, {4608}, {0}, {1, 2}})
+    ->ArgsProduct({{196}, {256}, {2304}, {0}, {1, 2}})
+    ->ArgsProduct({{49}, {2048}, {512}, {0}, {1, 2}})
+    ->ArgsProduct({{3136}, {64}, {64}, {0}, {1, 2}})
     ->Unit(benchmark::kMicrosecond)
+    ->MeasureProcessCPUTime()
     ->UseRealTime();
 
 // ---- Thread-pool dispatch ----------------------------------------------------------------------
