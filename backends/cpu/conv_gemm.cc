@@ -29,18 +29,17 @@ namespace {
 // Bytes of im2col rows one OpenBLAS work item gathers.
 constexpr int64_t kIm2colBudgetBytes = 1 << 20;
 
-// n floats from src to dst, and n zeros to dst, in whole vectors: up to 15 floats after
-// dst + n are overwritten too (with zeros). Masked stores of short runs cost several times more
-// than whole ones here; the callers write a row's parts in increasing order (each part then
-// overwrites the spill of the one before) and own kGemmGatherSlack floats after the last row.
+// n floats from src to dst, and n zeros to dst: one (masked) vector move per 16 floats.
 TESSERA_AVX512_INLINE void copy_floats(float* dst, const float* src, int64_t n) {
   for (; n >= 16; n -= 16, dst += 16, src += 16) _mm512_storeu_ps(dst, _mm512_loadu_ps(src));
   if (n > 0) {
-    _mm512_storeu_ps(dst, _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), src));
+    const __mmask16 m = static_cast<__mmask16>((1u << n) - 1);
+    _mm512_mask_storeu_ps(dst, m, _mm512_maskz_loadu_ps(m, src));
   }
 }
 TESSERA_AVX512_INLINE void zero_floats(float* dst, int64_t n) {
-  for (; n > 0; n -= 16, dst += 16) _mm512_storeu_ps(dst, _mm512_setzero_ps());
+  for (; n >= 16; n -= 16, dst += 16) _mm512_storeu_ps(dst, _mm512_setzero_ps());
+  if (n > 0) _mm512_mask_storeu_ps(dst, static_cast<__mmask16>((1u << n) - 1), _mm512_setzero_ps());
 }
 
 // What both variants share: the geometry, W' and the im2col gather.
@@ -81,8 +80,7 @@ class ConvAsGemm : public NhwcIo<> {
   }
 
   // Columns [k0, k0 + kc) of the im2col rows [r0, r0 + nr) into a (rows lda apart). A column
-  // d is input channel d % C of kernel tap d / C; taps outside the image read zeros. May also
-  // write the rest of each row and kGemmGatherSlack floats after the last (gemm.h's GemmA).
+  // d is input channel d % C of kernel tap d / C; taps outside the image read zeros.
   void im2col(int64_t r0, int64_t nr, int64_t k0, int64_t kc, float* a, int64_t lda) const {
     if (s_.geo.dilations[0] == 1 && s_.geo.dilations[1] == 1 && has_avx512()) {
       return im2col_rows(r0, nr, k0, kc, a, lda);
@@ -93,10 +91,10 @@ class ConvAsGemm : public NhwcIo<> {
   // Undilated: the kw taps of one kernel row are kw consecutive input pixels, so in NHWC the
   // kernel row ky of an output pixel is ONE run of kw * C floats of input row iy, starting at
   // pixel ix0 = ox * stride - pad_left; only its pixels left of 0 or right of the image (the
-  // padding) read zeros. One copy per kernel row instead of one per tap (C floats), with masked
-  // vector moves instead of memcpy calls: what makes the RGB stems (C = 3: runs of 9 floats for
-  // 3x3, 21 for 7x7, 33 for 11x11) worth gathering. The output pixel advances by counting, not
-  // dividing. AVX-512 only (im2col() checks).
+  // padding) read zeros. One copy per kernel row instead of one per tap (C floats), with
+  // (masked) vector moves instead of memcpy calls: what makes the RGB stems (C = 3: runs of 9
+  // floats for 3x3, 21 for 7x7, 33 for 11x11) worth gathering. The output pixel advances by
+  // counting, not dividing. AVX-512 only (im2col() checks).
   TESSERA_AVX512 void im2col_rows(int64_t r0, int64_t nr, int64_t k0, int64_t kc, float* a,
                                   int64_t lda) const {
     const WindowGeometry& g = s_.geo;
@@ -250,9 +248,7 @@ class OpenBlasConvKernel final : public ConvAsGemm {
     splits_ = (k_ + kc_ - 1) / kc_;
     scratch_.assign(static_cast<size_t>(threads), {});
     if (!direct_) {
-      for (std::vector<float>& s : scratch_) {
-        s.assign(static_cast<size_t>(rb_ * depth_ + kGemmGatherSlack), 0.f);
-      }
+      for (std::vector<float>& s : scratch_) s.assign(static_cast<size_t>(rb_ * depth_), 0.f);
     }
     return Status();
   }

@@ -279,7 +279,7 @@ PackedB PackedB::pack(const float* src, int64_t k, int64_t n, int64_t ld, int64_
 }
 
 int64_t gemm_scratch_floats(const PackedB& b) {
-  return gemm_blocking().mc * b.kc() + kGemmGatherSlack;
+  return gemm_blocking().mc * b.kc();
 }
 
 void gemm_block(const PackedB& b, const GemmA& a, int64_t m0, int64_t mc, int64_t n0, int64_t nc,
@@ -406,8 +406,7 @@ void Gemm::bind(int64_t m, int threads, bool gathered) {
   if (gathered) {
     for (std::vector<float>& s : scratch_) {
       s.assign(
-          static_cast<size_t>(std::min(gemm_blocking().mc, std::max<int64_t>(mb_, 1)) * b_.kc() +
-                              kGemmGatherSlack),
+          static_cast<size_t>(std::min(gemm_blocking().mc, std::max<int64_t>(mb_, 1)) * b_.kc()),
           0.f);
     }
   }

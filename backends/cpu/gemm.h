@@ -90,9 +90,7 @@ struct GemmA {
   // In place: A[i][p] = data[i * ld + p].
   const float* data = nullptr;
   int64_t ld = 0;
-  // Otherwise (data null): writes A[m0 + i][k0 + p] to dst[i * ldd + p] for i < mc, p < kc;
-  // it may also write anything to the rest of each row and to the kGemmGatherSlack floats after
-  // the last row (whole-vector stores).
+  // Otherwise (data null): writes A[m0 + i][k0 + p] to dst[i * ldd + p] for i < mc, p < kc.
   std::function<void(int64_t m0, int64_t mc, int64_t k0, int64_t kc, float* dst, int64_t ldd)>
       gather;
 };
@@ -104,10 +102,7 @@ struct GemmEpilogue {
   float lo = 0.f, hi = 0.f;
 };
 
-// Floats a gather may write past the end of its last row.
-constexpr int64_t kGemmGatherSlack = 16;
-
-// Floats of scratch one thread needs to gather A blocks for `b` (slack included).
+// Floats of scratch one thread needs to gather A blocks for `b`.
 int64_t gemm_scratch_floats(const PackedB& b);
 
 // One thread: rows [m0, m0 + mc) and columns [n0, n0 + nc) of C (n0 a multiple of kGemmNR),
