@@ -94,32 +94,29 @@ class ConvAsGemm : public NhwcIo<> {
   // padding) read zeros. One copy per kernel row instead of one per tap (C floats), with
   // (masked) vector moves instead of memcpy calls: what makes the RGB stems (C = 3: runs of 9
   // floats for 3x3, 21 for 7x7, 33 for 11x11) worth gathering. The output pixel advances by
-  // counting, not dividing. AVX-512 only (im2col() checks).
+  // counting, not dividing, and a pixel whose runs all lie inside the image (most of them) skips
+  // the clipping. AVX-512 only (im2col() checks).
   TESSERA_AVX512 void im2col_rows(int64_t r0, int64_t nr, int64_t k0, int64_t kc, float* a,
                                   int64_t lda) const {
     const WindowGeometry& g = s_.geo;
     const int64_t run = s_.kw * c_, end = k0 + kc;
     const int64_t ky0 = k0 / run, ky1 = (end - 1) / run;  // the kernel rows the columns touch
+    // The block holds whole kernel rows: pixels whose runs all lie inside the image take the
+    // short loop (one copy per kernel row, nothing to clip).
+    const bool whole_rows = k0 % run == 0 && end % run == 0;
+    const int64_t row_floats = w_in_ * c_;
     int64_t n = r0 / (oh_ * ow_), oy = r0 / ow_ % oh_, ox = r0 % ow_;
     for (int64_t r = 0; r < nr; ++r) {
       const int64_t ix0 = ox * g.strides[1] - g.pads_begin[1];
-      // The run's floats inside the image: [in_lo, in_hi) (empty when it lies in the padding).
-      const int64_t in_lo = std::max<int64_t>(0, -ix0) * c_;
-      const int64_t in_hi = std::max(in_lo, std::min(s_.kw, w_in_ - ix0) * c_);
+      const int64_t iy0 = oy * g.strides[0] - g.pads_begin[0];
       float* row = a + r * lda - k0;
-      for (int64_t ky = ky0; ky <= ky1; ++ky) {
-        const int64_t d0 = std::max(k0, ky * run), d1 = std::min(end, (ky + 1) * run);
-        const int64_t o0 = d0 - ky * run, o1 = d1 - ky * run;  // this block's part of the run
-        const int64_t iy = oy * g.strides[0] - g.pads_begin[0] + ky;
-        float* dst = row + ky * run;
-        if (iy < 0 || iy >= h_) {
-          zero_floats(dst + o0, o1 - o0);
-          continue;
+      if (whole_rows && ix0 >= 0 && ix0 + s_.kw <= w_in_ && iy0 + ky0 >= 0 && iy0 + ky1 < h_) {
+        const float* src = x_ + ((n * h_ + iy0 + ky0) * w_in_ + ix0) * c_;
+        for (int64_t ky = ky0; ky <= ky1; ++ky, src += row_floats) {
+          copy_floats(row + ky * run, src, run);
         }
-        const int64_t lo = std::clamp(in_lo, o0, o1), hi = std::clamp(in_hi, lo, o1);
-        zero_floats(dst + o0, lo - o0);
-        if (hi > lo) copy_floats(dst + lo, x_ + ((n * h_ + iy) * w_in_ + ix0) * c_ + lo, hi - lo);
-        zero_floats(dst + hi, o1 - hi);
+      } else {
+        im2col_row_clipped(row, n, iy0, ix0, k0, end, ky0, ky1);
       }
       if (++ox == ow_) {
         ox = 0;
@@ -128,6 +125,30 @@ class ConvAsGemm : public NhwcIo<> {
           ++n;
         }
       }
+    }
+  }
+
+  // One im2col row of im2col_rows (columns [k0, end), kernel rows ky0..ky1) for an output pixel
+  // whose runs start at input pixel (iy0 + ky, ix0) and may cross the padding.
+  TESSERA_AVX512 void im2col_row_clipped(float* row, int64_t n, int64_t iy0, int64_t ix0,
+                                         int64_t k0, int64_t end, int64_t ky0, int64_t ky1) const {
+    const int64_t run = s_.kw * c_;
+    // The run's floats inside the image: [in_lo, in_hi) (empty when it lies in the padding).
+    const int64_t in_lo = std::max<int64_t>(0, -ix0) * c_;
+    const int64_t in_hi = std::max(in_lo, std::min(s_.kw, w_in_ - ix0) * c_);
+    for (int64_t ky = ky0; ky <= ky1; ++ky) {
+      const int64_t d0 = std::max(k0, ky * run), d1 = std::min(end, (ky + 1) * run);
+      const int64_t o0 = d0 - ky * run, o1 = d1 - ky * run;  // this block's part of the run
+      const int64_t iy = iy0 + ky;
+      float* dst = row + ky * run;
+      if (iy < 0 || iy >= h_) {
+        zero_floats(dst + o0, o1 - o0);
+        continue;
+      }
+      const int64_t lo = std::clamp(in_lo, o0, o1), hi = std::clamp(in_hi, lo, o1);
+      zero_floats(dst + o0, lo - o0);
+      if (hi > lo) copy_floats(dst + lo, x_ + ((n * h_ + iy) * w_in_ + ix0) * c_ + lo, hi - lo);
+      zero_floats(dst + hi, o1 - hi);
     }
   }
 
@@ -287,10 +308,11 @@ class OpenBlasConvKernel final : public ConvAsGemm {
 };
 
 // A few-channel (RGB) stem that Tessera's GEMM runs faster than XNNPACK: undilated, with a
-// kernel deep enough (kh * kw * C >= 128) for the tiles' fixed costs to pay off.
+// kernel deep enough (kh * kw * C >= 128) for the tiles' fixed costs to pay off, or a stride-1
+// 3x3 (VGG's conv1_1). Strided 3x3 stems (K = 27) measured faster on XNNPACK.
 bool stem_for_gemm(const ConvSetup& s) {
-  return s.cin <= 4 && s.geo.dilations[0] == 1 && s.geo.dilations[1] == 1 &&
-         s.kh * s.kw * s.cin >= 128;
+  if (s.cin > 4 || s.geo.dilations[0] != 1 || s.geo.dilations[1] != 1) return false;
+  return s.kh * s.kw * s.cin >= 128 || (s.geo.strides[0] == 1 && s.geo.strides[1] == 1);
 }
 
 }  // namespace
@@ -302,9 +324,10 @@ Result<std::unique_ptr<Kernel>> make_tessera_gemm_conv(const KernelRequest& req)
   // is as fast as XNNPACK or faster on every 1x1 and im2col layer of the benchmark set (1.1-3x
   // on 14x14 and 7x7 maps, where XNNPACK's 3x3 path is weakest); below that (16/24 channel 1x1)
   // the 16-deep tiles lose to XNNPACK's direct kernels by up to 4x. The RGB stems gather one
-  // kernel row per copy (im2col_rows): with 7x7 and 11x11 kernels (K = 147, 363) the GEMM beats
-  // XNNPACK by 1.1-1.4x; with 3x3 (K = 27) XNNPACK's direct kernel stays 1.2-1.7x faster. Stride-1
-  // 3x3 layers on maps of 14x14 and up are Winograd's (tried first).
+  // kernel row per copy (im2col_rows): at 1 thread the GEMM takes 0.68x XNNPACK's time on
+  // ResNet's 7x7/2, 0.83x on AlexNet's 11x11/4 and 0.78x on VGG's stride-1 3x3, but 1.08x and
+  // 1.26x on MobileNetV2's and SqueezeNet's 3x3/2 (stem_for_gemm). Stride-1 3x3 layers with
+  // >= 16 channels on maps of 14x14 and up are Winograd's (tried first).
   if (!req.any_config && s->cin < 32 && !stem_for_gemm(*s)) return decline();
   return std::unique_ptr<Kernel>(std::make_unique<TesseraGemmConvKernel>(*s));
 }
