@@ -309,10 +309,11 @@ class OpenBlasConvKernel final : public ConvAsGemm {
 
 // A few-channel (RGB) stem that Tessera's GEMM runs faster than XNNPACK: undilated, with a
 // kernel deep enough (kh * kw * C >= 128) for the tiles' fixed costs to pay off, or a stride-1
-// 3x3 (VGG's conv1_1). Strided 3x3 stems (K = 27) measured faster on XNNPACK.
+// kernel of 3x3 or more (VGG's conv1_1). Strided 3x3 stems (K = 27) measured faster on XNNPACK.
 bool stem_for_gemm(const ConvSetup& s) {
   if (s.cin > 4 || s.geo.dilations[0] != 1 || s.geo.dilations[1] != 1) return false;
-  return s.kh * s.kw * s.cin >= 128 || (s.geo.strides[0] == 1 && s.geo.strides[1] == 1);
+  const bool stride1 = s.geo.strides[0] == 1 && s.geo.strides[1] == 1;
+  return s.kh * s.kw * s.cin >= 128 || (stride1 && s.kh >= 3 && s.kw >= 3);
 }
 
 }  // namespace
