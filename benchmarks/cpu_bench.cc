@@ -9,12 +9,15 @@
 //                                     copy-in/out) forced onto one convolution kernel variant of
 //                                     the cpu device (kConvKernels: winograd, tessera gemm,
 //                                     openblas gemm, xnnpack) on a pool of 1 or 2 pinned threads;
-//                                     variants that cannot run a layer are skipped.
+//                                     variants that cannot run a layer are skipped; the CPU
+//                                     column is the process's CPU time (all threads: at 1
+//                                     thread less disturbed by a busy machine than wall time).
 //   BM_Model/<device>/<model>         whole-model latency from TESSERA_MODEL_DIR (the exported
 //                                     ONNX files), imported and optimised as `tessera convert`.
 //   BM_Gemm/<M>/<N>/<K>/<kc>/<threads>
 //                                     Tessera's AVX-512 GEMM (backends/cpu/gemm.h) alone, B packed
-//                                     once, A read in place, relu epilogue; kc 0 = cache-derived.
+//                                     once, A read in place, relu epilogue; kc 0 = cache-derived;
+//                                     CPU column: the process's CPU time, as BM_ConvVariant.
 //   BM_FmaPeak/<threads>              this machine's FP32 FMA peak: independent FMA chains, one
 //                                     per thread; counter: GFLOP/s.
 //   BM_PoolDispatch/<what>/<threads>[/<idle us>]
@@ -62,14 +65,15 @@ Tensor random(const Shape& s, uint32_t seed) {
   return t;
 }
 
-// One conv layer: x [1, cin, hw, hw], k x k, stride, groups, fused relu.
+// One conv layer: x [1, cin, hw, hw], k x k, stride, groups, padding (-1: k / 2), fused relu.
 struct ConvLayer {
   const char* name;
   int64_t cin, cout, hw, k, stride, group;
+  int64_t pad = -1;
 };
 
 // MobileNetV2, ResNet-18/50, VGG-16, SqueezeNet 1.1 and AlexNet layer shapes (224x224 input;
-// padding k / 2).
+// padding k / 2 unless given). The RGB stems (3 input channels) are the models' own.
 const ConvLayer kLayers[] = {
     {"mobilenet_v2/conv0_3x3s2", 3, 32, 224, 3, 2, 1},
     {"mobilenet_v2/dw_3x3_112", 32, 32, 112, 3, 1, 32},
@@ -96,6 +100,7 @@ const ConvLayer kLayers[] = {
     {"resnet18/layer2_3x3_28", 128, 128, 28, 3, 1, 1},
     {"resnet18/layer3_3x3_14", 256, 256, 14, 3, 1, 1},
     {"resnet18/layer4_3x3_7", 512, 512, 7, 3, 1, 1},
+    {"vgg16/conv1_1_3x3_224", 3, 64, 224, 3, 1, 1},
     {"vgg16/conv1_2_3x3_224", 64, 64, 224, 3, 1, 1},
     {"vgg16/conv2_2_3x3_112", 128, 128, 112, 3, 1, 1},
     {"vgg16/conv3_2_3x3_56", 256, 256, 56, 3, 1, 1},
@@ -104,11 +109,11 @@ const ConvLayer kLayers[] = {
     {"squeezenet1_1/fire2_expand3x3_55", 16, 64, 55, 3, 1, 1},
     {"squeezenet1_1/fire2_expand1x1_55", 16, 64, 55, 1, 1, 1},
     {"squeezenet1_1/fire9_expand3x3_13", 64, 256, 13, 3, 1, 1},
-    {"squeezenet1_1/conv1_3x3s2_224", 3, 64, 224, 3, 2, 1},
+    {"squeezenet1_1/conv1_3x3s2_224", 3, 64, 224, 3, 2, 1, 0},
     {"squeezenet1_1/fire5_squeeze1x1_27", 256, 32, 27, 1, 1, 1},
     {"resnet18/layer2_1x1s2_56", 64, 128, 56, 1, 2, 1},
     {"resnet50/res4_1x1s2_28", 512, 1024, 28, 1, 2, 1},
-    {"alexnet/conv1_11x11s4_224", 3, 64, 224, 11, 4, 1},
+    {"alexnet/conv1_11x11s4_224", 3, 64, 224, 11, 4, 1, 2},
     {"alexnet/conv2_5x5_27", 64, 192, 27, 5, 1, 1},
     {"alexnet/conv3_3x3_13", 192, 384, 13, 3, 1, 1},
 };
@@ -122,7 +127,7 @@ Result<Graph> layer_graph(const ConvLayer& l) {
   n.name = l.name;
   n.kind = OpKind::kConv;
   n.attrs.set("strides", std::vector<int64_t>{l.stride, l.stride});
-  const int64_t p = l.k / 2;
+  const int64_t p = l.pad >= 0 ? l.pad : l.k / 2;
   n.attrs.set("pads", std::vector<int64_t>{p, p, p, p});
   n.attrs.set("group", l.group);
   n.attrs.set("activation", std::string("relu"));
@@ -377,7 +382,9 @@ void BM_Gemm(benchmark::State& state) {
   state.counters["GFLOP/s"] = benchmark::Counter(2e-9 * static_cast<double>(m * n * k),
                                                  benchmark::Counter::kIsIterationInvariantRate);
 }
-// ResNet-50 1x1 shapes (pixels x Cout x Cin) and im2col depths, kc 0 and fixed.
+// ResNet-50 1x1 shapes (pixels x Cout x Cin) and im2col depths, kc 0 and fixed; then the
+// small-M layers whose work split balances columns against rows (SqueezeNet's 13x13 classifier,
+// ResNet's 7x7 and 14x14 layers: 3x3 as im2col, 1x1 expand) and a large-M control.
 BENCHMARK(BM_Gemm)
     ->ArgsProduct({{3136}, {256}, {64}, {0}, {1, 2}})
     ->ArgsProduct({{3136}, {64}, {256}, {0, 128, 192, 256}, {1}})
@@ -385,7 +392,13 @@ BENCHMARK(BM_Gemm)
     ->ArgsProduct({{196}, {1024}, {256}, {0}, {1, 2}})
     ->ArgsProduct({{49}, {512}, {2048}, {0}, {1, 2}})
     ->ArgsProduct({{784}, {128}, {1152}, {0, 192, 384}, {1}})
+    ->ArgsProduct({{169}, {1000}, {512}, {0}, {1, 2}})
+    ->ArgsProduct({{49}, {512}, {4608}, {0}, {1, 2}})
+    ->ArgsProduct({{196}, {256}, {2304}, {0}, {1, 2}})
+    ->ArgsProduct({{49}, {2048}, {512}, {0}, {1, 2}})
+    ->ArgsProduct({{3136}, {64}, {64}, {0}, {1, 2}})
     ->Unit(benchmark::kMicrosecond)
+    ->MeasureProcessCPUTime()
     ->UseRealTime();
 
 // ---- Thread-pool dispatch ----------------------------------------------------------------------
@@ -510,6 +523,7 @@ int register_all() {
                                          .c_str(),
                                      BM_ConvVariant, variant, l, threads)
             ->Unit(benchmark::kMicrosecond)
+            ->MeasureProcessCPUTime()
             ->UseRealTime();
       }
     }

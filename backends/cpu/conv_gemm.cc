@@ -10,6 +10,8 @@
 //                       are blocks of output pixels (their im2col rows fit in the L2 cache); when
 //                       there are fewer pixel blocks than threads (small feature maps), the
 //                       output channels are split instead.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -18,6 +20,7 @@
 #include "backends/cpu/conv.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/openblas.h"
+#include "backends/cpu/simd.h"
 
 namespace tessera::cpu {
 
@@ -25,6 +28,19 @@ namespace {
 
 // Bytes of im2col rows one OpenBLAS work item gathers.
 constexpr int64_t kIm2colBudgetBytes = 1 << 20;
+
+// n floats from src to dst, and n zeros to dst: one (masked) vector move per 16 floats.
+TESSERA_AVX512_INLINE void copy_floats(float* dst, const float* src, int64_t n) {
+  for (; n >= 16; n -= 16, dst += 16, src += 16) _mm512_storeu_ps(dst, _mm512_loadu_ps(src));
+  if (n > 0) {
+    const __mmask16 m = static_cast<__mmask16>((1u << n) - 1);
+    _mm512_mask_storeu_ps(dst, m, _mm512_maskz_loadu_ps(m, src));
+  }
+}
+TESSERA_AVX512_INLINE void zero_floats(float* dst, int64_t n) {
+  for (; n >= 16; n -= 16, dst += 16) _mm512_storeu_ps(dst, _mm512_setzero_ps());
+  if (n > 0) _mm512_mask_storeu_ps(dst, static_cast<__mmask16>((1u << n) - 1), _mm512_setzero_ps());
+}
 
 // What both variants share: the geometry, W' and the im2col gather.
 class ConvAsGemm : public NhwcIo<> {
@@ -67,6 +83,78 @@ class ConvAsGemm : public NhwcIo<> {
   // Columns [k0, k0 + kc) of the im2col rows [r0, r0 + nr) into a (rows lda apart). A column
   // d is input channel d % C of kernel tap d / C; taps outside the image read zeros.
   void im2col(int64_t r0, int64_t nr, int64_t k0, int64_t kc, float* a, int64_t lda) const {
+    if (s_.geo.dilations[0] == 1 && s_.geo.dilations[1] == 1 && has_avx512()) {
+      return im2col_rows(r0, nr, k0, kc, a, lda);
+    }
+    im2col_taps(r0, nr, k0, kc, a, lda);
+  }
+
+  // Undilated: the kw taps of one kernel row are kw consecutive input pixels, so in NHWC the
+  // kernel row ky of an output pixel is ONE run of kw * C floats of input row iy, starting at
+  // pixel ix0 = ox * stride - pad_left; only its pixels left of 0 or right of the image (the
+  // padding) read zeros. One copy per kernel row instead of one per tap (C floats), with
+  // (masked) vector moves instead of memcpy calls: what makes the RGB stems (C = 3: runs of 9
+  // floats for 3x3, 21 for 7x7, 33 for 11x11) worth gathering. The output pixel advances by
+  // counting, not dividing, and a pixel whose runs all lie inside the image (most of them) skips
+  // the clipping. AVX-512 only (im2col() checks).
+  TESSERA_AVX512 void im2col_rows(int64_t r0, int64_t nr, int64_t k0, int64_t kc, float* a,
+                                  int64_t lda) const {
+    const WindowGeometry& g = s_.geo;
+    const int64_t run = s_.kw * c_, end = k0 + kc;
+    const int64_t ky0 = k0 / run, ky1 = (end - 1) / run;  // the kernel rows the columns touch
+    // The block holds whole kernel rows: pixels whose runs all lie inside the image take the
+    // short loop (one copy per kernel row, nothing to clip).
+    const bool whole_rows = k0 % run == 0 && end % run == 0;
+    const int64_t row_floats = w_in_ * c_;
+    int64_t n = r0 / (oh_ * ow_), oy = r0 / ow_ % oh_, ox = r0 % ow_;
+    for (int64_t r = 0; r < nr; ++r) {
+      const int64_t ix0 = ox * g.strides[1] - g.pads_begin[1];
+      const int64_t iy0 = oy * g.strides[0] - g.pads_begin[0];
+      float* row = a + r * lda - k0;
+      if (whole_rows && ix0 >= 0 && ix0 + s_.kw <= w_in_ && iy0 + ky0 >= 0 && iy0 + ky1 < h_) {
+        const float* src = x_ + ((n * h_ + iy0 + ky0) * w_in_ + ix0) * c_;
+        for (int64_t ky = ky0; ky <= ky1; ++ky, src += row_floats) {
+          copy_floats(row + ky * run, src, run);
+        }
+      } else {
+        im2col_row_clipped(row, n, iy0, ix0, k0, end, ky0, ky1);
+      }
+      if (++ox == ow_) {
+        ox = 0;
+        if (++oy == oh_) {
+          oy = 0;
+          ++n;
+        }
+      }
+    }
+  }
+
+  // One im2col row of im2col_rows (columns [k0, end), kernel rows ky0..ky1) for an output pixel
+  // whose runs start at input pixel (iy0 + ky, ix0) and may cross the padding.
+  TESSERA_AVX512 void im2col_row_clipped(float* row, int64_t n, int64_t iy0, int64_t ix0,
+                                         int64_t k0, int64_t end, int64_t ky0, int64_t ky1) const {
+    const int64_t run = s_.kw * c_;
+    // The run's floats inside the image: [in_lo, in_hi) (empty when it lies in the padding).
+    const int64_t in_lo = std::max<int64_t>(0, -ix0) * c_;
+    const int64_t in_hi = std::max(in_lo, std::min(s_.kw, w_in_ - ix0) * c_);
+    for (int64_t ky = ky0; ky <= ky1; ++ky) {
+      const int64_t d0 = std::max(k0, ky * run), d1 = std::min(end, (ky + 1) * run);
+      const int64_t o0 = d0 - ky * run, o1 = d1 - ky * run;  // this block's part of the run
+      const int64_t iy = iy0 + ky;
+      float* dst = row + ky * run;
+      if (iy < 0 || iy >= h_) {
+        zero_floats(dst + o0, o1 - o0);
+        continue;
+      }
+      const int64_t lo = std::clamp(in_lo, o0, o1), hi = std::clamp(in_hi, lo, o1);
+      zero_floats(dst + o0, lo - o0);
+      if (hi > lo) copy_floats(dst + lo, x_ + ((n * h_ + iy) * w_in_ + ix0) * c_ + lo, hi - lo);
+      zero_floats(dst + hi, o1 - hi);
+    }
+  }
+
+  // Any dilation: one copy per tap (C floats).
+  void im2col_taps(int64_t r0, int64_t nr, int64_t k0, int64_t kc, float* a, int64_t lda) const {
     const WindowGeometry& g = s_.geo;
     for (int64_t r = 0; r < nr; ++r) {
       const int64_t p = r0 + r;
@@ -224,6 +312,15 @@ class OpenBlasConvKernel final : public ConvAsGemm {
   std::vector<std::vector<float>> scratch_;  // per thread (im2col rows)
 };
 
+// A few-channel (RGB) stem that Tessera's GEMM runs faster than XNNPACK: undilated, with a
+// kernel deep enough (kh * kw * C >= 128) for the tiles' fixed costs to pay off, or a stride-1
+// kernel of 3x3 or more (VGG's conv1_1). Strided 3x3 stems (K = 27) measured faster on XNNPACK.
+bool stem_for_gemm(const ConvSetup& s) {
+  if (s.cin > 4 || s.geo.dilations[0] != 1 || s.geo.dilations[1] != 1) return false;
+  const bool stride1 = s.geo.strides[0] == 1 && s.geo.strides[1] == 1;
+  return s.kh * s.kw * s.cin >= 128 || (stride1 && s.kh >= 3 && s.kw >= 3);
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Kernel>> make_tessera_gemm_conv(const KernelRequest& req) {
@@ -231,10 +328,13 @@ Result<std::unique_ptr<Kernel>> make_tessera_gemm_conv(const KernelRequest& req)
   if (!s || !s->dense() || !gemm_available()) return decline();
   // Measured (BM_ConvVariant, docs/performance.md): from 32 input channels up the packed GEMM
   // is as fast as XNNPACK or faster on every 1x1 and im2col layer of the benchmark set (1.1-3x
-  // on 14x14 and 7x7 maps, where XNNPACK's 3x3 path is weakest); below that (RGB stems, 16/24
-  // channel 1x1) the im2col gathers and 16-deep tiles lose to XNNPACK's direct kernels by up
-  // to 4x. Stride-1 3x3 layers on maps of 14x14 and up are Winograd's (tried first).
-  if (!req.any_config && s->cin < 32) return decline();
+  // on 14x14 and 7x7 maps, where XNNPACK's 3x3 path is weakest); below that (16/24 channel 1x1)
+  // the 16-deep tiles lose to XNNPACK's direct kernels by up to 4x. The RGB stems gather one
+  // kernel row per copy (im2col_rows): at 1 thread the GEMM takes 0.68x XNNPACK's time on
+  // ResNet's 7x7/2, 0.83x on AlexNet's 11x11/4 and 0.78x on VGG's stride-1 3x3, but 1.08x and
+  // 1.26x on MobileNetV2's and SqueezeNet's 3x3/2 (stem_for_gemm). Stride-1 3x3 layers with
+  // >= 16 channels on maps of 14x14 and up are Winograd's (tried first).
+  if (!req.any_config && s->cin < 32 && !stem_for_gemm(*s)) return decline();
   return std::unique_ptr<Kernel>(std::make_unique<TesseraGemmConvKernel>(*s));
 }
 

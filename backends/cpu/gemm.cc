@@ -7,6 +7,7 @@
 #include <immintrin.h>
 
 #include <array>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -318,6 +319,67 @@ void gemm_block(const PackedB& b, const GemmA& a, int64_t m0, int64_t mc, int64_
   }
 }
 
+namespace {
+
+// The work split of a small-M GEMM: `mb` rows per row block (whole tiles), `np` panels per
+// column range; the items are the row blocks times the column ranges.
+struct SmallMSplit {
+  int64_t mb = 0, np = 0;
+};
+
+// Relative costs in multiply-adds (one FMA lane): streaming one float of B into an item (from L3
+// or memory; every row block streams its column range of B once), reading one float of A into
+// an item (every column range reads its rows of A once; from L2 or L3, or gathered), and the
+// fixed cost of an item (hand-out, panel and tile edges).
+constexpr double kBFloatCost = 8;
+constexpr double kAFloatCost = 2;
+constexpr double kAGatheredFloatCost = 4;
+constexpr double kItemCost = 2e4;
+
+// Chooses the split of M rows x `panels` panels (K deep) over `threads` threads whose makespan
+// (items handed out in order to the least loaded thread, as ThreadPool::parallel_items does)
+// is shortest in the cost model above, among the splits with at least 4 items per thread where
+// there are any (so that a thread slowed by the rest of the machine is made up for by the
+// others). Small M: the row blocks alone balance badly (13 tiles on 2 threads: 7 + 6) and each
+// one streams all of B; column ranges with all rows read B once in total.
+SmallMSplit plan_small_m(int64_t m, int64_t panels, int64_t k, int threads, bool gathered) {
+  const int64_t tiles = (m + kGemmMR - 1) / kGemmMR;
+  const double a_cost = gathered ? kAGatheredFloatCost : kAFloatCost;
+  const int64_t max_items = 8 * static_cast<int64_t>(threads);
+  SmallMSplit best{m, panels};
+  double best_span = INFINITY;
+  bool best_many = false;
+  std::vector<double> load(static_cast<size_t>(threads));
+  for (int64_t r = 1; r <= std::min(tiles, max_items); ++r) {
+    const int64_t mb = (tiles + r - 1) / r * kGemmMR;
+    const int64_t blocks = (m + mb - 1) / mb;
+    if (blocks != r) continue;  // the same split as a smaller r
+    for (int64_t sp = 1; sp <= std::min(panels, max_items / r); ++sp) {
+      const int64_t np = (panels + sp - 1) / sp;
+      const int64_t splits = (panels + np - 1) / np;
+      if (splits != sp) continue;
+      std::fill(load.begin(), load.end(), 0.0);
+      for (int64_t i = 0; i < blocks * splits; ++i) {
+        const double rows = static_cast<double>(std::min(mb, m - i / splits * mb));
+        const double cols = static_cast<double>(std::min(np, panels - i % splits * np) * kGemmNR);
+        const double cost =
+            static_cast<double>(k) * (rows * cols + a_cost * rows + kBFloatCost * cols) + kItemCost;
+        *std::min_element(load.begin(), load.end()) += cost;
+      }
+      const double span = *std::max_element(load.begin(), load.end());
+      const bool many = blocks * splits >= 4 * threads;
+      if ((many && !best_many) || (many == best_many && span < best_span)) {
+        best = {mb, np};
+        best_span = span;
+        best_many = many;
+      }
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
 void Gemm::bind(int64_t m, int threads, bool gathered) {
   m_ = m;
   const int64_t panels = b_.panels();
@@ -325,18 +387,20 @@ void Gemm::bind(int64_t m, int threads, bool gathered) {
   blocks_ = m == 0 ? 0 : 1;
   splits_ = 1;
   mb_ = m;
-  if (threads > 1 && m > 0) {
-    if (tiles >= 4 * threads) {
-      // Row blocks, several per thread (items are handed out dynamically), whole tiles each.
-      const int64_t items = tiles >= 16 * threads ? 4 * threads : threads;
+  np_ = panels;
+  if (threads > 1 && m > 0 && panels > 0) {
+    if (tiles >= 16 * threads) {
+      // Row blocks, 4 per thread (items are handed out dynamically), whole tiles each.
+      const int64_t items = 4 * threads;
       mb_ = (tiles + items - 1) / items * kGemmMR;
-      blocks_ = (m + mb_ - 1) / mb_;
     } else {
-      // Few rows: split the columns (each thread then reads only its share of B).
-      splits_ = std::clamp<int64_t>(panels, 1, threads);
+      const SmallMSplit split = plan_small_m(m, panels, b_.k(), threads, gathered);
+      mb_ = split.mb;
+      np_ = split.np;
     }
+    blocks_ = (m + mb_ - 1) / mb_;
   }
-  np_ = (panels + splits_ - 1) / splits_;
+  np_ = std::max<int64_t>(np_, 1);
   splits_ = panels == 0 ? 1 : (panels + np_ - 1) / np_;
   scratch_.assign(static_cast<size_t>(std::max(threads, 1)), {});
   if (gathered) {

@@ -22,9 +22,12 @@
 // gathered), for each B panel (stays in L1), for each 14 rows: microkernel.
 //
 // Threading (Gemm::run on the device ThreadPool): work items are blocks of whole 14-row tiles
-// (4 per thread when M is large); when M has fewer than 4 tiles per thread (7x7 feature maps),
-// the columns are split into panel ranges instead. Items are handed out one at a time
-// (parallel_items), each thread with its own gather scratch.
+// (4 per thread) when M has at least 16 tiles per thread. Below that (13x13, 14x14 and 7x7
+// feature maps) row blocks alone balance badly and each streams all of B, so bind() chooses
+// row blocks x column panel ranges (often all rows per item: B is read once in total) by a small
+// cost model: the shortest makespan of the items handed out in order, each costing its
+// multiply-adds plus the A and B floats it reads, among the splits with >= 4 items per thread.
+// Items are handed out one at a time (parallel_items), each thread with its own gather scratch.
 //
 // Only for CPUs with AVX-512F: callers check gemm_available() and otherwise decline (the
 // other convolution variants remain). PackedB itself is portable.

@@ -48,6 +48,20 @@ const ConvCase kCases[] = {
     {{1, 127, 13, 13}, {31, 127, 1, 1}, {0, 0, 0, 0}, 2, "relu"},
     {{1, 3, 31, 29}, {13, 3, 5, 5}, {2, 1, 2, 1}, 3, "", false},
     {{1, 300, 9, 9}, {70, 300, 3, 3}, {1, 1, 1, 1}, 2, "relu"},
+    // RGB stems (3 channels): the undilated gather copies whole kernel rows (kw * 3 floats),
+    // cut by the padding on either side; odd widths, strides 1/2/4, kernels 3/7/11, padding on
+    // all sides (also wider than the kernel: rows wholly in the padding), 11x11's K = 363 in two
+    // K blocks that split a kernel row; dilation 2 takes the per-tap gather.
+    {{1, 3, 29, 31}, {8, 3, 3, 3}, {1, 1, 1, 1}, 2, "relu"},
+    {{1, 3, 17, 15}, {33, 3, 3, 3}, {0, 0, 0, 0}, 2, "clip"},
+    {{1, 3, 9, 11}, {5, 3, 3, 3}, {1, 2, 1, 2}, 1},
+    {{2, 3, 19, 21}, {13, 3, 7, 7}, {3, 2, 1, 3}, 2, "relu"},
+    {{1, 3, 23, 25}, {64, 3, 7, 7}, {3, 3, 3, 3}, 2, "", false},
+    {{1, 3, 27, 29}, {16, 3, 11, 11}, {2, 2, 2, 2}, 4, "relu"},
+    {{1, 3, 13, 7}, {9, 3, 11, 11}, {5, 4, 3, 6}, 4},
+    {{1, 3, 5, 5}, {4, 3, 3, 3}, {4, 3, 2, 4}, 1, "leaky_relu"},
+    {{1, 3, 17, 15}, {8, 3, 3, 3}, {2, 2, 2, 2}, 1, "relu", true, 2},
+    {{1, 3, 21, 19}, {16, 3, 7, 7}, {5, 6, 5, 6}, 2, "", true, 2},
 };
 
 Attributes attrs_of(const ConvCase& c) {
@@ -151,7 +165,8 @@ TEST(CpuConvVariantSelection, DispatchAndForcedErrors) {
 
 // The default dispatch on an AVX-512 machine: Tessera's GEMM for 1x1 convolutions and for 3x3
 // convolutions on 7x7 maps (>= 32 input channels), Winograd F(2x2) on Tessera's GEMM for 3x3 on
-// larger maps, XNNPACK for an RGB stem.
+// larger maps; for RGB stems Tessera's GEMM with 7x7 and 11x11 kernels and stride-1 3x3,
+// XNNPACK with strided 3x3, 1x1 and with dilation.
 TEST(CpuConvVariantSelection, DefaultDispatch) {
   if (!cpu::gemm_available()) GTEST_SKIP() << "no AVX-512F";
   auto pool = cpu::ThreadPool::create(cpu::CoreSet({0}));
@@ -161,13 +176,19 @@ TEST(CpuConvVariantSelection, DefaultDispatch) {
     Shape x, w;
     int64_t pad, stride;
     const char* kernel;
+    int64_t dilation = 1;
   };
   const Want wants[] = {
       {{1, 64, 28, 28}, {256, 64, 1, 1}, 0, 1, "tessera gemm conv 1x1/1"},
       {{1, 64, 28, 28}, {128, 64, 1, 1}, 0, 2, "tessera im2col+gemm conv 1x1/2"},
       {{1, 128, 7, 7}, {128, 128, 3, 3}, 1, 1, "tessera im2col+gemm conv 3x3/1"},
       {{1, 64, 28, 28}, {64, 64, 3, 3}, 1, 1, "winograd F(2x2,3x3) 3x3/1 (tessera gemm)"},
-      {{1, 3, 32, 32}, {16, 3, 7, 7}, 3, 2, "xnnpack conv 7x7/2"},
+      {{1, 3, 32, 32}, {16, 3, 7, 7}, 3, 2, "tessera im2col+gemm conv 7x7/2"},
+      {{1, 3, 32, 32}, {16, 3, 11, 11}, 2, 4, "tessera im2col+gemm conv 11x11/4"},
+      {{1, 3, 32, 32}, {16, 3, 3, 3}, 1, 2, "xnnpack conv 3x3/2"},
+      {{1, 3, 32, 32}, {16, 3, 3, 3}, 1, 1, "tessera im2col+gemm conv 3x3/1"},
+      {{1, 3, 32, 32}, {16, 3, 1, 1}, 0, 1, "xnnpack conv 1x1/1"},
+      {{1, 3, 32, 32}, {16, 3, 7, 7}, 3, 2, "xnnpack conv 7x7/2", 2},
   };
   for (const Want& want : wants) {
     Graph g;
@@ -178,6 +199,7 @@ TEST(CpuConvVariantSelection, DefaultDispatch) {
     n.kind = OpKind::kConv;
     n.attrs.set("pads", Ints{want.pad, want.pad, want.pad, want.pad});
     n.attrs.set("strides", Ints{want.stride, want.stride});
+    n.attrs.set("dilations", Ints{want.dilation, want.dilation});
     n.inputs = {x, g.add_constant("w", random_tensor(want.w, 1))};
     n.outputs = {g.add_value("y")};
     g.outputs().push_back(n.outputs[0]);
