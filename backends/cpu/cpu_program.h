@@ -48,6 +48,13 @@ class CpuProgram final : public Program {
     uint64_t offset = 0;
     int alias = -1;  // the buffer whose storage this one shares (a reshape's input), or -1
   };
+  // A residual Add fused into the convolution producing one of its inputs
+  // (fuse_residual_adds), per layer of the slice.
+  struct Fusion {
+    ValueId residual = kNoValue;  // a convolution: the Add's other input, read as an extra input
+    ValueId writes = kNoValue;    // a convolution: the Add's output, written instead of its own
+    int into = -1;                // a fused Add: the layer that does its work (its step is empty)
+  };
   struct Step {
     std::unique_ptr<Kernel> kernel;
     NodeId node = kNoNode;           // kNoNode for conversions
@@ -61,6 +68,10 @@ class CpuProgram final : public Program {
   // kernels yet); records the layout each slice input's first reader wants.
   void plan(std::span<const NodeId> layers, const std::vector<std::unique_ptr<Kernel>>& kernels,
             const std::vector<Layout>& input_layouts, std::vector<Layout>* first_wanted);
+  // Fuses each residual Add whose convolution accepts it (Kernel::fuse_residual) and fills
+  // fusions_; `kernels[i]` is layer i's.
+  void fuse_residual_adds(std::span<const NodeId> layers,
+                          std::vector<std::unique_ptr<Kernel>>* kernels);
   Status allocate_and_bind();
   Status run_steps(std::span<const Tensor> inputs, std::span<Tensor> outputs,
                    std::vector<double>* layer_ms);
@@ -72,6 +83,7 @@ class CpuProgram final : public Program {
   std::vector<ValueId> inputs_, outputs_;
   std::vector<Buf> bufs_;
   std::vector<Step> steps_;
+  std::vector<Fusion> fusions_;  // per layer
   std::vector<int> input_bufs_, output_bufs_;
   size_t num_layers_ = 0;
   std::shared_ptr<uint8_t> arena_;

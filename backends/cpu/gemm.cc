@@ -126,11 +126,12 @@ TESSERA_AVX512 void k_loop_14x32(const float* a, int64_t lda, const float* b, in
 // clang-format on
 
 // One MR x 32 tile: c[i * ldc + j] (=|+=) sum_p a[i * lda + p] * b[p * 32 + j] for j < nr, then
-// (last K block) + bias[j] and the clamp. `b` is a packed panel (64-byte aligned, zero-padded).
+// (last K block) + bias[j], + res[i * ldr + j] and the clamp. `b` is a packed panel (64-byte
+// aligned, zero-padded).
 template <int MR>
 TESSERA_AVX512 void micro_tile(const float* a, int64_t lda, const float* b, int64_t kc, float* c,
                                int64_t ldc, int64_t nr, bool accumulate, const float* bias,
-                               bool clamp, float lo, float hi) {
+                               const float* res, int64_t ldr, bool clamp, float lo, float hi) {
   __m512 acc0[MR], acc1[MR];
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) {
@@ -187,6 +188,10 @@ TESSERA_AVX512 void micro_tile(const float* a, int64_t lda, const float* b, int6
       v0 = _mm512_add_ps(v0, bias0);
       v1 = _mm512_add_ps(v1, bias1);
     }
+    if (res != nullptr) {
+      v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(k0, res + i * ldr));
+      v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(k1, res + i * ldr + 16));
+    }
     if (clamp) {
       // (maskz forms: GCC 12 warns about the undefined source of the unmasked ones.)
       v0 = _mm512_maskz_min_ps(0xFFFF, _mm512_maskz_max_ps(0xFFFF, v0, vlo), vhi);
@@ -198,7 +203,7 @@ TESSERA_AVX512 void micro_tile(const float* a, int64_t lda, const float* b, int6
 }
 
 using MicroTile = void (*)(const float*, int64_t, const float*, int64_t, float*, int64_t, int64_t,
-                           bool, const float*, bool, float, float);
+                           bool, const float*, const float*, int64_t, bool, float, float);
 
 // kMicroTiles[mr] handles mr rows (1 .. kGemmMR).
 template <size_t... I>
@@ -208,11 +213,13 @@ constexpr auto micro_table(std::index_sequence<I...>) {
 }
 constexpr auto kMicroTiles = micro_table(std::make_index_sequence<kGemmMR + 1>());
 
-// C = epilogue(0) for an empty K (no B rows): bias and clamp only.
-void empty_k(int64_t mc, int64_t n0, int64_t nc, float* c, int64_t ldc, const GemmEpilogue& ep) {
+// C = epilogue(0) for an empty K (no B rows): bias, residual and clamp only.
+void empty_k(int64_t m0, int64_t mc, int64_t n0, int64_t nc, float* c, int64_t ldc,
+             const GemmEpilogue& ep) {
   for (int64_t i = 0; i < mc; ++i) {
     for (int64_t j = 0; j < nc; ++j) {
       float v = ep.bias != nullptr ? ep.bias[n0 + j] : 0.f;
+      if (ep.residual != nullptr) v += ep.residual[(m0 + i) * ep.ldr + n0 + j];
       if (ep.clamp) v = std::min(std::max(v, ep.lo), ep.hi);
       c[i * ldc + j] = v;
     }
@@ -284,7 +291,7 @@ int64_t gemm_scratch_floats(const PackedB& b) {
 void gemm_block(const PackedB& b, const GemmA& a, int64_t m0, int64_t mc, int64_t n0, int64_t nc,
                 float* c, int64_t ldc, const GemmEpilogue& ep, float* scratch) {
   if (mc <= 0 || nc <= 0) return;
-  if (b.k() == 0) return empty_k(mc, n0, nc, c, ldc, ep);
+  if (b.k() == 0) return empty_k(m0, mc, n0, nc, c, ldc, ep);
   const int64_t chunk = gemm_blocking().mc;
   const int64_t n_end = n0 + nc, last = b.k_blocks() - 1;
   const int64_t j0 = n0 / kGemmNR, j1 = (n_end + kGemmNR - 1) / kGemmNR;
@@ -307,11 +314,14 @@ void gemm_block(const PackedB& b, const GemmA& a, int64_t m0, int64_t mc, int64_
         const float* panel = b.panel(kb, j);
         const int64_t nr = std::min(kGemmNR, n_end - j * kGemmNR);
         const float* bias = is_last && ep.bias != nullptr ? ep.bias + j * kGemmNR : nullptr;
+        const float* res =
+            is_last && ep.residual != nullptr ? ep.residual + r0 * ep.ldr + j * kGemmNR : nullptr;
         for (int64_t i = 0; i < rows; i += kGemmMR) {
           const int64_t mr = std::min(kGemmMR, rows - i);
-          kMicroTiles[static_cast<size_t>(mr)](ap + i * lda, lda, panel, kc,
-                                               c + (r0 - m0 + i) * ldc + j * kGemmNR - n0, ldc, nr,
-                                               kb > 0, bias, is_last && ep.clamp, ep.lo, ep.hi);
+          kMicroTiles[static_cast<size_t>(mr)](
+              ap + i * lda, lda, panel, kc, c + (r0 - m0 + i) * ldc + j * kGemmNR - n0, ldc, nr,
+              kb > 0, bias, res != nullptr ? res + i * ep.ldr : nullptr, ep.ldr,
+              is_last && ep.clamp, ep.lo, ep.hi);
         }
       }
     }
