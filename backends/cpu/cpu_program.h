@@ -1,8 +1,9 @@
 // A compiled slice on a `cpu` device: kernels in order, conversions where layouts change, every
 // intermediate tensor at a fixed offset of one arena (see arena.h), XNNPACK operators set up
-// once against those addresses. run() copies the inputs in (converting to NHWC where the first
-// reader wants it), runs the steps on the device's pinned pool and copies the outputs out in
-// logical order.
+// once against those addresses. Residual Adds run inside the convolution that produces one of
+// their inputs where the slice allows it (fuse_residual_adds). run() copies the inputs in
+// (converting to NHWC where the first reader wants it), runs the steps on the device's pinned pool
+// and copies the outputs out in logical order.
 #pragma once
 
 #include <memory>
@@ -27,7 +28,8 @@ class CpuProgram final : public Program {
   // (ThreadChoice: a loaded machine can make the workers' fork/joins the bottleneck).
   Status run(std::span<const Tensor> inputs, std::span<Tensor> outputs) override;
   // Times each layer's step (always on all the pool's threads), with the layout conversions before
-  // it (not the copy-in/out).
+  // it (not the copy-in/out). A residual Add fused into a convolution (fuse_residual_adds) is
+  // timed with that convolution; its own step takes ~0 ms.
   Status run_timed(std::span<const Tensor> inputs, std::span<Tensor> outputs,
                    std::vector<double>* layer_ms) override;
   uint64_t peak_memory_bytes() const override { return arena_bytes_ + owned_bytes_; }

@@ -125,13 +125,14 @@ TESSERA_AVX512 void k_loop_14x32(const float* a, int64_t lda, const float* b, in
 #undef TESSERA_GEMM_STORE
 // clang-format on
 
-// One MR x 32 tile: c[i * ldc + j] (=|+=) sum_p a[i * lda + p] * b[p * 32 + j] for j < nr, then
-// (last K block) + bias[j], + res[i * ldr + j] and the clamp. `b` is a packed panel (64-byte
-// aligned, zero-padded).
+// One MR x 32 tile: c[i * ldc + j] = sum_p a[i * lda + p] * b[p * 32 + j] (+ prev[i * ldp + j])
+// for j < nr, then (last K block) + bias[j] and the clamp. `prev` is C itself after the first K
+// block (the partial sum), a fused residual on the first one, or null. `b` is a packed panel
+// (64-byte aligned, zero-padded).
 template <int MR>
 TESSERA_AVX512 void micro_tile(const float* a, int64_t lda, const float* b, int64_t kc, float* c,
-                               int64_t ldc, int64_t nr, bool accumulate, const float* bias,
-                               const float* res, int64_t ldr, bool clamp, float lo, float hi) {
+                               int64_t ldc, int64_t nr, const float* prev, int64_t ldp,
+                               const float* bias, bool clamp, float lo, float hi) {
   __m512 acc0[MR], acc1[MR];
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) {
@@ -180,17 +181,13 @@ TESSERA_AVX512 void micro_tile(const float* a, int64_t lda, const float* b, int6
   for (int i = 0; i < MR; ++i) {
     float* row = c + i * ldc;
     __m512 v0 = acc0[i], v1 = acc1[i];
-    if (accumulate) {
-      v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(k0, row));
-      v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(k1, row + 16));
+    if (prev != nullptr) {
+      v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(k0, prev + i * ldp));
+      v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(k1, prev + i * ldp + 16));
     }
     if (bias != nullptr) {
       v0 = _mm512_add_ps(v0, bias0);
       v1 = _mm512_add_ps(v1, bias1);
-    }
-    if (res != nullptr) {
-      v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(k0, res + i * ldr));
-      v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(k1, res + i * ldr + 16));
     }
     if (clamp) {
       // (maskz forms: GCC 12 warns about the undefined source of the unmasked ones.)
@@ -203,7 +200,7 @@ TESSERA_AVX512 void micro_tile(const float* a, int64_t lda, const float* b, int6
 }
 
 using MicroTile = void (*)(const float*, int64_t, const float*, int64_t, float*, int64_t, int64_t,
-                           bool, const float*, const float*, int64_t, bool, float, float);
+                           const float*, int64_t, const float*, bool, float, float);
 
 // kMicroTiles[mr] handles mr rows (1 .. kGemmMR).
 template <size_t... I>
@@ -314,14 +311,17 @@ void gemm_block(const PackedB& b, const GemmA& a, int64_t m0, int64_t mc, int64_
         const float* panel = b.panel(kb, j);
         const int64_t nr = std::min(kGemmNR, n_end - j * kGemmNR);
         const float* bias = is_last && ep.bias != nullptr ? ep.bias + j * kGemmNR : nullptr;
+        // The residual enters with the first K block, in place of the partial sum the later
+        // blocks add (so a GEMM without one runs exactly the epilogue it had before).
         const float* res =
-            is_last && ep.residual != nullptr ? ep.residual + r0 * ep.ldr + j * kGemmNR : nullptr;
+            ep.residual != nullptr ? ep.residual + r0 * ep.ldr + j * kGemmNR : nullptr;
         for (int64_t i = 0; i < rows; i += kGemmMR) {
           const int64_t mr = std::min(kGemmMR, rows - i);
-          kMicroTiles[static_cast<size_t>(mr)](
-              ap + i * lda, lda, panel, kc, c + (r0 - m0 + i) * ldc + j * kGemmNR - n0, ldc, nr,
-              kb > 0, bias, res != nullptr ? res + i * ep.ldr : nullptr, ep.ldr,
-              is_last && ep.clamp, ep.lo, ep.hi);
+          float* tile = c + (r0 - m0 + i) * ldc + j * kGemmNR - n0;
+          const float* prev = kb > 0 ? tile : res != nullptr ? res + i * ep.ldr : nullptr;
+          kMicroTiles[static_cast<size_t>(mr)](ap + i * lda, lda, panel, kc, tile, ldc, nr, prev,
+                                               kb > 0 ? ldc : ep.ldr, bias, is_last && ep.clamp,
+                                               ep.lo, ep.hi);
         }
       }
     }
