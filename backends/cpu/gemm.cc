@@ -140,6 +140,14 @@ TESSERA_AVX512 void micro_tile(const float* a, int64_t lda, const float* b, int6
     _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + 16), _MM_HINT_T0);
   }
+  if (prev != nullptr && prev != c) {
+    // A fused residual: its rows are read at the end too, from memory no one touched lately.
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      _mm_prefetch(reinterpret_cast<const char*>(prev + i * ldp), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(prev + i * ldp + 16), _MM_HINT_T0);
+    }
+  }
   if constexpr (MR == kGemmMR) {
     alignas(64) float t[kGemmMR * kGemmNR];
     k_loop_14x32(a, lda, b, kc, t);

@@ -340,6 +340,17 @@ class WinogradConvKernel final : public NhwcIo<> {
     const float* bias = bias_.empty() ? nullptr : bias_.data() + k0;
     for (int64_t t = 0; t < nt; ++t) {
       int64_t n, oy, ox;
+      if (r_ != nullptr && t + 1 < nt) {
+        // The next tile's residual pixels, from memory no one touched lately: fetched while this
+        // tile is transformed.
+        tile_origin(t0 + t + 1, &n, &oy, &ox);
+        for (int64_t i = 0; i < M && oy + i < oh_; ++i) {
+          for (int64_t j = 0; j < M && ox + j < ow_; ++j) {
+            const float* r = r_ + ((n * oh_ + oy + i) * ow_ + ox + j) * k_ + k0;
+            for (int64_t c = 0; c < kc; c += 16) __builtin_prefetch(r + c);
+          }
+        }
+      }
       tile_origin(t0 + t, &n, &oy, &ox);
       const bool full = oy + M <= oh_ && ox + M <= ow_;
       float* y[M * M];
