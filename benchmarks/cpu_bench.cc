@@ -18,6 +18,13 @@
 //                                     Tessera's AVX-512 GEMM (backends/cpu/gemm.h) alone, B packed
 //                                     once, A read in place, relu epilogue; kc 0 = cache-derived;
 //                                     CPU column: the process's CPU time, as BM_ConvVariant.
+//   BM_ResidualBlock/<model layer>/<fused|unfused>/<threads>
+//                                     a block's last convolution (no activation) + Add(+relu)
+//                                     of a shortcut R (a depthwise 3x3 of a second input), as a
+//                                     program on the cpu device. "fused": R is computed first,
+//                                     so the Add runs inside the convolution
+//                                     (CpuProgram::fuse_residual_adds); "unfused": R after the
+//                                     convolution, so it cannot. Same work otherwise.
 //   BM_FmaPeak/<threads>              this machine's FP32 FMA peak: independent FMA chains, one
 //                                     per thread; counter: GFLOP/s.
 //   BM_PoolDispatch/<what>/<threads>[/<idle us>]
@@ -247,6 +254,65 @@ void BM_Model(benchmark::State& state, std::string device, std::string model) {
     if (!out.ok()) return state.SkipWithError(out.status().to_string().c_str());
   }
   state.counters["peak_MiB"] = static_cast<double>((*session)->peak_memory_bytes()) / (1 << 20);
+}
+
+// The end of a residual block: conv(x) (layer `l`, no activation) + R, R = relu(depthwise
+// 3x3(s)) of a second input s of the conv output's shape; `relu` on the Add (the ResNets) or not
+// (MobileNetV2). `fused`: R's layer comes first, so the Add fuses into the convolution.
+void BM_ResidualBlock(benchmark::State& state, ConvLayer l, bool relu, bool fused, int threads) {
+  const int64_t ho = (l.hw + 2 * (l.k / 2) - l.k) / l.stride + 1;
+  Graph g;
+  const ValueId x = g.add_value("x", TensorInfo{DType::kF32, Shape{1, l.cin, l.hw, l.hw}});
+  const ValueId sv = g.add_value("s", TensorInfo{DType::kF32, Shape{1, l.cout, ho, ho}});
+  g.inputs() = {x, sv};
+  Node conv;
+  conv.name = "conv";
+  conv.kind = OpKind::kConv;
+  conv.attrs.set("strides", std::vector<int64_t>{l.stride, l.stride});
+  const int64_t p = l.k / 2;
+  conv.attrs.set("pads", std::vector<int64_t>{p, p, p, p});
+  conv.inputs = {x, g.add_constant("w", random(Shape{l.cout, l.cin, l.k, l.k}, 1)),
+                 g.add_constant("b", random(Shape{l.cout}, 2))};
+  conv.outputs = {g.add_value("y")};
+  Node dw;
+  dw.name = "shortcut";
+  dw.kind = OpKind::kConv;
+  dw.attrs.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  dw.attrs.set("group", l.cout);
+  dw.attrs.set("activation", std::string("relu"));
+  dw.inputs = {sv, g.add_constant("dw", random(Shape{l.cout, 1, 3, 3}, 3))};
+  dw.outputs = {g.add_value("r")};
+  Node add;
+  add.name = "add";
+  add.kind = OpKind::kAdd;
+  if (relu) add.attrs.set("activation", std::string("relu"));
+  add.inputs = {conv.outputs[0], dw.outputs[0]};
+  add.outputs = {g.add_value("out")};
+  g.outputs() = {add.outputs[0]};
+  std::vector<NodeId> layers;
+  if (fused) layers.push_back(g.add_node(dw));
+  layers.push_back(g.add_node(conv));
+  if (!fused) layers.push_back(g.add_node(dw));
+  layers.push_back(g.add_node(add));
+  if (Status st = g.infer_shapes(); !st.ok()) return state.SkipWithError(st.to_string().c_str());
+  std::vector<int> cores;
+  for (int c = 0; c < threads; ++c) cores.push_back(c);
+  auto pool = cpu::ThreadPool::create(cpu::CoreSet(cores));
+  if (!pool.ok()) return state.SkipWithError(pool.status().to_string().c_str());
+  auto prog = cpu::CpuProgram::compile(g, layers, std::move(*pool));
+  if (!prog.ok()) return state.SkipWithError(prog.status().to_string().c_str());
+  const std::string desc = (*prog)->describe();
+  if ((desc.find("fused into") != std::string::npos) != fused)
+    return state.SkipWithError(("unexpected fusion: " + desc).c_str());
+  // The program takes its inputs in first-use order.
+  std::vector<Tensor> in;
+  for (ValueId v : (*prog)->input_values())
+    in.push_back(random(g.value(v).info.shape, v == x ? 4 : 5));
+  std::vector<Tensor> out(1);
+  for (auto _ : state) {
+    Status st = (*prog)->run(in, out);
+    if (!st.ok()) return state.SkipWithError(st.to_string().c_str());
+  }
 }
 
 // One op on real shapes (ShuffleNetV2, DenseNet, GoogLeNet, MobileNetV2 heads; LRN as in
@@ -524,6 +590,27 @@ int register_all() {
                                      BM_ConvVariant, variant, l, threads)
             ->Unit(benchmark::kMicrosecond)
             ->MeasureProcessCPUTime()
+            ->UseRealTime();
+      }
+    }
+  }
+  // The convolutions that end residual blocks (the Add fuses into them), with the Add's relu
+  // except in MobileNetV2.
+  for (const char* name :
+       {"resnet50/res2_1x1_56", "resnet50/res4_1x1_14", "resnet18/layer1_3x3_56",
+        "resnet18/layer4_3x3_7", "resnet18/layer2_1x1s2_56", "mobilenet_v2/project_1x1_14"}) {
+    const ConvLayer* l = nullptr;
+    for (const ConvLayer& c : kLayers) {
+      if (std::string(c.name) == name) l = &c;
+    }
+    const bool relu = std::string(name).rfind("mobilenet_v2", 0) != 0;
+    for (int threads : {1, 2}) {
+      for (bool fused : {true, false}) {
+        benchmark::RegisterBenchmark((std::string("BM_ResidualBlock/") + name +
+                                      (fused ? "/fused/" : "/unfused/") + std::to_string(threads))
+                                         .c_str(),
+                                     BM_ResidualBlock, *l, relu, fused, threads)
+            ->Unit(benchmark::kMicrosecond)
             ->UseRealTime();
       }
     }

@@ -5,7 +5,8 @@
 //
 //   tessera_gemm_conv   Tessera's AVX-512 GEMM (gemm.h): W' packed once into its panels, the
 //                       im2col rows gathered block by block straight into the A block the
-//                       microkernel reads, bias and relu/clip applied in registers;
+//                       microkernel reads, bias, a fused residual Add and relu/clip applied in
+//                       registers;
 //   openblas_gemm_conv  OpenBLAS sgemm on whole im2col row blocks, then the epilogue. Work items
 //                       are blocks of output pixels (their im2col rows fit in the L2 cache); when
 //                       there are fewer pixel blocks than threads (small feature maps), the
@@ -54,7 +55,20 @@ class ConvAsGemm : public NhwcIo<> {
     if (s.bias != nullptr) bias_.assign(s.bias->data<float>(), s.bias->data<float>() + k_);
   }
 
+  // The Add's activation replaces the convolution's (none), applied after the residual.
+  bool fuse_residual(const Activation& act) override {
+    if (s_.act.kind != ActivationKind::kNone) return false;
+    s_.act = act;
+    s_.clamp = clamp_of(act);
+    residual_ = true;
+    epilogue_changed();
+    return true;
+  }
+
  protected:
+  // Called when fuse_residual changed the epilogue.
+  virtual void epilogue_changed() {}
+
   // W' = OIHW -> [(ky, kx, c) x K].
   std::vector<float> weight_matrix() const {
     std::vector<float> wm(static_cast<size_t>(depth_ * k_));
@@ -78,6 +92,8 @@ class ConvAsGemm : public NhwcIo<> {
     ow_ = out[0].shape[3];
     rows_ = in[0].shape[0] * oh_ * ow_;
     ldy_ = out[0].pixel_stride_or_dense();
+    // The fused residual: the extra input after the node's, NHWC like Y.
+    r_ = residual_ ? in.back().f32() : nullptr;
   }
 
   // Columns [k0, k0 + kc) of the im2col rows [r0, r0 + nr) into a (rows lda apart). A column
@@ -181,15 +197,18 @@ class ConvAsGemm : public NhwcIo<> {
   std::string name(const char* engine) const {
     return std::string(engine) + (direct_ ? " gemm" : " im2col+gemm") + " conv " +
            std::to_string(s_.kh) + "x" + std::to_string(s_.kw) + "/" +
-           std::to_string(s_.geo.strides[0]) + activation_suffix(s_.act);
+           std::to_string(s_.geo.strides[0]) + (residual_ ? " +residual" : "") +
+           activation_suffix(s_.act);
   }
 
   ConvSetup s_;
   int64_t c_ = 0, k_ = 0, depth_ = 0;
   bool direct_ = false;
+  bool residual_ = false;  // a residual Add is fused (fuse_residual)
   std::vector<float> bias_;
   // Bound.
   const float* x_ = nullptr;
+  const float* r_ = nullptr;  // the residual (NHWC, k_ channels per pixel) or null
   float* y_ = nullptr;
   int64_t h_ = 0, w_in_ = 0, oh_ = 0, ow_ = 0, rows_ = 0;
   int64_t ldy_ = 0;  // floats between output pixels (k_ unless a Concat's slice)
@@ -202,22 +221,13 @@ class TesseraGemmConvKernel final : public ConvAsGemm {
           const std::vector<float> wm = weight_matrix();
           return PackedB::pack(wm.data(), depth_, k_, k_);
         }()) {
-    ep_.bias = bias_.empty() ? nullptr : bias_.data();
-    ep_.clamp = activation_is_clamp(s.act) && s.act.kind != ActivationKind::kNone;
-    ep_.lo = s.clamp.min;
-    ep_.hi = s.clamp.max;
     // Set once here, not per run.
     if (!direct_) {
       a_.gather = [this](int64_t m0, int64_t mc, int64_t k0, int64_t kc, float* dst, int64_t ldd) {
         im2col(m0, mc, k0, kc, dst, ldd);
       };
     }
-    if (!ep_.clamp && s.act.kind != ActivationKind::kNone) {
-      // An activation the clamp cannot express: on each finished item, still in cache.
-      after_ = [this](int64_t m0, int64_t mc, int64_t n0, int64_t nc) {
-        for (int64_t r = m0; r < m0 + mc; ++r) apply_activation(s_.act, y_ + r * ldy_ + n0, nc);
-      };
-    }
+    epilogue_changed();
   }
 
   Status bind(std::span<const Operand> in, std::span<const Operand> out,
@@ -227,6 +237,8 @@ class TesseraGemmConvKernel final : public ConvAsGemm {
       a_.data = x_;
       a_.ld = c_;
     }
+    ep_.residual = r_;
+    ep_.ldr = k_;
     gemm_.bind(rows_, pool.num_threads(), !direct_);
     return Status();
   }
@@ -242,6 +254,21 @@ class TesseraGemmConvKernel final : public ConvAsGemm {
   }
 
  private:
+  // Bias and relu/clip in the GEMM's registers (after the residual, bound in bind()).
+  void epilogue_changed() override {
+    ep_.bias = bias_.empty() ? nullptr : bias_.data();
+    ep_.clamp = activation_is_clamp(s_.act) && s_.act.kind != ActivationKind::kNone;
+    ep_.lo = s_.clamp.min;
+    ep_.hi = s_.clamp.max;
+    after_ = nullptr;
+    if (!ep_.clamp && s_.act.kind != ActivationKind::kNone) {
+      // An activation the clamp cannot express: on each finished item, still in cache.
+      after_ = [this](int64_t m0, int64_t mc, int64_t n0, int64_t nc) {
+        for (int64_t r = m0; r < m0 + mc; ++r) apply_activation(s_.act, y_ + r * ldy_ + n0, nc);
+      };
+    }
+  }
+
   Gemm gemm_;
   GemmA a_;
   GemmEpilogue ep_;
@@ -301,9 +328,13 @@ class OpenBlasConvKernel final : public ConvAsGemm {
       a = scratch;
     }
     float* y = y_ + r0 * ldy_ + k0;
+    // The fused residual enters as sgemm's C (beta 1) when there is one.
+    if (r_ != nullptr) {
+      for (int64_t r = 0; r < nr; ++r) std::copy_n(r_ + (r0 + r) * k_ + k0, kc, y + r * ldy_);
+    }
     openblas().sgemm(kRowMajor, kNoTrans, kNoTrans, static_cast<int>(nr), static_cast<int>(kc),
                      static_cast<int>(depth_), 1.f, a, static_cast<int>(depth_), w_.data() + k0,
-                     static_cast<int>(k_), 0.f, y, static_cast<int>(ldy_));
+                     static_cast<int>(k_), r_ != nullptr ? 1.f : 0.f, y, static_cast<int>(ldy_));
     conv_epilogue(s_, bias_.empty() ? nullptr : bias_.data() + k0, y, nr, kc, ldy_);
   }
 

@@ -19,6 +19,21 @@ bool convertible(const TensorInfo& info) {
   return info.dtype == DType::kF32 && info.shape.rank() == 4 && !layout_trivial(info.shape);
 }
 
+// The step of an Add fused into the convolution that produces one of its inputs: that
+// convolution's step reads the other input and writes the Add's output, so this one does nothing.
+class FusedAddKernel final : public Kernel {
+ public:
+  explicit FusedAddKernel(std::string into) : into_(std::move(into)) {}
+  Status bind(std::span<const Operand>, std::span<const Operand>, ThreadPool&) override {
+    return Status();
+  }
+  Status run(ThreadPool&) override { return Status(); }
+  std::string describe() const override { return "residual add fused into '" + into_ + "'"; }
+
+ private:
+  std::string into_;
+};
+
 }  // namespace
 
 Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& g,
@@ -47,6 +62,7 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& g,
     kernels.push_back(std::move(*k));
   }
   fuse_channel_shuffles(g, layers, p->outputs_, &kernels);
+  p->fuse_residual_adds(layers, &kernels);
 
   // Phase 2: layouts. Inputs start in logical order; if the first reader of an input wants
   // NHWC, plan again with that input converted on the way in (one conversion, no copy).
@@ -66,6 +82,58 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& g,
   // Phase 3: arena and binding.
   RETURN_IF_ERROR(p->allocate_and_bind());
   return p;
+}
+
+void CpuProgram::fuse_residual_adds(std::span<const NodeId> layers,
+                                    std::vector<std::unique_ptr<Kernel>>* kernels) {
+  fusions_.assign(layers.size(), Fusion{});
+  const std::vector<std::vector<NodeId>> consumers = g_.consumers();
+  auto position = [&](NodeId id) -> int {
+    for (size_t i = 0; i < layers.size(); ++i) {
+      if (layers[i] == id) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  auto is_slice_input = [&](ValueId v) {
+    return std::find(inputs_.begin(), inputs_.end(), v) != inputs_.end();
+  };
+  for (size_t a = 0; a < layers.size(); ++a) {
+    const Node& add = g_.node(layers[a]);
+    if (add.kind != OpKind::kAdd || add.inputs.size() != 2 || add.outputs.size() != 1) continue;
+    const Result<Activation> act = parse_fused_activation(add.attrs);
+    if (!act.ok()) continue;
+    // Two f32 rank-4 activations of the output's shape: no broadcast, no constant.
+    const TensorInfo& out = g_.value(add.outputs[0]).info;
+    bool plain =
+        out.dtype == DType::kF32 && out.shape.rank() == 4 && add.inputs[0] != add.inputs[1];
+    for (ValueId v : add.inputs) {
+      plain = plain && v != kNoValue && !g_.value(v).is_constant && g_.value(v).has_info &&
+              g_.value(v).info.dtype == DType::kF32 && g_.value(v).info.shape == out.shape;
+    }
+    if (!plain) continue;
+    // X (input k) from a convolution of this slice that nothing else reads, R (the other input)
+    // ready before that convolution runs: a slice input or an earlier layer's output.
+    for (size_t k = 0; k < 2; ++k) {
+      const ValueId x = add.inputs[k], r = add.inputs[1 - k];
+      const NodeId conv_id = g_.value(x).producer;
+      const int c = conv_id == kNoNode ? -1 : position(conv_id);
+      if (c < 0 || g_.node(conv_id).kind != OpKind::kConv || g_.node(conv_id).outputs[0] != x ||
+          fusions_[static_cast<size_t>(c)].residual != kNoValue)
+        continue;
+      if (consumers[static_cast<size_t>(x)].size() != 1 || g_.is_graph_output(x) ||
+          std::find(outputs_.begin(), outputs_.end(), x) != outputs_.end())
+        continue;
+      const NodeId r_id = g_.value(r).producer;
+      const int rp = r_id == kNoNode ? -1 : position(r_id);
+      if (!(rp >= 0 ? rp < c : is_slice_input(r))) continue;
+      if (!(*kernels)[static_cast<size_t>(c)]->fuse_residual(*act)) continue;
+      fusions_[static_cast<size_t>(c)].residual = r;
+      fusions_[static_cast<size_t>(c)].writes = add.outputs[0];
+      fusions_[a].into = c;
+      (*kernels)[a] = std::make_unique<FusedAddKernel>(g_.node(conv_id).name);
+      break;
+    }
+  }
 }
 
 void CpuProgram::plan(std::span<const NodeId> layers,
@@ -120,8 +188,17 @@ void CpuProgram::plan(std::span<const NodeId> layers,
 
     Step step;
     step.node = layers[li];
-    for (size_t j = 0; j < ni; ++j) {
-      const ValueId v = node.inputs[j];
+    // A fused Add's step reads and writes nothing; a convolution with a fused Add reads the
+    // residual as one more input, in the layout of its output, and writes the Add's output.
+    const Fusion& fusion = fusions_[li];
+    std::vector<ValueId> reads = node.inputs;
+    if (fusion.into >= 0) std::fill(reads.begin(), reads.end(), kNoValue);
+    if (fusion.residual != kNoValue) {
+      reads.push_back(fusion.residual);
+      wanted.push_back(produced[0]);
+    }
+    for (size_t j = 0; j < reads.size(); ++j) {
+      const ValueId v = reads[j];
       if (v == kNoValue) {
         step.inputs.push_back(-1);
         step.in_layouts.push_back(Layout::kNCHW);
@@ -166,7 +243,9 @@ void CpuProgram::plan(std::span<const NodeId> layers,
       if (b >= 0) touch(b, sidx);
     }
     for (size_t o = 0; o < node.outputs.size(); ++o) {
-      const ValueId v = node.outputs[o];
+      const ValueId v = fusion.into >= 0                      ? kNoValue
+                        : o == 0 && fusion.writes != kNoValue ? fusion.writes
+                                                              : node.outputs[o];
       if (v == kNoValue) {
         step.outputs.push_back(-1);
         continue;

@@ -1,8 +1,9 @@
 // A compiled slice on a `cpu` device: kernels in order, conversions where layouts change, every
 // intermediate tensor at a fixed offset of one arena (see arena.h), XNNPACK operators set up
-// once against those addresses. run() copies the inputs in (converting to NHWC where the first
-// reader wants it), runs the steps on the device's pinned pool and copies the outputs out in
-// logical order.
+// once against those addresses. Residual Adds run inside the convolution that produces one of
+// their inputs where the slice allows it (fuse_residual_adds). run() copies the inputs in
+// (converting to NHWC where the first reader wants it), runs the steps on the device's pinned pool
+// and copies the outputs out in logical order.
 #pragma once
 
 #include <memory>
@@ -27,7 +28,8 @@ class CpuProgram final : public Program {
   // (ThreadChoice: a loaded machine can make the workers' fork/joins the bottleneck).
   Status run(std::span<const Tensor> inputs, std::span<Tensor> outputs) override;
   // Times each layer's step (always on all the pool's threads), with the layout conversions before
-  // it (not the copy-in/out).
+  // it (not the copy-in/out). A residual Add fused into a convolution (fuse_residual_adds) is
+  // timed with that convolution; its own step takes ~0 ms.
   Status run_timed(std::span<const Tensor> inputs, std::span<Tensor> outputs,
                    std::vector<double>* layer_ms) override;
   uint64_t peak_memory_bytes() const override { return arena_bytes_ + owned_bytes_; }
@@ -54,6 +56,13 @@ class CpuProgram final : public Program {
     uint64_t alias_offset = 0;  // bytes into the alias's storage
     int64_t pixel_stride = 0;   // a channel slice: floats between its pixels; 0 dense
   };
+  // A residual Add fused into the convolution producing one of its inputs
+  // (fuse_residual_adds), per layer of the slice.
+  struct Fusion {
+    ValueId residual = kNoValue;  // a convolution: the Add's other input, read as an extra input
+    ValueId writes = kNoValue;    // a convolution: the Add's output, written instead of its own
+    int into = -1;                // a fused Add: the layer that does its work (its step is empty)
+  };
   struct Step {
     std::unique_ptr<Kernel> kernel;
     NodeId node = kNoNode;           // kNoNode for conversions
@@ -71,6 +80,10 @@ class CpuProgram final : public Program {
   // that nothing else reads, a channel slice of the Concat's output: the producer writes it in
   // place and the Concat copies only the other inputs.
   void place_concat_inputs();
+  // Fuses each residual Add whose convolution accepts it (Kernel::fuse_residual) and fills
+  // fusions_; `kernels[i]` is layer i's.
+  void fuse_residual_adds(std::span<const NodeId> layers,
+                          std::vector<std::unique_ptr<Kernel>>* kernels);
   Status allocate_and_bind();
   Status run_steps(std::span<const Tensor> inputs, std::span<Tensor> outputs,
                    std::vector<double>* layer_ms);
@@ -82,6 +95,7 @@ class CpuProgram final : public Program {
   std::vector<ValueId> inputs_, outputs_;
   std::vector<Buf> bufs_;
   std::vector<Step> steps_;
+  std::vector<Fusion> fusions_;  // per layer
   std::vector<int> input_bufs_, output_bufs_;
   size_t num_layers_ = 0;
   std::shared_ptr<uint8_t> arena_;

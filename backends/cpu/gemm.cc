@@ -126,18 +126,28 @@ TESSERA_AVX512 void k_loop_14x32(const float* a, int64_t lda, const float* b, in
 #undef TESSERA_GEMM_STORE
 // clang-format on
 
-// One MR x 32 tile: c[i * ldc + j] (=|+=) sum_p a[i * lda + p] * b[p * 32 + j] for j < nr, then
-// (last K block) + bias[j] and the clamp. `b` is a packed panel (64-byte aligned, zero-padded).
+// One MR x 32 tile: c[i * ldc + j] = sum_p a[i * lda + p] * b[p * 32 + j] (+ prev[i * ldp + j])
+// for j < nr, then (last K block) + bias[j] and the clamp. `prev` is C itself after the first K
+// block (the partial sum), a fused residual on the first one, or null. `b` is a packed panel
+// (64-byte aligned, zero-padded).
 template <int MR>
 TESSERA_AVX512 void micro_tile(const float* a, int64_t lda, const float* b, int64_t kc, float* c,
-                               int64_t ldc, int64_t nr, bool accumulate, const float* bias,
-                               bool clamp, float lo, float hi) {
+                               int64_t ldc, int64_t nr, const float* prev, int64_t ldp,
+                               const float* bias, bool clamp, float lo, float hi) {
   __m512 acc0[MR], acc1[MR];
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) {
     // The C rows are written at the end: fetch them while the FMAs run.
     _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + 16), _MM_HINT_T0);
+  }
+  if (prev != nullptr && prev != c) {
+    // A fused residual: its rows are read at the end too, from memory no one touched lately.
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      _mm_prefetch(reinterpret_cast<const char*>(prev + i * ldp), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(prev + i * ldp + 16), _MM_HINT_T0);
+    }
   }
   if constexpr (MR == kGemmMR) {
     alignas(64) float t[kGemmMR * kGemmNR];
@@ -180,9 +190,9 @@ TESSERA_AVX512 void micro_tile(const float* a, int64_t lda, const float* b, int6
   for (int i = 0; i < MR; ++i) {
     float* row = c + i * ldc;
     __m512 v0 = acc0[i], v1 = acc1[i];
-    if (accumulate) {
-      v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(k0, row));
-      v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(k1, row + 16));
+    if (prev != nullptr) {
+      v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(k0, prev + i * ldp));
+      v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(k1, prev + i * ldp + 16));
     }
     if (bias != nullptr) {
       v0 = _mm512_add_ps(v0, bias0);
@@ -199,7 +209,7 @@ TESSERA_AVX512 void micro_tile(const float* a, int64_t lda, const float* b, int6
 }
 
 using MicroTile = void (*)(const float*, int64_t, const float*, int64_t, float*, int64_t, int64_t,
-                           bool, const float*, bool, float, float);
+                           const float*, int64_t, const float*, bool, float, float);
 
 // kMicroTiles[mr] handles mr rows (1 .. kGemmMR).
 template <size_t... I>
@@ -209,11 +219,13 @@ constexpr auto micro_table(std::index_sequence<I...>) {
 }
 constexpr auto kMicroTiles = micro_table(std::make_index_sequence<kGemmMR + 1>());
 
-// C = epilogue(0) for an empty K (no B rows): bias and clamp only.
-void empty_k(int64_t mc, int64_t n0, int64_t nc, float* c, int64_t ldc, const GemmEpilogue& ep) {
+// C = epilogue(0) for an empty K (no B rows): bias, residual and clamp only.
+void empty_k(int64_t m0, int64_t mc, int64_t n0, int64_t nc, float* c, int64_t ldc,
+             const GemmEpilogue& ep) {
   for (int64_t i = 0; i < mc; ++i) {
     for (int64_t j = 0; j < nc; ++j) {
       float v = ep.bias != nullptr ? ep.bias[n0 + j] : 0.f;
+      if (ep.residual != nullptr) v += ep.residual[(m0 + i) * ep.ldr + n0 + j];
       if (ep.clamp) v = std::min(std::max(v, ep.lo), ep.hi);
       c[i * ldc + j] = v;
     }
@@ -285,7 +297,7 @@ int64_t gemm_scratch_floats(const PackedB& b) {
 void gemm_block(const PackedB& b, const GemmA& a, int64_t m0, int64_t mc, int64_t n0, int64_t nc,
                 float* c, int64_t ldc, const GemmEpilogue& ep, float* scratch) {
   if (mc <= 0 || nc <= 0) return;
-  if (b.k() == 0) return empty_k(mc, n0, nc, c, ldc, ep);
+  if (b.k() == 0) return empty_k(m0, mc, n0, nc, c, ldc, ep);
   const int64_t chunk = gemm_blocking().mc;
   const int64_t n_end = n0 + nc, last = b.k_blocks() - 1;
   const int64_t j0 = n0 / kGemmNR, j1 = (n_end + kGemmNR - 1) / kGemmNR;
@@ -308,11 +320,17 @@ void gemm_block(const PackedB& b, const GemmA& a, int64_t m0, int64_t mc, int64_
         const float* panel = b.panel(kb, j);
         const int64_t nr = std::min(kGemmNR, n_end - j * kGemmNR);
         const float* bias = is_last && ep.bias != nullptr ? ep.bias + j * kGemmNR : nullptr;
+        // The residual enters with the first K block, in place of the partial sum the later
+        // blocks add (so a GEMM without one runs exactly the epilogue it had before).
+        const float* res =
+            ep.residual != nullptr ? ep.residual + r0 * ep.ldr + j * kGemmNR : nullptr;
         for (int64_t i = 0; i < rows; i += kGemmMR) {
           const int64_t mr = std::min(kGemmMR, rows - i);
-          kMicroTiles[static_cast<size_t>(mr)](ap + i * lda, lda, panel, kc,
-                                               c + (r0 - m0 + i) * ldc + j * kGemmNR - n0, ldc, nr,
-                                               kb > 0, bias, is_last && ep.clamp, ep.lo, ep.hi);
+          float* tile = c + (r0 - m0 + i) * ldc + j * kGemmNR - n0;
+          const float* prev = kb > 0 ? tile : res != nullptr ? res + i * ep.ldr : nullptr;
+          kMicroTiles[static_cast<size_t>(mr)](ap + i * lda, lda, panel, kc, tile, ldc, nr, prev,
+                                               kb > 0 ? ldc : ep.ldr, bias, is_last && ep.clamp,
+                                               ep.lo, ep.hi);
         }
       }
     }

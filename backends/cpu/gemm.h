@@ -13,9 +13,10 @@
 //
 // The microkernel computes a 14 x 32 tile of C (kGemmMR = 14: 28 zmm accumulators, two B loads
 // and 14 broadcasts of A per k; the full tile's k loop is inline assembly), adds the previous
-// partial sum when K has several blocks, and on the last block applies the bias and the clamp
-// before the tile is stored. Edge tiles (fewer than 14 rows, fewer than 32 columns) use
-// smaller unrolled variants and masked loads/stores, so any M, N, K works.
+// partial sum when K has several blocks (on the first block: an optional residual, a fused Add),
+// and on the last block applies the bias and the clamp before the tile is stored. Edge tiles (fewer
+// than 14 rows, fewer than 32 columns) use smaller unrolled variants and masked loads/stores, so
+// any M, N, K works.
 //
 // Loop order of one work item (rows [m0, m0 + mc) x columns [n0, n0 + nc) of C): for each chunk
 // of rows whose A block fits the L2 cache, for each K block (A block gathered here if A is
@@ -98,8 +99,14 @@ struct GemmA {
 // What happens to C after the last K block, in registers.
 struct GemmEpilogue {
   const float* bias = nullptr;  // bias[j] for column j of C (null: none)
-  bool clamp = false;           // then C = min(max(C, lo), hi)
+  bool clamp = false;           // last: C = min(max(C, lo), hi)
   float lo = 0.f, hi = 0.f;
+  // Before the clamp: + residual[i * ldr + j] for row i, column j of C (indexed globally like
+  // A's rows and the bias; null: none), a residual Add fused into a convolution. It is added
+  // with the first K block (where later blocks add the partial sum), so that a GEMM without a
+  // residual keeps the epilogue it had.
+  const float* residual = nullptr;
+  int64_t ldr = 0;
 };
 
 // Floats of scratch one thread needs to gather A blocks for `b`.

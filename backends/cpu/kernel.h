@@ -22,6 +22,7 @@
 #include "backends/cpu/thread_pool.h"
 #include "core/tensor.h"
 #include "graph/graph.h"
+#include "ops/activation.h"
 
 namespace tessera::cpu {
 
@@ -69,6 +70,16 @@ class Kernel {
   // its channels of a Concat's output (see CpuProgram::place_concat_inputs). Kernels that return
   // false always get dense outputs.
   virtual bool writes_strided_output() const { return false; }
+  // A residual Add fused into this kernel (CpuProgram's residual-add pass, before phase 2):
+  // output 0 becomes act(output 0 + R), where R is bound as one extra input after the node's
+  // inputs, with the shape of output 0 and in the layout output 0 is produced in, and `act` is
+  // the Add's fused activation. R is read before the kernel writes its output rows (they are
+  // distinct buffers). Returns false and changes nothing when the kernel cannot: the default,
+  // and always for a kernel with its own fused activation (act(x) + R is not act(x + R)).
+  virtual bool fuse_residual(const Activation& act) {
+    (void)act;
+    return false;
+  }
   // Phase 3: the bound operands (inputs in node order, omitted ones with data == nullptr).
   virtual Status bind(std::span<const Operand> inputs, std::span<const Operand> outputs,
                       ThreadPool& pool) = 0;

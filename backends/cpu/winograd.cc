@@ -15,7 +15,8 @@
 //      (NHWC keeps the channels of a pixel contiguous); pixels outside the image read a zero
 //      row, so padding costs nothing;
 //   2. alpha^2 GEMMs on the block;
-//   3. output transform A^T M A, bias and fused activation, written straight into Y.
+//   3. output transform A^T M A, a fused residual Add, bias and fused activation, written
+//      straight into Y.
 // Blocks are sized so that V and M of one block stay in the per-core L2 cache; work items are
 // handed to the pool's threads one at a time, and when there are too few tile blocks to keep
 // every thread busy (small feature maps), the output channels are split instead.
@@ -163,6 +164,13 @@ TESSERA_AVX512 void output_tile(const float* m, int64_t ldm, float* const* y, in
   }
 }
 
+// y[c] += r[c] for channels [0, n): a fused residual Add, on an output pixel still in cache.
+TESSERA_AVX512 void add_residual(const float* r, float* y, int64_t n) {
+  int64_t c = 0;
+  for (; c + kF32x16Lanes <= n; c += kF32x16Lanes) store16(y + c, load16(y + c) + load16(r + c));
+  for (; c < n; ++c) y[c] += r[c];
+}
+
 // Bytes of L2 cache one work item's transformed input and products should fit in.
 constexpr int64_t kBlockBudgetBytes = 1 << 20;
 constexpr int64_t kMinBlockTiles = 96;
@@ -208,11 +216,21 @@ class WinogradConvKernel final : public NhwcIo<> {
     }
   }
 
+  // The Add's activation replaces the convolution's (none), applied after the residual.
+  bool fuse_residual(const Activation& act) override {
+    if (s_.act.kind != ActivationKind::kNone) return false;
+    s_.act = act;
+    s_.clamp = clamp_of(act);
+    residual_ = true;
+    return true;
+  }
+
   Status bind(std::span<const Operand> in, std::span<const Operand> out,
               ThreadPool& pool) override {
     x_ = in[0].f32();
     y_ = out[0].f32();
     ldy_ = out[0].pixel_stride_or_dense();
+    r_ = residual_ ? in.back().f32() : nullptr;  // the extra input after the node's, NHWC
     n_ = in[0].shape[0];
     h_ = in[0].shape[2];
     w_ = in[0].shape[3];
@@ -267,7 +285,7 @@ class WinogradConvKernel final : public NhwcIo<> {
 
   std::string describe() const override {
     return "winograd " + name_ + " 3x3/1 (" + (use_gemm_ ? "tessera gemm" : "openblas sgemm") +
-           ")" + activation_suffix(s_.act);
+           ")" + (residual_ ? " +residual" : "") + activation_suffix(s_.act);
   }
   uint64_t owned_bytes() const override {
     uint64_t b = (u_.size() + bias_.size() + zeros_.size()) * sizeof(float);
@@ -322,10 +340,21 @@ class WinogradConvKernel final : public NhwcIo<> {
                  u_.data() + e * c_ * k_ + k0, static_cast<int>(k_), 0.f, m + e * nt * kc,
                  static_cast<int>(kc));
     }
-    // 3. Output transform, bias and activation.
+    // 3. Output transform, residual, bias and activation.
     const float* bias = bias_.empty() ? nullptr : bias_.data() + k0;
     for (int64_t t = 0; t < nt; ++t) {
       int64_t n, oy, ox;
+      if (r_ != nullptr && t + 1 < nt) {
+        // The next tile's residual pixels, from memory no one touched lately: fetched while this
+        // tile is transformed.
+        tile_origin(t0 + t + 1, &n, &oy, &ox);
+        for (int64_t i = 0; i < M && oy + i < oh_; ++i) {
+          for (int64_t j = 0; j < M && ox + j < ow_; ++j) {
+            const float* r = r_ + ((n * oh_ + oy + i) * ow_ + ox + j) * k_ + k0;
+            for (int64_t c = 0; c < kc; c += 16) __builtin_prefetch(r + c);
+          }
+        }
+      }
       tile_origin(t0 + t, &n, &oy, &ox);
       const bool full = oy + M <= oh_ && ox + M <= ow_;
       float* y[M * M];
@@ -338,8 +367,10 @@ class WinogradConvKernel final : public NhwcIo<> {
       output_tile<F>(m + t * kc, nt * kc, y, kc);
       for (int i = 0; i < M && oy + i < oh_; ++i) {
         for (int j = 0; j < M && ox + j < ow_; ++j) {
-          float* dst = y_ + ((n * oh_ + oy + i) * ow_ + ox + j) * ldy_ + k0;
+          const int64_t pixel = (n * oh_ + oy + i) * ow_ + ox + j;
+          float* dst = y_ + pixel * ldy_ + k0;
           if (!full) std::copy_n(edge + (i * M + j) * kc, kc, dst);
+          if (r_ != nullptr) add_residual(r_ + pixel * k_ + k0, dst, kc);
           conv_epilogue(s_, bias, dst, 1, kc, 0);
         }
       }
@@ -349,11 +380,13 @@ class WinogradConvKernel final : public NhwcIo<> {
   ConvSetup s_;
   std::string name_;
   bool use_gemm_ = false;  // Tessera's GEMM on packed_u_, else OpenBLAS on u_
+  bool residual_ = false;  // a residual Add is fused (fuse_residual)
   int64_t c_ = 0, k_ = 0;
   std::vector<float> u_, bias_, zeros_;
   std::vector<PackedB> packed_u_;
   // Bound.
   const float* x_ = nullptr;
+  const float* r_ = nullptr;  // the fused residual (NHWC, k_ channels per pixel) or null
   float* y_ = nullptr;
   int64_t ldy_ = 0;  // floats between output pixels (k_ unless a Concat's slice)
   int64_t n_ = 0, h_ = 0, w_ = 0, oh_ = 0, ow_ = 0, tiles_y_ = 0, tiles_x_ = 0;

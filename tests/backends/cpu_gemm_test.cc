@@ -1,7 +1,8 @@
 // Tessera's AVX-512 GEMM (backends/cpu/gemm.h) against a naive double-accumulated product:
 // M, N, K over the microkernel edges (1, 7, 13, 31, 33, 127, 255, 1000), several K blocks, every
-// epilogue (none, bias, relu, clip), A read in place with a row stride and A gathered, on one
-// thread and on two (rows or columns split); and the work split of small-M products.
+// epilogue (none, bias, relu, clip; with and without a fused residual), A read in place with a
+// row stride and A gathered, on one thread and on two (rows or columns split); and the work
+// split of small-M products.
 #include "backends/cpu/gemm.h"
 
 #include <gtest/gtest.h>
@@ -68,17 +69,26 @@ TEST_P(CpuGemmTest, MatchesNaiveProduct) {
   if (!pool.ok()) GTEST_SKIP() << pool.status().to_string();
   uint32_t seed = 1;
   for (const GemmCase& t : kCases) {
-    for (bool gathered : {false, true}) {
+    for (int variant = 0; variant < 4; ++variant) {
+      const bool gathered = variant % 2 == 1, residual = variant >= 2;
       SCOPED_TRACE(std::to_string(t.m) + "x" + std::to_string(t.n) + "x" + std::to_string(t.k) +
                    " epilogue " + std::to_string(static_cast<int>(t.epi)) + " kc " +
-                   std::to_string(t.kc) + (gathered ? " gathered" : " in place"));
+                   std::to_string(t.kc) + (gathered ? " gathered" : " in place") +
+                   (residual ? " +residual" : ""));
       // A with a row stride larger than K (as an NHWC tensor read at a channel offset).
       const int64_t lda = t.k + 3;
       const std::vector<float> a = random_floats(t.m * lda, seed++);
       const std::vector<float> b = random_floats(t.k * t.n, seed++);
       const std::vector<float> bias = random_floats(t.n, seed++);
+      // The residual with its own row stride.
+      const int64_t ldr = t.n + 2;
+      const std::vector<float> res = random_floats(t.m * ldr, seed++);
       GemmEpilogue ep;
       if (t.epi != Epi::kNone) ep.bias = bias.data();
+      if (residual) {
+        ep.residual = res.data();
+        ep.ldr = ldr;
+      }
       if (t.epi == Epi::kRelu) {
         ep.clamp = true;
         ep.lo = 0.f;
@@ -123,6 +133,7 @@ TEST_P(CpuGemmTest, MatchesNaiveProduct) {
             want += static_cast<double>(a[static_cast<size_t>(i * lda + p)]) *
                     b[static_cast<size_t>(p * t.n + j)];
           }
+          if (residual) want += res[static_cast<size_t>(i * ldr + j)];
           if (ep.clamp) want = std::min<double>(std::max<double>(want, ep.lo), ep.hi);
           ASSERT_NEAR(got, want, 1e-5 * (1.0 + std::sqrt(static_cast<double>(t.k))))
               << "C[" << i << "][" << j << "]";
