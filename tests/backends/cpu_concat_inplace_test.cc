@@ -15,6 +15,7 @@
 #include "backends/cpu/kernel_table.h"
 #include "backends/registry.h"
 #include "graph/passes.h"
+#include "tests/backends/cpu_test_util.h"
 #include "tests/ops/op_test_util.h"
 
 namespace tessera {
@@ -96,13 +97,7 @@ struct Compiled {
   int in_place = 0;
 };
 
-std::shared_ptr<cpu::ThreadPool> make_pool(int threads) {
-  std::vector<int> cores;
-  for (int c = 0; c < threads; ++c) cores.push_back(c);
-  auto pool = cpu::ThreadPool::create(cpu::CoreSet(cores));
-  if (!pool.ok()) return nullptr;
-  return std::move(*pool);
-}
+using testing::cpu_pool_on_first_cores;
 
 // Optimises the net, compiles `layers` (all nodes when empty) on the cpu device with `threads`
 // threads and on the reference device, runs both twice on the same random inputs and compares
@@ -117,7 +112,7 @@ Compiled check(Net& net, int threads, std::vector<NodeId> layers = {},
   if (layers.empty()) {
     for (NodeId i = 0; i < g.num_nodes(); ++i) layers.push_back(i);
   }
-  std::shared_ptr<cpu::ThreadPool> pool = make_pool(threads);
+  std::shared_ptr<cpu::ThreadPool> pool = cpu_pool_on_first_cores(threads);
   EXPECT_NE(pool, nullptr);
   if (pool == nullptr) return c;
   auto prog = cpu::CpuProgram::compile(g, layers, pool, variant);
@@ -181,7 +176,8 @@ bool contains(const std::string& s, std::string_view part) {
 class ConcatInPlaceTest : public ::testing::TestWithParam<int> {
  protected:
   void SetUp() override {
-    if (make_pool(GetParam()) == nullptr) GTEST_SKIP() << "needs " << GetParam() << " cores";
+    if (cpu_pool_on_first_cores(GetParam()) == nullptr)
+      GTEST_SKIP() << "needs " << GetParam() << " cores";
   }
 };
 
@@ -321,7 +317,7 @@ class ConcatInPlaceVariantTest : public ::testing::TestWithParam<std::tuple<int,
 TEST_P(ConcatInPlaceVariantTest, EveryConvVariantWritesItsSlice) {
   const cpu::KernelEntry& entry = cpu::kConvKernels[std::get<0>(GetParam())];
   const int threads = std::get<1>(GetParam());
-  if (make_pool(threads) == nullptr) GTEST_SKIP() << "needs " << threads << " cores";
+  if (cpu_pool_on_first_cores(threads) == nullptr) GTEST_SKIP() << "needs " << threads << " cores";
   for (const char* activation : {"relu", "sigmoid"}) {
     SCOPED_TRACE(std::string(entry.variant) + " " + activation);
     Net net;
@@ -334,7 +330,8 @@ TEST_P(ConcatInPlaceVariantTest, EveryConvVariantWritesItsSlice) {
       Graph probe = net.g;
       ASSERT_TRUE(probe.infer_shapes().ok());
       const NodeId layers[] = {0, 1, 2, 3};
-      auto p = cpu::CpuProgram::compile(probe, layers, make_pool(threads), entry.variant);
+      auto p =
+          cpu::CpuProgram::compile(probe, layers, cpu_pool_on_first_cores(threads), entry.variant);
       if (!p.ok() && p.status().code() == StatusCode::kUnimplemented)
         GTEST_SKIP() << p.status().to_string();
     }

@@ -10,6 +10,7 @@
 #include "backends/cpu/cpu_program.h"
 #include "backends/cpu/kernel_table.h"
 #include "tests/backends/backend_test_util.h"
+#include "tests/backends/cpu_test_util.h"
 
 namespace tessera {
 namespace {
@@ -90,11 +91,8 @@ class CpuConvVariantTest : public ::testing::TestWithParam<std::tuple<int, int>>
 TEST_P(CpuConvVariantTest, MatchesReference) {
   const cpu::KernelEntry& entry = cpu::kConvKernels[std::get<0>(GetParam())];
   const int threads = std::get<1>(GetParam());
-  std::vector<int> cores;
-  for (int c = 0; c < threads; ++c) cores.push_back(c);
-  auto pool = cpu::ThreadPool::create(cpu::CoreSet(cores));
-  if (!pool.ok()) GTEST_SKIP() << pool.status().to_string();
-  std::shared_ptr<cpu::ThreadPool> shared = std::move(*pool);
+  std::shared_ptr<cpu::ThreadPool> shared = testing::cpu_pool_on_first_cores(threads);
+  if (shared == nullptr) GTEST_SKIP() << "needs " << threads << " cores";
   uint32_t seed = 1;
   for (const ConvCase& c : kCases) {
     SCOPED_TRACE(std::string(entry.variant) + ": " + c.x.to_string() + " * " + c.w.to_string() +

@@ -16,6 +16,7 @@
 #include "backends/cpu/kernel_table.h"
 #include "graph/onnx/onnx_import.h"
 #include "tests/backends/backend_test_util.h"
+#include "tests/backends/cpu_test_util.h"
 
 namespace tessera {
 namespace {
@@ -92,20 +93,14 @@ std::string kernel_of(const std::string& describe, const std::string& layer) {
   return "";
 }
 
-std::shared_ptr<cpu::ThreadPool> make_pool(int threads) {
-  std::vector<int> cores;
-  for (int c = 0; c < threads; ++c) cores.push_back(c);
-  auto pool = cpu::ThreadPool::create(cpu::CoreSet(cores));
-  if (!pool.ok()) return nullptr;
-  return std::move(*pool);
-}
+using testing::cpu_pool_on_first_cores;
 
 // Compiles `layers` of the builder's graph with `variant` on `threads` threads and on the
 // reference device, runs both (twice on cpu: results must not depend on the arena's previous
 // contents) and compares every output. Returns the cpu program's describe().
 std::string run_and_compare(GraphBuilder& b, std::span<const NodeId> layers, const char* variant,
                             int threads) {
-  std::shared_ptr<cpu::ThreadPool> pool = make_pool(threads);
+  std::shared_ptr<cpu::ThreadPool> pool = cpu_pool_on_first_cores(threads);
   EXPECT_NE(pool, nullptr);
   if (pool == nullptr) return "";
   auto prog = cpu::CpuProgram::compile(b.g, layers, pool, variant);
@@ -350,7 +345,7 @@ TEST(CpuResidualFusion, ModelsFuseEveryResidualAdd) {
   const std::string dir = env != nullptr ? env : std::string(home) + "/.cache/tessera/models";
   const std::pair<const char*, int> models[] = {
       {"resnet18", 8}, {"resnet50", 16}, {"mobilenet_v2", 10}};
-  std::shared_ptr<cpu::ThreadPool> pool = make_pool(1);
+  std::shared_ptr<cpu::ThreadPool> pool = cpu_pool_on_first_cores(1);
   ASSERT_NE(pool, nullptr);
   for (const auto& [name, adds] : models) {
     const std::string path = dir + "/" + name + ".onnx";
