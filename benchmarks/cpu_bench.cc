@@ -58,8 +58,10 @@
 #include "backends/registry.h"
 #include "core/npy.h"
 #include "core/tessera.h"
+#include "graph/layer_graph.h"
 #include "graph/onnx/onnx_import.h"
 #include "graph/passes.h"
+#include "scheduler/profiler.h"
 
 namespace tessera {
 namespace {
@@ -254,6 +256,43 @@ void BM_Model(benchmark::State& state, std::string device, std::string model) {
     if (!out.ok()) return state.SkipWithError(out.status().to_string().c_str());
   }
   state.counters["peak_MiB"] = static_cast<double>((*session)->peak_memory_bytes()) / (1 << 20);
+}
+
+// The cost of per-layer timing: the whole model compiled once on `device`, each iteration one
+// plain run() and one run_timed() in alternating order; counters: the median of each (ms) and
+// their ratio. The profiler's in-chain layer times come from run_timed, plans run with run().
+void BM_RunTimedCost(benchmark::State& state, std::string device, std::string model) {
+  const char* dir = std::getenv("TESSERA_MODEL_DIR");
+  auto imported = convert_onnx(std::string(dir ? dir : "") + "/" + model + ".onnx");
+  if (!imported.ok()) return state.SkipWithError(imported.status().to_string().c_str());
+  auto lg = LayerGraph::build(imported->graph);
+  if (!lg.ok()) return state.SkipWithError(lg.status().to_string().c_str());
+  auto dev = open_device(device);
+  if (!dev.ok()) return state.SkipWithError(dev.status().to_string().c_str());
+  auto prog = SliceProgram::compile(*lg, **dev, 0, lg->num_layers());
+  if (!prog.ok()) return state.SkipWithError(prog.status().to_string().c_str());
+  std::vector<double> plain, timed, layer_ms;
+  using Clock = std::chrono::steady_clock;
+  bool timed_first = false;
+  for (auto _ : state) {
+    for (int k = 0; k < 2; ++k) {
+      const bool timed_run = (k == 0) == timed_first;
+      const auto t0 = Clock::now();
+      const Status st = timed_run ? prog->run_timed(&layer_ms) : prog->run();
+      const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+      if (!st.ok()) return state.SkipWithError(st.to_string().c_str());
+      (timed_run ? timed : plain).push_back(ms);
+    }
+    timed_first = !timed_first;
+  }
+  auto median = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  const double p = median(plain), q = median(timed);
+  state.counters["run_ms"] = p;
+  state.counters["run_timed_ms"] = q;
+  state.counters["timed/run"] = q / p;
 }
 
 // The end of a residual block: conv(x) (layer `l`, no activation) + R, R = relu(depthwise
@@ -623,6 +662,12 @@ int register_all() {
           ->UseRealTime();
     }
     for (const char* m : kModels) {
+      if (std::string(dev) != "reference") {
+        benchmark::RegisterBenchmark((std::string("BM_RunTimedCost/") + dev + "/" + m).c_str(),
+                                     BM_RunTimedCost, dev, m)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+      }
       benchmark::RegisterBenchmark((std::string("BM_Model/") + dev + "/" + m).c_str(), BM_Model,
                                    dev, m)
           ->Unit(benchmark::kMillisecond)
