@@ -164,12 +164,14 @@ uint64_t resident_bytes() {
 
 // One device the check runs on: opened once, with the whole model compiled on it. An untimed
 // run of the whole model precedes each timed run of a slice (unless --hot), so that the slice
-// meets the caches as a plan's stage meets them after the other stages. The untimed run before
-// each timed run of the whole model itself times the model's layers where the backend can
-// (run_timed): one layer sum per round, whose statistic, against the profile's in-chain layer
-// times (the same statistic over --repeat runs at profile time), says how far the machine's
-// speed drifted since profiling. (Only those: with a minimum, a statistic over the hundreds of
-// runs before the slices would fall further into the tail than the profile's.)
+// meets the caches as a plan's stage meets them after the other stages. Before each timed run
+// of the whole model itself run two untimed ones: a plain run (the caches warm with this model,
+// whatever configuration ran before), then one that times the model's layers where the backend
+// can (run_timed): one layer sum per round, taken as the profile's in-chain layer times were
+// (right after a run of the same chain), whose statistic against theirs (the same statistic over
+// --repeat runs at profile time) says how far the machine's speed drifted since profiling.
+// (Only those: with a minimum, a statistic over the hundreds of runs before the slices would
+// fall further into the tail than the profile's.)
 struct CheckDevice {
   std::unique_ptr<Device> device;
   std::optional<SliceProgram> whole;  // unset where the whole model does not compile
@@ -437,7 +439,10 @@ class Check {
     t.run = [&c] { return c.run(); };
     CheckDevice* d = c.on;
     if (d != nullptr && d->whole && c.program == &*d->whole) {
-      t.before = [d] { return d->run_whole_timed(); };
+      t.before = [d] {
+        RETURN_IF_ERROR(d->whole->run());
+        return d->run_whole_timed();
+      };
     } else if (d != nullptr && d->whole && !hot_) {
       t.before = [d] { return d->whole->run(); };
     } else {
