@@ -43,6 +43,15 @@ struct ConvSetup {
   }
   // Multiply-adds of one image.
   int64_t macs_per_image() const { return geo.output[0] * geo.output[1] * cout * cin_g * kh * kw; }
+  // A residual Add fused into this convolution (Kernel::fuse_residual): the Add's activation
+  // becomes the convolution's, applied after the residual. False, changing nothing, when the
+  // convolution has its own activation (act(x) + R is not act(x + R)).
+  bool take_residual_activation(const Activation& add_act) {
+    if (act.kind != ActivationKind::kNone) return false;
+    act = add_act;
+    clamp = clamp_of(add_act);
+    return true;
+  }
 };
 
 // The setup of a 2-D Conv node, or nullopt for configurations the optimised kernels do not take

@@ -55,11 +55,8 @@ class ConvAsGemm : public NhwcIo<> {
     if (s.bias != nullptr) bias_.assign(s.bias->data<float>(), s.bias->data<float>() + k_);
   }
 
-  // The Add's activation replaces the convolution's (none), applied after the residual.
   bool fuse_residual(const Activation& act) override {
-    if (s_.act.kind != ActivationKind::kNone) return false;
-    s_.act = act;
-    s_.clamp = clamp_of(act);
+    if (!s_.take_residual_activation(act)) return false;
     residual_ = true;
     epilogue_changed();
     return true;

@@ -88,12 +88,11 @@ void CpuProgram::fuse_residual_adds(std::span<const NodeId> layers,
                                     std::vector<std::unique_ptr<Kernel>>* kernels) {
   fusions_.assign(layers.size(), Fusion{});
   const std::vector<std::vector<NodeId>> consumers = g_.consumers();
-  auto position = [&](NodeId id) -> int {
-    for (size_t i = 0; i < layers.size(); ++i) {
-      if (layers[i] == id) return static_cast<int>(i);
-    }
-    return -1;
-  };
+  // Each node's position in this slice (-1: not in it).
+  std::vector<int> at(static_cast<size_t>(g_.num_nodes()), -1);
+  for (size_t i = 0; i < layers.size(); ++i)
+    at[static_cast<size_t>(layers[i])] = static_cast<int>(i);
+  auto position = [&](NodeId id) { return at[static_cast<size_t>(id)]; };
   auto is_slice_input = [&](ValueId v) {
     return std::find(inputs_.begin(), inputs_.end(), v) != inputs_.end();
   };
