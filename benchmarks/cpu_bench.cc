@@ -25,6 +25,10 @@
 //                                     so the Add runs inside the convolution
 //                                     (CpuProgram::fuse_residual_adds); "unfused": R after the
 //                                     convolution, so it cannot. Same work otherwise.
+//   BM_LayoutConversion/<nchw_to_nhwc|nhwc_to_nchw>/<C>x<H*W>/<threads>
+//                                     the NCHW <-> NHWC conversion a program runs at a slice
+//                                     boundary (model input, a cut inside MobileNetV2), inside
+//                                     one pool run; counter: GB/s (bytes read + written).
 //   BM_FmaPeak/<threads>              this machine's FP32 FMA peak: independent FMA chains, one
 //                                     per thread; counter: GFLOP/s.
 //   BM_PoolDispatch/<what>/<threads>[/<idle us>]
@@ -55,6 +59,7 @@
 #include "backends/cpu/cpu_program.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernel_table.h"
+#include "backends/cpu/layout.h"
 #include "backends/registry.h"
 #include "core/npy.h"
 #include "core/tessera.h"
@@ -547,6 +552,37 @@ void BM_PoolParallelFor(benchmark::State& state) {
       benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_PoolParallelFor)->Name("BM_PoolDispatch/parallel_for")->Arg(1)->Arg(2)->UseRealTime();
+
+void BM_LayoutConversion(benchmark::State& state) {
+  const bool to_nhwc = state.range(0) != 0;
+  const int64_t c = state.range(1), hw = state.range(2);
+  auto pool = pool_of(static_cast<int>(state.range(3)));
+  if (!pool.ok()) return state.SkipWithError(pool.status().to_string().c_str());
+  std::vector<float> src(static_cast<size_t>(c * hw)), dst(src.size() + 16);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i % 251);
+  for (auto _ : state) {
+    Status st = (*pool)->run([&] {
+      if (to_nhwc) {
+        nchw_to_nhwc(src.data(), dst.data(), 1, c, hw, pool->get());
+      } else {
+        nhwc_to_nchw(src.data(), dst.data(), 1, c, hw, pool->get());
+      }
+      return Status();
+    });
+    if (!st.ok()) return state.SkipWithError(st.to_string().c_str());
+  }
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(c * hw) * 8 * 1e-9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+}
+void layout_conversion_args(benchmark::internal::Benchmark* b) {
+  // (to_nhwc, C, H*W): the RGB model input, MobileNetV2 cuts at 112x112x32, 14x14x384, 7x7x1280.
+  const int64_t shapes[][3] = {{1, 3, 224 * 224}, {1, 32, 112 * 112}, {0, 32, 112 * 112},
+                               {0, 384, 196},     {1, 384, 196},      {0, 1280, 49}};
+  for (const auto& s : shapes) {
+    for (int64_t threads : {1, 2}) b->Args({s[0], s[1], s[2], threads});
+  }
+}
+BENCHMARK(BM_LayoutConversion)->Apply(layout_conversion_args)->UseRealTime();
 
 // One run of one empty parallel_for after `idle_us` of idle pool; times the run only.
 void BM_PoolAfterIdle(benchmark::State& state) {

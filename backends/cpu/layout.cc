@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include <immintrin.h>
+
+#include "backends/cpu/simd.h"
+
 namespace tessera::cpu {
 
 Shape Operand::physical_shape() const {
@@ -26,8 +30,8 @@ namespace {
 constexpr int64_t kTile = 32;
 
 // dst[j][i] = src[i][j] for an rows x cols block of a matrix with leading dims ld_src / ld_dst.
-void transpose_block(const float* src, float* dst, int64_t rows, int64_t cols, int64_t ld_src,
-                     int64_t ld_dst) {
+void transpose_block_scalar(const float* src, float* dst, int64_t rows, int64_t cols,
+                            int64_t ld_src, int64_t ld_dst) {
   for (int64_t i0 = 0; i0 < rows; i0 += kTile) {
     const int64_t i1 = std::min(rows, i0 + kTile);
     for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
@@ -37,6 +41,115 @@ void transpose_block(const float* src, float* dst, int64_t rows, int64_t cols, i
         for (int64_t j = j0; j < j1; ++j) dst[j * ld_dst + i] = s[j];
       }
     }
+  }
+}
+
+// GCC 12's AVX-512 shuffle intrinsics start from _mm512_undefined_ps(), which -Wuninitialized
+// flags once inlined here.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+// One 16 x 16 tile in registers: rows r < `rows` of `cols` floats are read (the rest are zero),
+// and output rows j < `cols` of `rows` floats written. Four shuffle stages: 32-bit pairs
+// (unpack), 64-bit quads (shuffle_ps), then 128-bit lanes twice (shuffle_f32x4); after stage
+// two, u[4g + k] holds in its lane L column 4L + k of rows 4g..4g+3.
+__attribute__((target("avx512f"))) void transpose_tile16(const float* src, float* dst, int64_t rows,
+                                                         int64_t cols, int64_t ld_src,
+                                                         int64_t ld_dst) {
+  const __mmask16 col_mask = static_cast<__mmask16>((1u << cols) - 1);
+  const __mmask16 row_mask = static_cast<__mmask16>((1u << rows) - 1);
+  __m512 r[16], t[16];
+  for (int i = 0; i < 16; ++i) {
+    r[i] = i < rows ? _mm512_maskz_loadu_ps(col_mask, src + i * ld_src) : _mm512_setzero_ps();
+  }
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int g = 0; g < 16; g += 4) {
+    r[g + 0] = _mm512_shuffle_ps(t[g], t[g + 2], 0x44);
+    r[g + 1] = _mm512_shuffle_ps(t[g], t[g + 2], 0xEE);
+    r[g + 2] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0x44);
+    r[g + 3] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0xEE);
+  }
+  for (int k = 0; k < 4; ++k) {
+    const __m512 x0 = _mm512_shuffle_f32x4(r[k], r[4 + k], 0x44);
+    const __m512 x1 = _mm512_shuffle_f32x4(r[k], r[4 + k], 0xEE);
+    const __m512 y0 = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0x44);
+    const __m512 y1 = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0xEE);
+    t[k] = _mm512_shuffle_f32x4(x0, y0, 0x88);
+    t[4 + k] = _mm512_shuffle_f32x4(x0, y0, 0xDD);
+    t[8 + k] = _mm512_shuffle_f32x4(x1, y1, 0x88);
+    t[12 + k] = _mm512_shuffle_f32x4(x1, y1, 0xDD);
+  }
+  if (rows == 16) {
+    for (int j = 0; j < cols; ++j) _mm512_storeu_ps(dst + j * ld_dst, t[j]);
+  } else {
+    for (int j = 0; j < cols; ++j) _mm512_mask_storeu_ps(dst + j * ld_dst, row_mask, t[j]);
+  }
+}
+
+// Three rows (an RGB image's planes) interleaved into a contiguous [cols][3] block: per 16
+// columns, three loads, two permutes per output vector (rows 0 and 1 from a two-source table,
+// then row 2's lanes merged in), three stores.
+__attribute__((target("avx512f"))) void interleave_rows3(const float* src, float* dst, int64_t cols,
+                                                         int64_t ld_src) {
+  alignas(64) int32_t ab[3][16], cc[3][16];
+  __mmask16 from_c[3] = {0, 0, 0};
+  for (int e = 0; e < 48; ++e) {
+    const int v = e / 16, l = e % 16, row = e % 3, col = e / 3;
+    ab[v][l] = row == 1 ? 16 + col : col;
+    cc[v][l] = col;
+    if (row == 2) from_c[v] = static_cast<__mmask16>(from_c[v] | (1u << l));
+  }
+  __m512i ab_idx[3], c_idx[3];
+  for (int v = 0; v < 3; ++v) {
+    ab_idx[v] = _mm512_load_si512(ab[v]);
+    c_idx[v] = _mm512_load_si512(cc[v]);
+  }
+  for (int64_t j = 0; j < cols; j += 16, dst += 48) {
+    const int64_t n = std::min<int64_t>(16, cols - j);
+    const __mmask16 m = static_cast<__mmask16>((1u << n) - 1);
+    const __m512 a = _mm512_maskz_loadu_ps(m, src + j);
+    const __m512 b = _mm512_maskz_loadu_ps(m, src + ld_src + j);
+    const __m512 c = _mm512_maskz_loadu_ps(m, src + 2 * ld_src + j);
+    for (int v = 0; v < 3; ++v) {
+      __m512 o = _mm512_permutex2var_ps(a, ab_idx[v], b);
+      o = _mm512_mask_permutexvar_ps(o, from_c[v], c_idx[v], c);
+      const int64_t left = 3 * n - 16 * v;
+      if (left >= 16) {
+        _mm512_storeu_ps(dst + 16 * v, o);
+      } else if (left > 0) {
+        _mm512_mask_storeu_ps(dst + 16 * v, static_cast<__mmask16>((1u << left) - 1), o);
+      }
+    }
+  }
+}
+
+// The same block in 16 x 16 register tiles (edge tiles masked).
+__attribute__((target("avx512f"))) void transpose_block_avx512(const float* src, float* dst,
+                                                               int64_t rows, int64_t cols,
+                                                               int64_t ld_src, int64_t ld_dst) {
+  if (rows == 3 && ld_dst == 3) return interleave_rows3(src, dst, cols, ld_src);
+  for (int64_t i = 0; i < rows; i += 16) {
+    const int64_t nr = std::min<int64_t>(16, rows - i);
+    for (int64_t j = 0; j < cols; j += 16) {
+      transpose_tile16(src + i * ld_src + j, dst + j * ld_dst + i, nr,
+                       std::min<int64_t>(16, cols - j), ld_src, ld_dst);
+    }
+  }
+}
+
+#pragma GCC diagnostic pop
+
+void transpose_block(const float* src, float* dst, int64_t rows, int64_t cols, int64_t ld_src,
+                     int64_t ld_dst) {
+  static const bool avx512 = has_avx512();
+  if (avx512) {
+    transpose_block_avx512(src, dst, rows, cols, ld_src, ld_dst);
+  } else {
+    transpose_block_scalar(src, dst, rows, cols, ld_src, ld_dst);
   }
 }
 

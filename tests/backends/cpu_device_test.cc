@@ -285,8 +285,11 @@ TEST(LayoutTest, ConversionsAndCopiesMatchALoopOnOneAndAllThreads) {
     SCOPED_TRACE(cores.to_string());
     auto pool = ThreadPool::create(cores);
     ASSERT_TRUE(pool.ok());
-    // (n, c, hw): a 3-channel image (one row tile, many column blocks), odd tails, tiny.
-    const int64_t cases[][3] = {{2, 3, 127 * 131}, {1, 67, 61 * 59}, {1, 5, 7}, {3, 33, 1}};
+    // (n, c, hw): a 3-channel image (one row tile, many column blocks; the RGB interleave),
+    // odd tails, tiny, whole 16 x 16 register tiles, tiles cut on both sides, one row.
+    const int64_t cases[][3] = {{2, 3, 127 * 131}, {1, 67, 61 * 59}, {1, 5, 7},    {3, 33, 1},
+                                {2, 3, 17},        {1, 16, 16},      {1, 32, 196}, {1, 384, 49},
+                                {1, 17, 1000},     {1, 1, 40},       {1, 4, 33},   {1, 2, 3}};
     for (const auto& [n, c, hw] : cases) {
       SCOPED_TRACE(std::to_string(n) + "x" + std::to_string(c) + "x" + std::to_string(hw));
       const size_t count = static_cast<size_t>(n * c * hw);
