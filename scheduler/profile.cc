@@ -1,5 +1,6 @@
 #include "scheduler/profile.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -54,7 +55,28 @@ Result<TransferFit> TransferFit::fit(std::vector<std::pair<uint64_t, double>> po
   if (f.beta_ms < 0) f.beta_ms = 0;
   if (f.alpha_ms_per_byte < 0) f.alpha_ms_per_byte = 0;
   f.points = std::move(points);
+  f.sort_points();
   return f;
+}
+
+void TransferFit::sort_points() {
+  std::stable_sort(points.begin(), points.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+}
+
+double TransferFit::measured_ms(double bytes) const {
+  const auto& p = points;
+  if (bytes <= static_cast<double>(p.front().first)) return p.front().second;
+  // The first point above `bytes` (the last one when none is) and the point before it.
+  size_t hi = 1;
+  while (hi + 1 < p.size() && static_cast<double>(p[hi].first) < bytes) ++hi;
+  size_t lo = hi - 1;
+  while (lo > 0 && p[lo].first == p[hi].first) --lo;
+  const double x0 = static_cast<double>(p[lo].first), x1 = static_cast<double>(p[hi].first);
+  if (x1 <= x0) return p[hi].second;
+  double slope = (p[hi].second - p[lo].second) / (x1 - x0);
+  if (bytes > x1) slope = std::max(0.0, slope);  // above the sweep: never cheaper than its end
+  return std::max(0.0, p[lo].second + slope * (bytes - x0));
 }
 
 // ---- lookup ----
@@ -147,6 +169,7 @@ Result<TransferFit> read_fit(const Json& obj, const std::string& path) {
       }
       f.points.emplace_back(p[0].get<uint64_t>(), p[1].get<double>());
     }
+    f.sort_points();
   }
   return f;
 }

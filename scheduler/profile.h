@@ -53,12 +53,26 @@ struct TransferFit {
   double alpha_ms_per_byte = 0;
   double beta_ms = 0;
   double r2 = 0;
-  std::vector<std::pair<uint64_t, double>> points;  // bytes, median ms
+  std::vector<std::pair<uint64_t, double>> points;  // bytes, median ms; sorted by bytes
 
-  // Cost of moving `tensors` tensors totalling `bytes` (each tensor pays beta once).
+  // Cost of moving `tensors` tensors totalling `bytes`, each of bytes / tensors. Where the
+  // sweep's points are kept (sorted by size), each tensor is priced on them: linear
+  // interpolation between the two sizes around it, the smallest point's time below them, the
+  // last segment's slope above. A memory hierarchy makes the cost per byte grow with the size
+  // (a CPU copy that fits the L2 runs 3-4x faster per byte than one from DRAM), which one line
+  // through 4 KiB-16 MiB prices by its largest sizes. Without points: eq. 1-2, alpha * bytes +
+  // beta per tensor.
   double ms(uint64_t bytes, int tensors = 1) const {
-    return tensors <= 0 ? 0 : alpha_ms_per_byte * static_cast<double>(bytes) + beta_ms * tensors;
+    if (tensors <= 0) return 0;
+    if (points.size() < 2) {
+      return alpha_ms_per_byte * static_cast<double>(bytes) + beta_ms * tensors;
+    }
+    return tensors * measured_ms(static_cast<double>(bytes) / tensors);
   }
+  // The points' cost of one tensor of `bytes` (see ms()); points must be sorted by size.
+  double measured_ms(double bytes) const;
+  // Sorts the points by size (stable: repeats of one size keep their order).
+  void sort_points();
   // Fits alpha and beta to `points` (at least two distinct sizes), and R^2.
   static Result<TransferFit> fit(std::vector<std::pair<uint64_t, double>> points);
 };

@@ -266,6 +266,7 @@ TransferFit fit_relative(std::vector<std::pair<uint64_t, double>> points) {
   }
   f.r2 = ss_tot > 0 ? 1 - ss_res / ss_tot : 1;
   f.points = std::move(points);
+  f.sort_points();
   return f;
 }
 

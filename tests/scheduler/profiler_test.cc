@@ -284,6 +284,36 @@ TEST(TransferFitTest, RecoversALineAndReportsR2) {
   EXPECT_FALSE(TransferFit::fit({{1000, -1.0}, {2000, 1.1}}).ok());
 }
 
+// A sweep whose cost per byte grows past a cache (as a CPU copy's does): each tensor is priced
+// on the measured points, not on the line through them, which the largest size dominates.
+TEST(TransferFitTest, PricesEachTensorOnTheMeasuredPoints) {
+  const uint64_t kib = 1024, mib = 1024 * kib;
+  // Given out of order, with a repeat of one size.
+  auto f = TransferFit::fit(
+      {{16 * mib, 5.0}, {4 * kib, 0.001}, {mib, 0.1}, {4 * mib, 0.6}, {4 * mib, 0.6}});
+  ASSERT_TRUE(f.ok());
+  ASSERT_EQ(f->points.front().first, 4 * kib);
+  EXPECT_NEAR(f->ms(mib), 0.1, 1e-12);                     // on a point
+  EXPECT_NEAR(f->ms(2 * mib), 0.1 + 0.5 / 3, 1e-9);        // between 1 and 4 MiB
+  EXPECT_NEAR(f->ms(kib), 0.001, 1e-12);                   // below the sweep: its smallest
+  EXPECT_NEAR(f->ms(20 * mib), 5.0 + 4.4 / 12 * 4, 1e-9);  // above: the last slope
+  EXPECT_NEAR(f->ms(2 * mib, 2), 2 * 0.1, 1e-12);          // two 1 MiB tensors
+  EXPECT_EQ(f->ms(mib, 0), 0);
+  // The line through the points prices 1.6 MiB by the 16 MiB point: over twice the sweep's cost.
+  const uint64_t b = 1600 * kib;
+  EXPECT_GT(f->alpha_ms_per_byte * static_cast<double>(b) + f->beta_ms, 2 * f->ms(b));
+  // Never negative, whatever the noise between two sizes.
+  auto g = TransferFit::fit({{4 * kib, 0.01}, {8 * kib, 0.002}, {64 * kib, 0.02}});
+  ASSERT_TRUE(g.ok());
+  for (uint64_t x : {kib, 5 * kib, 8 * kib, 30 * kib, mib}) EXPECT_GE(g->ms(x), 0) << x;
+  EXPECT_NEAR(g->ms(6 * kib), 0.006, 1e-12);
+  // Without points (a fit built by hand): eq. 1-2.
+  TransferFit line;
+  line.alpha_ms_per_byte = 1e-6;
+  line.beta_ms = 0.5;
+  EXPECT_NEAR(line.ms(1000, 2), 1e-3 + 1.0, 1e-12);
+}
+
 // ---- profile JSON refusals ----
 
 class ProfileJsonTest : public ::testing::Test {
