@@ -161,16 +161,22 @@ std::vector<std::pair<int, int>> supported_chunks(const LayerGraph& lg,
   return out;
 }
 
-// `n` random slices inside the chunks (a fixed seed, so profiles are comparable): half of them
-// one to four layers long, where the per-slice overhead dominates, half of any length.
+// `n` calibration slices: each chunk whole first (the slice a plan that keeps the device's part
+// of the model in one stage runs, whose boundary is the model's input and output: a random slice
+// seldom has an RGB image as its input), then random slices inside the chunks (a fixed seed, so
+// profiles are comparable): half of them one to four layers long, where the per-slice overhead
+// dominates, half of any length.
 std::vector<std::pair<int, int>> calibration_slices(const std::vector<std::pair<int, int>>& chunks,
                                                     int n) {
   std::vector<std::pair<int, int>> out;
   int layers = 0;
   for (const auto& [a, b] : chunks) layers += b - a;
   if (layers == 0) return out;
+  for (size_t c = 0; c < chunks.size() && static_cast<int>(out.size()) < n; ++c) {
+    out.push_back(chunks[c]);
+  }
   std::mt19937 rng(20240607);
-  for (int s = 0; s < n; ++s) {
+  for (int s = 0; static_cast<int>(out.size()) < n; ++s) {
     int pick = static_cast<int>(rng() % static_cast<unsigned>(layers));
     size_t c = 0;
     while (pick >= chunks[c].second - chunks[c].first) {

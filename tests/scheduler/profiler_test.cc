@@ -83,8 +83,10 @@ TEST(ProfilerTest, ProfilesEveryLayerOnTheReferenceDevice) {
     ASSERT_TRUE(l.layer_chain_ms[i].has_value());
     EXPECT_GT(*l.layer_chain_ms[i], 0);
   }
-  // Calibration runs: inside the model, timed.
+  // Calibration runs: inside the model, timed; the first is the whole chain (here the model).
   ASSERT_EQ(l.slice_runs.size(), 3u);
+  EXPECT_EQ(l.slice_runs[0].first, 0);
+  EXPECT_EQ(l.slice_runs[0].last, 4);
   for (const SliceRun& r : l.slice_runs) {
     EXPECT_GE(r.first, 0);
     EXPECT_GT(r.last, r.first);
