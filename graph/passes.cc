@@ -11,6 +11,7 @@ std::string PassStats::to_string() const {
   return "folded " + std::to_string(folded_nodes) + " constant nodes, removed " +
          std::to_string(removed_identities) + " identities, folded " +
          std::to_string(folded_batchnorms) + " batch norms, fused " +
+         std::to_string(fused_hard_swishes) + " hard-swishes and " +
          std::to_string(fused_activations) + " activations, removed " + std::to_string(dead_nodes) +
          " dead nodes";
 }
@@ -324,6 +325,38 @@ Status fuse_activations(Graph& g, PassStats* stats) {
   return Status();
 }
 
+Status fuse_hard_swish(Graph& g, PassStats* stats) {
+  std::vector<bool> remove(static_cast<size_t>(g.num_nodes()), false);
+  const std::vector<int> uses = use_counts(g);
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    Node& m = g.node(i);
+    if (m.kind != OpKind::kMul || m.inputs.size() != 2 || m.outputs.size() != 1) continue;
+    for (int k = 0; k < 2; ++k) {
+      const ValueId gate = m.inputs[static_cast<size_t>(k)];
+      const ValueId x = m.inputs[static_cast<size_t>(1 - k)];
+      const NodeId h = g.value(gate).producer;
+      if (h == kNoNode || remove[static_cast<size_t>(h)] || uses[static_cast<size_t>(gate)] != 1)
+        continue;
+      const Node& hs = g.node(h);
+      if (hs.kind != OpKind::kHardSigmoid || hs.inputs.size() != 1 || hs.inputs[0] != x) continue;
+      if (g.value(x).info.dtype != DType::kF32 || g.value(x).info.shape != g.value(gate).info.shape)
+        continue;
+      ASSIGN_OR_RETURN(float alpha, hs.attrs.float_or("alpha", 0.2f));
+      ASSIGN_OR_RETURN(float beta, hs.attrs.float_or("beta", 0.5f));
+      // HardSwish(x) = x * HardSigmoid(x) with alpha = 1/6 (as exported: 0.16666667f), beta = 1/2.
+      if (std::abs(alpha * 6.f - 1.f) > 1e-6f || beta != 0.5f) continue;
+      m.kind = OpKind::kHardSwish;
+      m.inputs = {x};
+      m.attrs = Attributes();
+      remove[static_cast<size_t>(h)] = true;
+      if (stats) ++stats->fused_hard_swishes;
+      break;
+    }
+  }
+  g.remove_nodes(remove);
+  return Status();
+}
+
 Status eliminate_dead_nodes(Graph& g, PassStats* stats) {
   std::vector<bool> needed(static_cast<size_t>(g.num_values()), false);
   for (ValueId v : g.outputs()) needed[static_cast<size_t>(v)] = true;
@@ -352,6 +385,7 @@ Status optimize_graph(Graph& g, PassStats* stats) {
   RETURN_IF_ERROR(fold_constants(g, s));  // infers shapes as it goes
   RETURN_IF_ERROR(remove_identities(g, s));
   RETURN_IF_ERROR(fold_batchnorm(g, s));
+  RETURN_IF_ERROR(fuse_hard_swish(g, s));
   RETURN_IF_ERROR(fuse_activations(g, s));
   RETURN_IF_ERROR(eliminate_dead_nodes(g, s));
   RETURN_IF_ERROR(g.validate());

@@ -8,6 +8,9 @@
 //   remove_identities  Identity and inference-mode Dropout are bypassed
 //   fold_batchnorm     BatchNormalization after Conv/ConvTranspose/Gemm is folded into the
 //                      weights and bias of that layer
+//   fuse_hard_swish    x * HardSigmoid(x) (alpha 1/6, beta 1/2: HardSwish as exported before
+//                      ONNX opset 14) becomes HardSwish(x), which fuse_activations can then fold
+//                      into the layer producing x
 //   fuse_activations   an activation after a layer that accepts one (ops/activation.h) becomes an
 //                      attribute of that layer
 //   eliminate_dead     nodes that do not contribute to a graph output are removed
@@ -23,6 +26,7 @@ struct PassStats {
   int folded_nodes = 0;
   int removed_identities = 0;
   int folded_batchnorms = 0;
+  int fused_hard_swishes = 0;
   int fused_activations = 0;
   int dead_nodes = 0;
 
@@ -36,6 +40,7 @@ Status fold_constants(Graph& g, PassStats* stats);
 // The passes below require inferred shapes and keep them valid.
 Status remove_identities(Graph& g, PassStats* stats);
 Status fold_batchnorm(Graph& g, PassStats* stats);
+Status fuse_hard_swish(Graph& g, PassStats* stats);
 Status fuse_activations(Graph& g, PassStats* stats);
 Status eliminate_dead_nodes(Graph& g, PassStats* stats);
 

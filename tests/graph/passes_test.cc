@@ -195,6 +195,44 @@ TEST(Passes, DoesNotFuseIntoLayerWithSecondReader) {
   EXPECT_EQ(count_kind(b.g, OpKind::kRelu), 1);
 }
 
+// x * HardSigmoid(x) as exported before opset 14: one HardSwish, folded into the Conv; the
+// pattern must not fire on other slopes, on a gate read twice, or on a gate of another tensor.
+TEST(Passes, FusesHardSwishPatternIntoTheConv) {
+  auto hard_sigmoid = [](float alpha, float beta) {
+    Attributes a;
+    a.set("alpha", alpha);
+    a.set("beta", beta);
+    return a;
+  };
+  for (int variant = 0; variant < 5; ++variant) {
+    SCOPED_TRACE(variant);
+    Builder b;
+    ValueId x = b.input("x", Shape{1, 3, 6, 5});
+    ValueId c = b.conv(x, 3, 8, 7);
+    const float alpha = variant == 2 ? 0.2f : 1.f / 6.f;
+    ValueId h = b.one(OpKind::kHardSigmoid, {variant == 4 ? b.conv(x, 3, 8, 9) : c},
+                      hard_sigmoid(alpha, 0.5f));
+    // Variant 1: HardSigmoid(x) * x (gate first); 3: the gate has a second reader.
+    ValueId y = variant == 1 ? b.one(OpKind::kMul, {h, c}) : b.one(OpKind::kMul, {c, h});
+    b.g.outputs().push_back(y);
+    if (variant == 3) b.g.outputs().push_back(h);
+    Graph original = b.g;
+    Tensor input = random_tensor(Shape{1, 3, 6, 5}, 5, -4.f, 4.f);
+    std::vector<Tensor> want = run_graph(original, {input});
+    PassStats stats;
+    ASSERT_TRUE(optimize_graph(b.g, &stats).ok());
+    const bool fuse = variant <= 1;
+    EXPECT_EQ(stats.fused_hard_swishes, fuse ? 1 : 0) << stats.to_string();
+    EXPECT_EQ(count_kind(b.g, OpKind::kMul), fuse ? 0 : 1);
+    if (fuse) {
+      ASSERT_EQ(b.g.num_nodes(), 1);  // Conv(+hardswish)
+      EXPECT_EQ(parse_fused_activation(b.g.node(0).attrs).value().kind, ActivationKind::kHardSwish);
+    }
+    std::vector<Tensor> got = run_graph(b.g, {input});
+    for (size_t i = 0; i < want.size(); ++i) testing::expect_near(got[i], want[i], 1e-5f, 1e-5f);
+  }
+}
+
 TEST(Passes, RemovesDeadNodes) {
   Builder b;
   ValueId x = b.input("x", Shape{1, 2, 4, 4});
