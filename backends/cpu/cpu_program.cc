@@ -62,6 +62,7 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& g,
     kernels.push_back(std::move(*k));
   }
   fuse_channel_shuffles(g, layers, p->outputs_, &kernels);
+  fuse_silu(g, layers, p->outputs_, &kernels);
   p->fuse_residual_adds(layers, &kernels);
 
   // Phase 2: layouts. Inputs start in logical order; if the first reader of an input wants

@@ -257,6 +257,64 @@ Result<std::unique_ptr<Kernel>> make_unary(const KernelRequest& req) {
   return std::unique_ptr<Kernel>(std::move(k));
 }
 
+// ---- SiLU (x * sigmoid(x)), fused by fuse_silu
+// ----------------------------------------------------
+
+// Blocks of kBlock values handed to the threads one at a time: XNNPACK's sigmoid of the block
+// into y (each thread its own operator, set up per block and run on that thread), then y *= x
+// while both are in the cache.
+class FusedSiluKernel final : public Kernel {
+ public:
+  static constexpr int64_t kBlock = 16384;
+  FusedSiluKernel(int x_input, std::string what) : x_input_(x_input), what_(std::move(what)) {}
+  void choose_layouts(std::span<const Layout> available, std::span<Layout> wanted,
+                      std::span<Layout> produced) const override {
+    // Element by element: any layout, as long as x, the sigmoid's view of it and y agree.
+    std::fill(wanted.begin(), wanted.end(), available[static_cast<size_t>(x_input_)]);
+    produced[0] = available[static_cast<size_t>(x_input_)];
+  }
+  Status bind(std::span<const Operand> in, std::span<const Operand> out,
+              ThreadPool& pool) override {
+    x_ = in[static_cast<size_t>(x_input_)].f32();
+    y_ = out[0].f32();
+    n_ = out[0].numel();
+    RETURN_IF_ERROR(ensure_xnnpack());
+    ops_.clear();
+    for (int t = 0; t < pool.num_threads(); ++t) {
+      xnn_operator_t op = nullptr;
+      RETURN_IF_ERROR(xnn_check(xnn_create_sigmoid_nc_f32(1, 1, 1, 0, &op), what_));
+      ops_.emplace_back(op);
+    }
+    return Status();
+  }
+  Status run(ThreadPool& pool) override {
+    const float* x = x_;
+    float* y = y_;
+    std::atomic<bool> failed{false};
+    pool.parallel_items(static_cast<size_t>((n_ + kBlock - 1) / kBlock), [&](int w, size_t b) {
+      const int64_t lo = static_cast<int64_t>(b) * kBlock, len = std::min(kBlock, n_ - lo);
+      xnn_operator_t op = ops_[static_cast<size_t>(w)].get();
+      if (xnn_setup_sigmoid_nc_f32(op, static_cast<size_t>(len), x + lo, y + lo, nullptr) !=
+              xnn_status_success ||
+          xnn_run_operator(op, nullptr) != xnn_status_success) {
+        failed.store(true, std::memory_order_relaxed);
+        return;
+      }
+      for (int64_t i = lo; i < lo + len; ++i) y[i] *= x[i];
+    });
+    return failed.load() ? internal_error(what_ + ": XNNPACK sigmoid failed") : Status();
+  }
+  std::string describe() const override { return "tessera silu (x * xnnpack sigmoid, blocked)"; }
+
+ private:
+  int x_input_;
+  std::string what_;
+  const float* x_ = nullptr;
+  float* y_ = nullptr;
+  int64_t n_ = 0;
+  std::vector<XnnOperator> ops_;
+};
+
 // ---- BatchNormalization -----------------------------------------------------------------------
 
 class BatchNormKernel final : public Kernel {
@@ -399,6 +457,10 @@ Result<std::unique_ptr<Kernel>> make_softmax(const KernelRequest& req) {
 }
 
 }  // namespace
+
+std::unique_ptr<Kernel> make_fused_silu(int x_input, const std::string& mul_name) {
+  return std::make_unique<FusedSiluKernel>(x_input, "node '" + mul_name + "' (SiLU)");
+}
 
 const KernelEntry kElementwiseKernels[] = {
     {OpKind::kAdd, "xnnpack_add_nd_f32", make_binary},

@@ -55,4 +55,14 @@ void fuse_channel_shuffles(const Graph& g, std::span<const NodeId> layers,
                            std::span<const ValueId> slice_outputs,
                            std::vector<std::unique_ptr<Kernel>>* kernels);
 
+// Replaces each SiLU / swish in `layers`, Mul(x, Sigmoid(x)) with the sigmoid read only by the
+// Mul (EfficientNet's activation), by an aliasing view for the Sigmoid and one kernel for the
+// Mul that computes x * sigmoid(x) block by block (make_fused_silu): x is read once and the
+// result written once, instead of three tensors read and two written (tensor_ops.cc).
+void fuse_silu(const Graph& g, std::span<const NodeId> layers,
+               std::span<const ValueId> slice_outputs,
+               std::vector<std::unique_ptr<Kernel>>* kernels);
+// The Mul of a fused SiLU: y = x * sigmoid(x), x being the Mul's input `x_input` (elementwise.cc).
+std::unique_ptr<Kernel> make_fused_silu(int x_input, const std::string& mul_name);
+
 }  // namespace tessera::cpu

@@ -548,25 +548,74 @@ class ChannelShuffleKernel final : public Kernel {
 
 }  // namespace
 
+namespace {
+
+// Who reads what inside a slice, for the fusions below.
+class SliceReaders {
+ public:
+  SliceReaders(const Graph& g, std::span<const NodeId> layers,
+               std::span<const ValueId> slice_outputs)
+      : layers_(layers), outputs_(slice_outputs), consumers_(g.consumers()) {}
+  // The position of the one layer of this slice reading `v`, or -1 (several readers, or `v`
+  // leaves the slice).
+  int only_reader(ValueId v) const {
+    const auto& c = consumers_[static_cast<size_t>(v)];
+    if (c.size() != 1) return -1;
+    for (ValueId o : outputs_) {
+      if (o == v) return -1;
+    }
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      if (layers_[i] == c[0]) return static_cast<int>(i);
+    }
+    return -1;
+  }
+
+ private:
+  std::span<const NodeId> layers_;
+  std::span<const ValueId> outputs_;
+  std::vector<std::vector<NodeId>> consumers_;
+};
+
+bool has_fused_activation(const Node& n) {
+  const Result<Activation> a = parse_fused_activation(n.attrs);
+  return !a.ok() || a->kind != ActivationKind::kNone;
+}
+
+}  // namespace
+
+void fuse_silu(const Graph& g, std::span<const NodeId> layers,
+               std::span<const ValueId> slice_outputs,
+               std::vector<std::unique_ptr<Kernel>>* kernels) {
+  const SliceReaders readers(g, layers, slice_outputs);
+  for (size_t a = 0; a < layers.size(); ++a) {
+    const Node& sig = g.node(layers[a]);
+    if (sig.kind != OpKind::kSigmoid || sig.inputs.size() != 1 || sig.outputs.size() != 1 ||
+        has_fused_activation(sig))
+      continue;
+    const ValueId x = sig.inputs[0], s = sig.outputs[0];
+    const Value& xv = g.value(x);
+    if (xv.is_constant || xv.info.dtype != DType::kF32) continue;
+    const int m = readers.only_reader(s);
+    if (m < 0) continue;
+    const Node& mul = g.node(layers[static_cast<size_t>(m)]);
+    if (mul.kind != OpKind::kMul || mul.inputs.size() != 2 || mul.outputs.size() != 1 ||
+        has_fused_activation(mul) || g.value(mul.outputs[0]).info.shape != xv.info.shape)
+      continue;
+    const int x_input = mul.inputs[0] == x && mul.inputs[1] == s   ? 0
+                        : mul.inputs[1] == x && mul.inputs[0] == s ? 1
+                                                                   : -1;
+    if (x_input < 0) continue;
+    (*kernels)[a] = std::make_unique<AliasKernel>(AliasKernel::Input::kKeep,
+                                                  "sigmoid, fused into '" + mul.name + "'");
+    (*kernels)[static_cast<size_t>(m)] = make_fused_silu(x_input, mul.name);
+  }
+}
+
 void fuse_channel_shuffles(const Graph& g, std::span<const NodeId> layers,
                            std::span<const ValueId> slice_outputs,
                            std::vector<std::unique_ptr<Kernel>>* kernels) {
-  const std::vector<std::vector<NodeId>> consumers = g.consumers();
-  auto position = [&](NodeId id) -> int {
-    for (size_t i = 0; i < layers.size(); ++i) {
-      if (layers[i] == id) return static_cast<int>(i);
-    }
-    return -1;
-  };
-  // The one layer of this slice reading `v`, or -1 (several readers, or `v` leaves the slice).
-  auto only_reader = [&](ValueId v) -> int {
-    const auto& c = consumers[static_cast<size_t>(v)];
-    if (c.size() != 1) return -1;
-    for (ValueId o : slice_outputs) {
-      if (o == v) return -1;
-    }
-    return position(c[0]);
-  };
+  const SliceReaders readers(g, layers, slice_outputs);
+  auto only_reader = [&](ValueId v) { return readers.only_reader(v); };
   for (size_t a = 0; a < layers.size(); ++a) {
     const Node& r1 = g.node(layers[a]);
     if (r1.kind != OpKind::kReshape || r1.outputs.empty() || r1.inputs.empty()) continue;

@@ -69,6 +69,16 @@ struct GraphBuilder {
     layers.push_back(g.add_node(n));
     return n.outputs[0];
   }
+  // A node of `kind` on `inputs` with one output (Sigmoid, Mul...).
+  ValueId op(OpKind kind, const std::string& name, std::vector<ValueId> inputs) {
+    Node n;
+    n.name = name;
+    n.kind = kind;
+    n.inputs = std::move(inputs);
+    n.outputs = {g.add_value(name)};
+    layers.push_back(g.add_node(n));
+    return n.outputs[0];
+  }
   void output(ValueId v) { g.outputs().push_back(v); }
 };
 
@@ -368,6 +378,91 @@ TEST(CpuResidualFusion, ModelsFuseEveryResidualAdd) {
     EXPECT_EQ(fused, adds) << name << "\n" << desc;
     EXPECT_EQ(unfused, 0) << name << "\n" << desc;
   }
+}
+
+// ---- SiLU: Mul(x, Sigmoid(x)) in one kernel (cpu::fuse_silu) ----------------------------------
+
+// Whether `layer` ran as the fused SiLU's Mul / as the Sigmoid's view.
+bool runs_silu(const std::string& desc, const std::string& layer) {
+  return kernel_of(desc, layer).starts_with("tessera silu");
+}
+bool sigmoid_fused(const std::string& desc, const std::string& layer) {
+  return kernel_of(desc, layer).find("sigmoid, fused into") != std::string::npos;
+}
+
+TEST(CpuSiluFusion, FusesSigmoidTimesItsInputAndMatchesReference) {
+  // (channels, height, width): above and below one 16384-value block, odd tails.
+  const int64_t shapes[][3] = {{24, 67, 53}, {5, 3, 7}, {96, 28, 28}};
+  for (int threads : {1, 2}) {
+    for (const auto& [c, h, w] : shapes) {
+      for (bool gate_first : {false, true}) {
+        SCOPED_TRACE(std::to_string(threads) + " threads, " + std::to_string(c) + "x" +
+                     std::to_string(h) + "x" + std::to_string(w) +
+                     (gate_first ? ", Mul(sigmoid, x)" : ", Mul(x, sigmoid)"));
+        GraphBuilder b;
+        const ValueId x = b.input("x", Shape{1, 3, h, w});
+        const ValueId c1 = b.conv("conv1", x, 3, c, 3);
+        const ValueId sg = b.op(OpKind::kSigmoid, "sig", {c1});
+        const ValueId y =
+            b.op(OpKind::kMul, "mul", gate_first ? std::vector{sg, c1} : std::vector{c1, sg});
+        b.output(b.conv("conv2", y, c, 4, 1));
+        ASSERT_TRUE(b.g.infer_shapes().ok());
+        const std::string desc = run_and_compare(b, b.layers, nullptr, threads);
+        EXPECT_TRUE(runs_silu(desc, "mul")) << desc;
+        EXPECT_TRUE(sigmoid_fused(desc, "sig")) << desc;
+      }
+    }
+  }
+}
+
+TEST(CpuSiluFusion, OnTheProgramInput) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", Shape{2, 7, 9, 11});
+  const ValueId sg = b.op(OpKind::kSigmoid, "sig", {x});
+  b.output(b.op(OpKind::kMul, "mul", {x, sg}));
+  ASSERT_TRUE(b.g.infer_shapes().ok());
+  for (int threads : {1, 2}) {
+    const std::string desc = run_and_compare(b, b.layers, nullptr, threads);
+    EXPECT_TRUE(runs_silu(desc, "mul")) << desc;
+  }
+}
+
+TEST(CpuSiluFusion, LeavesOtherPatternsAlone) {
+  for (int variant = 0; variant < 4; ++variant) {
+    SCOPED_TRACE(variant);
+    GraphBuilder b;
+    const ValueId x = b.input("x", Shape{1, 3, 12, 10});
+    const ValueId c1 = b.conv("conv1", x, 3, 8, 3);
+    const ValueId c2 = b.conv("conv2", x, 3, 8, 1);
+    // 0: the sigmoid is also a program output; 1: it gates another tensor; 2: x * x;
+    // 3: the sigmoid is read by a second layer.
+    const ValueId sg = b.op(OpKind::kSigmoid, "sig", {c1});
+    const ValueId other = variant == 1 ? c2 : variant == 2 ? c1 : sg;
+    const ValueId y = b.op(OpKind::kMul, "mul", {c1, variant == 2 ? c1 : other});
+    b.output(y);
+    if (variant == 0) b.output(sg);
+    if (variant == 3) b.output(b.op(OpKind::kAdd, "add", {sg, c2}));
+    if (variant == 2) b.output(sg);
+    ASSERT_TRUE(b.g.infer_shapes().ok());
+    const std::string desc = run_and_compare(b, b.layers, nullptr, 2);
+    EXPECT_FALSE(runs_silu(desc, "mul")) << desc;
+    EXPECT_FALSE(sigmoid_fused(desc, "sig")) << desc;
+  }
+}
+
+// A slice cut between the Sigmoid and the Mul runs them as they are; a slice holding both fuses.
+TEST(CpuSiluFusion, SliceCutBetweenSigmoidAndMul) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", Shape{1, 3, 12, 10});
+  const ValueId c1 = b.conv("conv1", x, 3, 8, 3);
+  const ValueId sg = b.op(OpKind::kSigmoid, "sig", {c1});
+  b.output(b.op(OpKind::kMul, "mul", {c1, sg}));
+  ASSERT_TRUE(b.g.infer_shapes().ok());
+  const std::vector<NodeId> head(b.layers.begin(), b.layers.begin() + 2);
+  const std::vector<NodeId> tail(b.layers.begin() + 2, b.layers.end());
+  EXPECT_FALSE(sigmoid_fused(run_and_compare(b, head, nullptr, 2), "sig"));
+  EXPECT_FALSE(runs_silu(run_and_compare(b, tail, nullptr, 2), "mul"));
+  EXPECT_TRUE(runs_silu(run_and_compare(b, b.layers, nullptr, 2), "mul"));
 }
 
 }  // namespace
