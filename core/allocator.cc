@@ -1,5 +1,8 @@
 #include "core/allocator.h"
 
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -7,12 +10,23 @@
 
 namespace tessera {
 
+void* allocate_aligned(size_t bytes, size_t alignment) {
+  const bool huge = bytes >= kHugePageBytes;
+  if (huge) alignment = kHugePageBytes;
+  void* p = std::aligned_alloc(alignment, align_up(std::max<size_t>(bytes, 1), alignment));
+#ifdef MADV_HUGEPAGE
+  // Advice only: where THP is off or unsupported the memory simply keeps 4 KiB pages.
+  if (p != nullptr && huge) (void)madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+  return p;
+}
+
 Result<std::shared_ptr<uint8_t>> allocate_host(size_t bytes) {
   if (bytes > (size_t{1} << 40)) {
     return resource_exhausted("refusing to allocate " + std::to_string(bytes) + " bytes");
   }
   const size_t total = align_up(bytes + kTensorPadding, kTensorAlignment);
-  void* p = std::aligned_alloc(kTensorAlignment, total);
+  void* p = allocate_aligned(total);
   if (p == nullptr) {
     return resource_exhausted("host allocation of " + std::to_string(bytes) + " bytes failed");
   }

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "backends/cpu/simd.h"
+#include "core/allocator.h"
 
 namespace tessera::cpu {
 
@@ -273,7 +274,7 @@ PackedB PackedB::pack(const float* src, int64_t k, int64_t n, int64_t ld, int64_
   b.size_ = k * b.panels() * kGemmNR;
   if (b.size_ == 0) return b;
   const size_t bytes = (static_cast<size_t>(b.size_) * sizeof(float) + 63) / 64 * 64;
-  b.data_.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+  b.data_.reset(static_cast<float*>(allocate_aligned(bytes, 64)));
   for (int64_t kb = 0; kb < b.k_blocks(); ++kb) {
     const int64_t rows = b.block_rows(kb);
     for (int64_t j = 0; j < b.panels(); ++j) {

@@ -1,14 +1,40 @@
 #include "backends/cpu/xnn_util.h"
 
+#include <cstdlib>
 #include <limits>
 #include <mutex>
 
+#include "core/allocator.h"
+
 namespace tessera::cpu {
+
+namespace {
+
+// XNNPACK's packed weights and workspaces placed as Tessera's own buffers (allocate_aligned: 2 MiB
+// pages for the large ones). Everything comes from the C allocator, so memory from either this
+// allocator or XNNPACK's default one can be released by the other.
+void* xnn_allocate(void*, size_t size) {
+  return std::malloc(size);
+}
+void* xnn_reallocate(void*, void* pointer, size_t size) {
+  return std::realloc(pointer, size);
+}
+void xnn_deallocate(void*, void* pointer) {
+  std::free(pointer);
+}
+void* xnn_aligned_allocate(void*, size_t alignment, size_t size) {
+  return allocate_aligned(size, alignment);
+}
+
+const xnn_allocator kXnnAllocator = {nullptr,        xnn_allocate,         xnn_reallocate,
+                                     xnn_deallocate, xnn_aligned_allocate, xnn_deallocate};
+
+}  // namespace
 
 Status ensure_xnnpack() {
   static std::once_flag once;
   static xnn_status status = xnn_status_success;
-  std::call_once(once, [] { status = xnn_initialize(nullptr); });
+  std::call_once(once, [] { status = xnn_initialize(&kXnnAllocator); });
   if (status == xnn_status_unsupported_hardware) {
     return unimplemented("XNNPACK does not support this CPU");
   }
