@@ -56,16 +56,19 @@ struct DirectTile {
 template <int NV, int MR>
 TESSERA_AVX512 void direct_tile(const DirectTile& t) {
   __m512 acc[MR][NV];
-  for (int v = 0; v < NV; ++v) {
-    const __m512 b = _mm512_loadu_ps(t.bias + 16 * v);
 #pragma GCC unroll 16
-    for (int p = 0; p < MR; ++p) acc[p][v] = b;
+  for (int p = 0; p < MR; ++p) {
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[p][v] = _mm512_loadu_ps(t.bias + 16 * v);
   }
   const float* w = t.w;
   const int64_t ps = t.pstride;
-  for (int64_t ky = 0; ky < t.kh; ++ky) {
+  // (kh, run >= 1: do-while loops keep GCC from spilling the accumulators around them.)
+  int64_t ky = 0;
+  do {
     const float* r = t.rows[ky];
-    for (int64_t j = 0; j < t.run; ++j, w += NV * 16) {
+    int64_t j = 0;
+    do {
       __m512 wv[NV];
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) wv[v] = _mm512_loadu_ps(w + 16 * v);
@@ -75,8 +78,9 @@ TESSERA_AVX512 void direct_tile(const DirectTile& t) {
 #pragma GCC unroll 4
         for (int v = 0; v < NV; ++v) acc[p][v] = _mm512_fmadd_ps(x, wv[v], acc[p][v]);
       }
-    }
-  }
+      w += NV * 16;
+    } while (++j < t.run);
+  } while (++ky < t.kh);
   if (t.clamp) {
     const __m512 lo = _mm512_set1_ps(t.lo), hi = _mm512_set1_ps(t.hi);
 #pragma GCC unroll 16
@@ -86,15 +90,24 @@ TESSERA_AVX512 void direct_tile(const DirectTile& t) {
         acc[p][v] = _mm512_maskz_min_ps(0xFFFF, _mm512_maskz_max_ps(0xFFFF, acc[p][v], lo), hi);
     }
   }
-  const int64_t tail = t.channels - (NV - 1) * 16;  // channels of the last vector, 1..16
-  const __mmask16 m = static_cast<__mmask16>((1u << tail) - 1);
+  if (t.pixels == MR && t.channels == NV * 16) {
+#pragma GCC unroll 16
+    for (int p = 0; p < MR; ++p) {
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) _mm512_storeu_ps(t.y + p * t.ldy + 16 * v, acc[p][v]);
+    }
+    return;
+  }
+  // A partial tile: through a local copy (runtime bounds on the accumulators would keep them in
+  // memory).
+  float part[MR][NV * 16];
 #pragma GCC unroll 16
   for (int p = 0; p < MR; ++p) {
-    if (p >= t.pixels) break;
-    float* y = t.y + p * t.ldy;
 #pragma GCC unroll 4
-    for (int v = 0; v < NV - 1; ++v) _mm512_storeu_ps(y + 16 * v, acc[p][v]);
-    _mm512_mask_storeu_ps(y + 16 * (NV - 1), m, acc[p][NV - 1]);
+    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(&part[p][16 * v], acc[p][v]);
+  }
+  for (int64_t p = 0; p < t.pixels; ++p) {
+    std::memcpy(t.y + p * t.ldy, part[p], static_cast<size_t>(t.channels) * sizeof(float));
   }
 }
 
@@ -135,17 +148,18 @@ class DirectConvKernel final : public NhwcIo<> {
       ch.fn = tk.fn;
       ch.mr = tk.mr;
       const int64_t width = nv * 16;
-      ch.w.assign(static_cast<size_t>(depth * width), 0.f);
-      ch.bias.assign(static_cast<size_t>(width), 0.f);
+      // Bias first, then the weights, 64-byte aligned (whole cache lines per vector load).
+      ch.storage.assign(static_cast<size_t>((depth + 1) * width + 16), 0.f);
+      float* bias_dst = ch.bias();
+      float* w_dst = ch.w();
       for (int64_t k = 0; k < ch.channels; ++k) {
         const int64_t o = k0 + k;
         for (int64_t c = 0; c < s.cin; ++c) {
           for (int64_t yx = 0; yx < s.kh * s.kw; ++yx) {
-            ch.w[static_cast<size_t>((yx * s.cin + c) * width + k)] =
-                w[(o * s.cin + c) * s.kh * s.kw + yx];
+            w_dst[(yx * s.cin + c) * width + k] = w[(o * s.cin + c) * s.kh * s.kw + yx];
           }
         }
-        if (bias != nullptr) ch.bias[static_cast<size_t>(k)] = bias[o];
+        if (bias != nullptr) bias_dst[k] = bias[o];
       }
       chunks_.push_back(std::move(ch));
     }
@@ -176,9 +190,9 @@ class DirectConvKernel final : public NhwcIo<> {
     patch_floats_ = ((mr - 1) * sx + s_.kw) * s_.cin;
     scratch_.assign(static_cast<size_t>(pool.num_threads()),
                     std::vector<float>(static_cast<size_t>(s_.kh * patch_floats_), 0.f));
-    // Blocks of whole output rows, about 4 per thread.
+    // Blocks of whole output rows, about 8 per thread (handed out as threads come free).
     const int64_t rows = n_ * oh_;
-    const int64_t per = std::max<int64_t>(1, rows / (4 * pool.num_threads()));
+    const int64_t per = std::max<int64_t>(1, rows / (8 * pool.num_threads()));
     blocks_ = (rows + per - 1) / per;
     rows_per_block_ = per;
     return Status();
@@ -202,7 +216,7 @@ class DirectConvKernel final : public NhwcIo<> {
 
   uint64_t owned_bytes() const override {
     uint64_t bytes = 0;
-    for (const Chunk& ch : chunks_) bytes += (ch.w.size() + ch.bias.size()) * sizeof(float);
+    for (const Chunk& ch : chunks_) bytes += ch.storage.size() * sizeof(float);
     for (const std::vector<float>& s : scratch_) bytes += s.size() * sizeof(float);
     return bytes + zeros_.size() * sizeof(float);
   }
@@ -211,7 +225,14 @@ class DirectConvKernel final : public NhwcIo<> {
   struct Chunk {
     int64_t k0 = 0, channels = 0, mr = 0;
     TileFn fn = nullptr;
-    std::vector<float> w, bias;
+    std::vector<float> storage;  // the bias [NV * 16] and the weights [K][NV * 16], aligned
+    float* bias() {
+      return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(storage.data()) + 63) &
+                                      ~uintptr_t{63});
+    }
+    const float* bias() const { return const_cast<Chunk*>(this)->bias(); }
+    float* w() { return bias() + (channels + 15) / 16 * 16; }
+    const float* w() const { return const_cast<Chunk*>(this)->w(); }
   };
 
   // Output row oy of image n, every chunk.
@@ -231,8 +252,8 @@ class DirectConvKernel final : public NhwcIo<> {
       t.kh = kh;
       t.run = run_;
       t.pstride = sx * c;
-      t.w = ch.w.data();
-      t.bias = ch.bias.data();
+      t.w = ch.w();
+      t.bias = ch.bias();
       t.ldy = ldy_;
       t.channels = ch.channels;
       t.clamp = clamp_;
