@@ -125,6 +125,11 @@ const ConvLayer kLayers[] = {
     {"alexnet/conv1_11x11s4_224", 3, 64, 224, 11, 4, 1, 2},
     {"alexnet/conv2_5x5_27", 64, 192, 27, 5, 1, 1},
     {"alexnet/conv3_3x3_13", 192, 384, 13, 3, 1, 1},
+    // More few-channel layers (the direct kernel's domain): the stems of ShuffleNetV2 and
+    // MobileNetV3-Small (24 and 16 output channels), GoogLeNet's 16-channel 3x3.
+    {"shufflenet_v2/conv1_3x3s2", 3, 24, 224, 3, 2, 1},
+    {"mobilenet_v3_small/conv0_3x3s2", 3, 16, 224, 3, 2, 1},
+    {"googlenet/inception3a_3x3_28", 16, 32, 28, 3, 1, 1},
 };
 
 // The one-node graph of a layer (fused relu), shape-inferred.

@@ -104,9 +104,10 @@ INSTANTIATE_TEST_SUITE_P(Cpu, CpuDirectConvTest, ::testing::Values(1, 2),
                          [](const auto& p) { return std::to_string(p.param) + "_threads"; });
 
 // The default dispatch on the real stems (224x224 RGB input): SqueezeNet 1.1's conv1 (3x3/2,
-// 64 channels, no padding, relu) and MobileNetV2's (3x3/2, 32 channels, padding 1, relu6) run
-// on the direct kernel; ResNet's 7x7/2 and AlexNet's 11x11/4 (deep K) stay on Tessera's GEMM,
-// and so does VGG's stride-1 3x3; a 3x3/2 with 32 input channels is not a stem.
+// 64 channels, no padding, relu), MobileNetV2's (3x3/2, 32 channels, padding 1, relu6),
+// ResNet's 7x7/2, AlexNet's 11x11/4 and VGG's stride-1 3x3 run on the direct kernel, and so do
+// SqueezeNet's 55x55 16->64 expand3x3s; GoogLeNet's 28x28 16->32 3x3 does not, nor does a
+// 3x3/2 with 32 input channels.
 TEST(CpuDirectConvSelection, RealStems) {
   if (!cpu::gemm_available()) GTEST_SKIP() << "no AVX-512F";
   std::shared_ptr<cpu::ThreadPool> pool = testing::cpu_pool_on_first_cores(1);
@@ -139,21 +140,35 @@ TEST(CpuDirectConvSelection, RealStems) {
        3,
        2,
        "relu",
-       "tessera im2col+gemm conv 7x7/2"},
+       "tessera direct conv 7x7/2 +relu"},
       {"alexnet conv1",
        {1, 3, 224, 224},
        {64, 3, 11, 11},
        2,
        4,
        "relu",
-       "tessera im2col+gemm conv 11x11/4"},
+       "tessera direct conv 11x11/4 +relu"},
       {"vgg16 conv1_1",
        {1, 3, 224, 224},
        {64, 3, 3, 3},
        1,
        1,
        "relu",
-       "tessera im2col+gemm conv 3x3/1"},
+       "tessera direct conv 3x3/1 +relu"},
+      {"squeezenet1_1 fire2 expand3x3",
+       {1, 16, 55, 55},
+       {64, 16, 3, 3},
+       1,
+       1,
+       "relu",
+       "tessera direct conv 3x3/1 +relu"},
+      {"googlenet inception3a 3x3",
+       {1, 16, 28, 28},
+       {32, 16, 3, 3},
+       1,
+       1,
+       "relu",
+       "winograd F(2x2,3x3) 3x3/1"},
       {"32-channel 3x3/2",
        {1, 32, 56, 56},
        {64, 32, 3, 3},
