@@ -7,8 +7,9 @@
 //   BM_ConvVariant/<variant>/<model layer>/<threads>
 //                                     the same layer's kernel alone (NHWC in and out, no program
 //                                     copy-in/out) forced onto one convolution kernel variant of
-//                                     the cpu device (kConvKernels: winograd, tessera gemm,
-//                                     openblas gemm, xnnpack) on a pool of 1 or 2 pinned threads;
+//                                     the cpu device (kConvKernels: tessera direct, winograd,
+//                                     tessera gemm, openblas gemm, xnnpack) on a pool of 1 or 2
+//                                     pinned threads;
 //                                     variants that cannot run a layer are skipped; the CPU
 //                                     column is the process's CPU time (all threads: at 1
 //                                     thread less disturbed by a busy machine than wall time).

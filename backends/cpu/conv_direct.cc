@@ -1,5 +1,6 @@
-// tessera_direct_conv: dense, undilated convolutions with few input channels (the RGB stems)
-// computed straight from the NHWC input, with no im2col buffer.
+// tessera_direct_conv: dense, undilated convolutions with few input channels (the RGB stems;
+// SqueezeNet's 16-channel expand3x3s) computed straight from the NHWC input, with no im2col
+// buffer.
 //
 // In NHWC, kernel row ky of an output pixel is ONE run of kw * C contiguous floats of input row
 // iy = oy * stride - pad_top + ky, starting at pixel ix0 = ox * stride - pad_left. The
@@ -9,8 +10,9 @@
 // packed weights ([K][NV * 16], zero-padded channels) and broadcasts each pixel's input value
 // (pixel p's run starts p * stride * C floats after pixel 0's), so every broadcast feeds NV FMAs
 // and every weight load MR of them. The bias is the accumulators' start value; relu/clip are
-// applied in registers before the (masked on the channel tail) stores; any other fused
-// activation runs over the finished tile while it is in cache.
+// applied in registers before the stores (a partial tile, short of pixels or channels, is
+// stored through a local copy); any other fused activation runs over the finished tile while
+// it is in cache.
 //
 // Padding: an input row above or below the image reads a row of zeros; a tile whose runs cross
 // the left or right edge of the image (or the last, partial tile of an output row) reads a
