@@ -9,11 +9,11 @@
 // most 24) and walks K = kh * kw * C: per k it loads the NV weight vectors of row k of the
 // packed weights ([K][NV * 16], zero-padded channels) and broadcasts each pixel's input value
 // (pixel p's run starts p * stride * C floats after pixel 0's), so every broadcast feeds NV FMAs
-// and every weight load MR of them; the weight rows 8 ahead are prefetched (with 16 input
-// channels a 64-channel chunk's weights, 36 KB, do not stay in L1 next to the input). The bias is
-// the accumulators' start value; relu/clip are applied in registers before the stores (a partial
-// tile, short of pixels or channels, is stored through a local copy); any other fused activation
-// runs over the finished tile while it is in cache.
+// and every weight load MR of them; the weight rows kPrefetchRows ahead are prefetched (with 16
+// input channels a 64-channel chunk's weights, 36 KB, do not stay in L1 next to the input). The
+// bias is the accumulators' start value; relu/clip are applied in registers before the stores (a
+// partial tile, short of pixels or channels, is stored through a local copy); any other fused
+// activation runs over the finished tile while it is in cache.
 //
 // Padding: an input row above or below the image reads a row of zeros; a tile whose runs cross
 // the left or right edge of the image (or the last, partial tile of an output row) reads a
@@ -37,6 +37,9 @@ namespace {
 
 // The widest output channel chunk (4 zmm per pixel).
 constexpr int64_t kMaxChunk = 64;
+// Weight rows prefetched ahead of the one the microkernel loads (the packed weights carry as
+// many rows of padding, so that the addresses stay inside them).
+constexpr int64_t kPrefetchRows = 8;
 // The most kernel rows (the row pointers live on the stack).
 constexpr int64_t kMaxKernelRows = 16;
 
@@ -76,7 +79,7 @@ TESSERA_AVX512 void direct_tile(const DirectTile& t) {
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) {
         wv[v] = _mm512_loadu_ps(w + 16 * v);
-        _mm_prefetch(reinterpret_cast<const char*>(w + 16 * v + 8 * NV * 16), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(w + (kPrefetchRows * NV + v) * 16), _MM_HINT_T0);
       }
 #pragma GCC unroll 16
       for (int p = 0; p < MR; ++p) {
@@ -154,8 +157,9 @@ class DirectConvKernel final : public NhwcIo<> {
       ch.fn = tk.fn;
       ch.mr = tk.mr;
       const int64_t width = nv * 16;
-      // Bias first, then the weights, 64-byte aligned (whole cache lines per vector load).
-      ch.storage.assign(static_cast<size_t>((depth + 1) * width + 16), 0.f);
+      // Bias first, then the weights and the prefetch padding, 64-byte aligned (whole cache
+      // lines per vector load).
+      ch.storage.assign(static_cast<size_t>((1 + depth + kPrefetchRows) * width + 16), 0.f);
       float* bias_dst = ch.bias();
       float* w_dst = ch.w();
       for (int64_t k = 0; k < ch.channels; ++k) {
