@@ -333,10 +333,10 @@ Result<std::unique_ptr<Kernel>> make_direct_conv(const KernelRequest& req) {
     return decline();
   }
   // Measured (BM_ConvVariant, docs/performance.md), 1 thread: on every RGB stem of the model
-  // set the direct kernel takes 0.55-0.8x the time of the best other variant (3x3/2 with 64, 32
+  // set the direct kernel takes 0.52-0.83x the time of the best other variant (3x3/2 with 64, 32
   // and 24 output channels, ResNet's 7x7/2, AlexNet's 11x11/4, VGG's stride-1 3x3) and ties
   // XNNPACK on MobileNetV3's 16-channel 3x3/2; with 5-16 input channels it wins only where the
-  // tiles are full and many: SqueezeNet's 55x55 16->64 expand3x3 (Winograd and XNNPACK are
+  // tiles are full and many: SqueezeNet's 55x55 16->64 expand3x3 (Winograd and the GEMM are
   // faster on GoogLeNet's 28x28 16->32 3x3, XNNPACK on the 16-channel 1x1s).
   if (!req.any_config && s->kh * s->kw == 1) return decline();  // 1x1: not measured faster
   if (!req.any_config && s->cin > 4) {

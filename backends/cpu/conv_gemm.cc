@@ -350,7 +350,7 @@ Result<std::unique_ptr<Kernel>> make_tessera_gemm_conv(const KernelRequest& req)
   // on 14x14 and 7x7 maps, where XNNPACK's 3x3 path is weakest); below that (16/24 channel 1x1)
   // the 16-deep tiles lose to XNNPACK's direct kernels by up to 4x. The RGB stems (<= 4
   // channels) are the direct kernel's (conv_direct.cc, tried first): the GEMM with one kernel
-  // row gathered per copy (im2col_rows) took 1.2-1.6x its time on them. Stride-1 3x3 layers
+  // row gathered per copy (im2col_rows) took 1.2-2.2x its time on them. Stride-1 3x3 layers
   // with >= 16 channels on maps of 14x14 and up are Winograd's (tried first).
   if (!req.any_config && s->cin < 32) return decline();
   return std::unique_ptr<Kernel>(std::make_unique<TesseraGemmConvKernel>(*s));
