@@ -7,8 +7,9 @@
 //   BM_ConvVariant/<variant>/<model layer>/<threads>
 //                                     the same layer's kernel alone (NHWC in and out, no program
 //                                     copy-in/out) forced onto one convolution kernel variant of
-//                                     the cpu device (kConvKernels: winograd, tessera gemm,
-//                                     openblas gemm, xnnpack) on a pool of 1 or 2 pinned threads;
+//                                     the cpu device (kConvKernels: tessera direct, winograd,
+//                                     tessera gemm, openblas gemm, xnnpack) on a pool of 1 or 2
+//                                     pinned threads;
 //                                     variants that cannot run a layer are skipped; the CPU
 //                                     column is the process's CPU time (all threads: at 1
 //                                     thread less disturbed by a busy machine than wall time).
@@ -130,6 +131,11 @@ const ConvLayer kLayers[] = {
     {"alexnet/conv1_11x11s4_224", 3, 64, 224, 11, 4, 1, 2},
     {"alexnet/conv2_5x5_27", 64, 192, 27, 5, 1, 1},
     {"alexnet/conv3_3x3_13", 192, 384, 13, 3, 1, 1},
+    // More few-channel layers (the direct kernel's domain): the stems of ShuffleNetV2 and
+    // MobileNetV3-Small (24 and 16 output channels), GoogLeNet's 16-channel 3x3.
+    {"shufflenet_v2/conv1_3x3s2", 3, 24, 224, 3, 2, 1},
+    {"mobilenet_v3_small/conv0_3x3s2", 3, 16, 224, 3, 2, 1},
+    {"googlenet/inception3a_3x3_28", 16, 32, 28, 3, 1, 1},
 };
 
 // The one-node graph of a layer (fused relu), shape-inferred.

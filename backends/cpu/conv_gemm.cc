@@ -340,15 +340,6 @@ class OpenBlasConvKernel final : public ConvAsGemm {
   std::vector<std::vector<float>> scratch_;  // per thread (im2col rows)
 };
 
-// A few-channel (RGB) stem that Tessera's GEMM runs faster than XNNPACK: undilated, with a
-// kernel deep enough (kh * kw * C >= 128) for the tiles' fixed costs to pay off, or a stride-1
-// kernel of 3x3 or more (VGG's conv1_1). Strided 3x3 stems (K = 27) measured faster on XNNPACK.
-bool stem_for_gemm(const ConvSetup& s) {
-  if (s.cin > 4 || s.geo.dilations[0] != 1 || s.geo.dilations[1] != 1) return false;
-  const bool stride1 = s.geo.strides[0] == 1 && s.geo.strides[1] == 1;
-  return s.kh * s.kw * s.cin >= 128 || (stride1 && s.kh >= 3 && s.kw >= 3);
-}
-
 }  // namespace
 
 Result<std::unique_ptr<Kernel>> make_tessera_gemm_conv(const KernelRequest& req) {
@@ -357,12 +348,11 @@ Result<std::unique_ptr<Kernel>> make_tessera_gemm_conv(const KernelRequest& req)
   // Measured (BM_ConvVariant, docs/performance.md): from 32 input channels up the packed GEMM
   // is as fast as XNNPACK or faster on every 1x1 and im2col layer of the benchmark set (1.1-3x
   // on 14x14 and 7x7 maps, where XNNPACK's 3x3 path is weakest); below that (16/24 channel 1x1)
-  // the 16-deep tiles lose to XNNPACK's direct kernels by up to 4x. The RGB stems gather one
-  // kernel row per copy (im2col_rows): at 1 thread the GEMM takes 0.68x XNNPACK's time on
-  // ResNet's 7x7/2, 0.83x on AlexNet's 11x11/4 and 0.78x on VGG's stride-1 3x3, but 1.08x and
-  // 1.26x on MobileNetV2's and SqueezeNet's 3x3/2 (stem_for_gemm). Stride-1 3x3 layers with
-  // >= 16 channels on maps of 14x14 and up are Winograd's (tried first).
-  if (!req.any_config && s->cin < 32 && !stem_for_gemm(*s)) return decline();
+  // the 16-deep tiles lose to XNNPACK's direct kernels by up to 4x. The RGB stems (<= 4
+  // channels) are the direct kernel's (conv_direct.cc, tried first): the GEMM with one kernel
+  // row gathered per copy (im2col_rows) took 1.2-2.2x its time on them. Stride-1 3x3 layers
+  // with >= 16 channels on maps of 14x14 and up are Winograd's (tried first).
+  if (!req.any_config && s->cin < 32) return decline();
   return std::unique_ptr<Kernel>(std::make_unique<TesseraGemmConvKernel>(*s));
 }
 

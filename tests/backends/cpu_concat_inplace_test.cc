@@ -321,7 +321,7 @@ TEST_P(ConcatInPlaceVariantTest, EveryConvVariantWritesItsSlice) {
   for (const char* activation : {"relu", "sigmoid"}) {
     SCOPED_TRACE(std::string(entry.variant) + " " + activation);
     Net net;
-    const ValueId x = net.input(Shape{1, 32, 14, 14});
+    const ValueId x = net.input(Shape{1, 16, 14, 14});
     const ValueId y = net.concat(
         {net.conv(x, 13, 3, 1, false, activation), net.conv(x, 40, 3, 1, false, activation)});
     net.output(net.pool(OpKind::kMaxPool, y, 2, 2, 0));

@@ -83,6 +83,7 @@ Attributes attrs_of(const ConvCase& c) {
 bool must_run(std::string_view variant, const ConvCase& c) {
   const bool winograd = c.w[2] == 3 && c.w[3] == 3 && c.stride == 1 && c.dilation == 1;
   if (variant.starts_with("winograd")) return winograd;
+  if (variant == "tessera_direct_conv") return c.x[1] <= 16 && c.dilation == 1;
   return true;  // tessera/openblas_gemm_conv and xnnpack take every dense 2-D convolution
 }
 
@@ -163,8 +164,8 @@ TEST(CpuConvVariantSelection, DispatchAndForcedErrors) {
 
 // The default dispatch on an AVX-512 machine: Tessera's GEMM for 1x1 convolutions and for 3x3
 // convolutions on 7x7 maps (>= 32 input channels), Winograd F(2x2) on Tessera's GEMM for 3x3 on
-// larger maps; for RGB stems Tessera's GEMM with 7x7 and 11x11 kernels and stride-1 3x3,
-// XNNPACK with strided 3x3, 1x1 and with dilation.
+// larger maps; for RGB stems the direct kernel (any kernel size and stride), XNNPACK with
+// dilation.
 TEST(CpuConvVariantSelection, DefaultDispatch) {
   if (!cpu::gemm_available()) GTEST_SKIP() << "no AVX-512F";
   auto pool = cpu::ThreadPool::create(cpu::CoreSet({0}));
@@ -181,10 +182,10 @@ TEST(CpuConvVariantSelection, DefaultDispatch) {
       {{1, 64, 28, 28}, {128, 64, 1, 1}, 0, 2, "tessera im2col+gemm conv 1x1/2"},
       {{1, 128, 7, 7}, {128, 128, 3, 3}, 1, 1, "tessera im2col+gemm conv 3x3/1"},
       {{1, 64, 28, 28}, {64, 64, 3, 3}, 1, 1, "winograd F(2x2,3x3) 3x3/1 (tessera gemm)"},
-      {{1, 3, 32, 32}, {16, 3, 7, 7}, 3, 2, "tessera im2col+gemm conv 7x7/2"},
-      {{1, 3, 32, 32}, {16, 3, 11, 11}, 2, 4, "tessera im2col+gemm conv 11x11/4"},
-      {{1, 3, 32, 32}, {16, 3, 3, 3}, 1, 2, "xnnpack conv 3x3/2"},
-      {{1, 3, 32, 32}, {16, 3, 3, 3}, 1, 1, "tessera im2col+gemm conv 3x3/1"},
+      {{1, 3, 32, 32}, {16, 3, 7, 7}, 3, 2, "tessera direct conv 7x7/2"},
+      {{1, 3, 32, 32}, {16, 3, 11, 11}, 2, 4, "tessera direct conv 11x11/4"},
+      {{1, 3, 32, 32}, {16, 3, 3, 3}, 1, 2, "tessera direct conv 3x3/2"},
+      {{1, 3, 32, 32}, {16, 3, 3, 3}, 1, 1, "tessera direct conv 3x3/1"},
       {{1, 3, 32, 32}, {16, 3, 1, 1}, 0, 1, "xnnpack conv 1x1/1"},
       {{1, 3, 32, 32}, {16, 3, 7, 7}, 3, 2, "xnnpack conv 7x7/2", 2},
   };
