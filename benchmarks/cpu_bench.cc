@@ -25,6 +25,14 @@
 //                                     so the Add runs inside the convolution
 //                                     (CpuProgram::fuse_residual_adds); "unfused": R after the
 //                                     convolution, so it cannot. Same work otherwise.
+//   BM_Fc/<variant>/1x<K>x<N>/<threads>
+//                                     one batch-1 fully connected layer (Gemm, W [N, K], bias,
+//                                     relu) on each implementation: the cpu device's kernel
+//                                     variants (tessera_gemv_f32, xnnpack_fully_connected_nc_f32)
+//                                     and OpenBLAS sgemv / sgemm (M = 1) on each thread's half of
+//                                     W's rows; counter GB/s: weight bytes streamed per second.
+//   BM_MemRead/<MB>/<threads>         achievable read bandwidth: a buffer larger than the caches
+//                                     summed by 1 or 2 pool threads, each its contiguous half.
 //   BM_FmaPeak/<threads>              this machine's FP32 FMA peak: independent FMA chains, one
 //                                     per thread; counter: GFLOP/s.
 //   BM_PoolDispatch/<what>/<threads>[/<idle us>]
@@ -44,7 +52,9 @@
 //                                     the conversions it would also need are not counted).
 // Run: ./build/benchmarks/tessera_bench --benchmark_filter=Layer
 #include <benchmark/benchmark.h>
+#include <dlfcn.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -55,6 +65,8 @@
 #include "backends/cpu/cpu_program.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernel_table.h"
+#include "backends/cpu/openblas.h"
+#include "backends/cpu/simd.h"
 #include "backends/registry.h"
 #include "core/npy.h"
 #include "core/tessera.h"
@@ -502,17 +514,136 @@ BENCHMARK(BM_Gemm)
     ->ArgsProduct({{196}, {256}, {2304}, {0}, {1, 2}})
     ->ArgsProduct({{49}, {2048}, {512}, {0}, {1, 2}})
     ->ArgsProduct({{3136}, {64}, {64}, {0}, {1, 2}})
+    // Batch-1 fully connected layers (AlexNet / VGG-16 classifiers), against BM_Fc.
+    ->ArgsProduct({{1}, {4096}, {9216, 4096, 25088}, {0}, {1, 2}})
+    ->ArgsProduct({{1}, {1000}, {4096}, {0}, {1, 2}})
     ->Unit(benchmark::kMicrosecond)
     ->MeasureProcessCPUTime()
     ->UseRealTime();
-
-// ---- Thread-pool dispatch ----------------------------------------------------------------------
 
 Result<std::unique_ptr<cpu::ThreadPool>> pool_of(int threads) {
   std::vector<int> ids;
   for (int i = 0; i < threads; ++i) ids.push_back(i);
   return cpu::ThreadPool::create(cpu::CoreSet(ids));
 }
+
+// ---- Fully connected layers at batch 1 and memory bandwidth ----------------------------------
+
+// One fully connected layer x[1, k] -> relu(x * W^T + b), W [n, k] as PyTorch exports it (Gemm,
+// transB = 1), on one implementation, inside one pool run per iteration like a program's layer:
+// a cpu-device kernel variant (tessera_gemv_f32, xnnpack_fully_connected_nc_f32), or OpenBLAS's
+// sgemv / sgemm (M = 1) on each thread's contiguous half of the rows of W, then bias + relu.
+// Counter GB/s: the weight bytes read per second (at batch 1 the layer streams them once).
+void BM_Fc(benchmark::State& state, std::string variant, int64_t k, int64_t n, int threads) {
+  using namespace tessera::cpu;
+  Graph g;
+  const ValueId x = g.add_value("x", TensorInfo{DType::kF32, Shape{1, k}});
+  g.inputs().push_back(x);
+  Node node;
+  node.name = "fc";
+  node.kind = OpKind::kGemm;
+  node.attrs.set("transB", int64_t{1});
+  node.attrs.set("activation", std::string("relu"));
+  node.inputs = {x, g.add_constant("w", random(Shape{n, k}, 1)),
+                 g.add_constant("b", random(Shape{n}, 2))};
+  node.outputs = {g.add_value("y")};
+  g.outputs().push_back(node.outputs[0]);
+  g.add_node(node);
+  if (!g.infer_shapes().ok()) return state.SkipWithError("shape inference failed");
+  auto pool = pool_of(threads);
+  if (!pool.ok()) return state.SkipWithError(pool.status().to_string().c_str());
+  if (variant.starts_with("openblas")) {
+    if (!openblas().available()) return state.SkipWithError("no OpenBLAS");
+    using Sgemv = void (*)(int, int, int, int, float, const float*, int, const float*, int, float,
+                           float*, int);
+    void* lib = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_NOLOAD);
+    auto sgemv = lib != nullptr ? reinterpret_cast<Sgemv>(dlsym(lib, "cblas_sgemv")) : nullptr;
+    if (sgemv == nullptr) return state.SkipWithError("no cblas_sgemv");
+    const float* w = g.value(node.inputs[1]).data.data<float>();
+    const float* b = g.value(node.inputs[2]).data.data<float>();
+    const Tensor xt = random(Shape{1, k}, 7);
+    std::vector<float> y(static_cast<size_t>(n));
+    const bool gemv = variant == "openblas_sgemv";
+    for (auto _ : state) {
+      Status st = (*pool)->run([&] {
+        (*pool)->parallel_for(static_cast<size_t>(threads), 1, [&](size_t lo, size_t hi) {
+          for (size_t t = lo; t < hi; ++t) {
+            const int64_t r0 = n * static_cast<int64_t>(t) / threads;
+            const int64_t r1 = n * static_cast<int64_t>(t + 1) / threads;
+            const int rows = static_cast<int>(r1 - r0);
+            if (gemv) {
+              sgemv(kRowMajor, kNoTrans, rows, static_cast<int>(k), 1.f, w + r0 * k,
+                    static_cast<int>(k), xt.data<float>(), 1, 0.f, y.data() + r0, 1);
+            } else {
+              openblas().sgemm(kRowMajor, kNoTrans, kTrans, 1, rows, static_cast<int>(k), 1.f,
+                               xt.data<float>(), static_cast<int>(k), w + r0 * k,
+                               static_cast<int>(k), 0.f, y.data() + r0, rows);
+            }
+            for (int64_t j = r0; j < r1; ++j) {
+              y[static_cast<size_t>(j)] = std::max(y[static_cast<size_t>(j)] + b[j], 0.f);
+            }
+          }
+        });
+        return Status();
+      });
+      if (!st.ok()) return state.SkipWithError(st.to_string().c_str());
+    }
+    state.SetLabel(variant);
+  } else {
+    NodeContext nc(g, g.node(0));
+    KernelRequest req{g, g.node(0), nc.ctx(), **pool};
+    auto kern = build_kernel(req, variant.c_str());
+    if (!kern.ok()) return state.SkipWithError(kern.status().to_string().c_str());
+    if (!time_kernel(state, g, **kern, **pool).ok()) return;
+  }
+  state.counters["GB/s"] = benchmark::Counter(4e-9 * static_cast<double>(k * n),
+                                              benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// This machine's achievable read bandwidth: `mb` MB (larger than the caches: from memory)
+// summed by the pool's threads, each streaming its own contiguous half, as the GEMV reads its
+// weights. Counter GB/s.
+TESSERA_AVX512 float sum_floats(const float* p, int64_t n) {
+  cpu::F32x16 a[4] = {};
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    for (int u = 0; u < 4; ++u) a[u] += cpu::load16(p + i + 16 * u);
+  }
+  float s = 0;
+  for (; i < n; ++i) s += p[i];
+  for (int u = 0; u < 4; ++u) {
+    for (int l = 0; l < 16; ++l) s += a[u][l];
+  }
+  return s;
+}
+
+void BM_MemRead(benchmark::State& state) {
+  const int64_t n = state.range(0) * (1 << 20) / 4;
+  const int threads = static_cast<int>(state.range(1));
+  if (!cpu::has_avx512()) return state.SkipWithError("no AVX-512F");
+  auto pool = pool_of(threads);
+  if (!pool.ok()) return state.SkipWithError(pool.status().to_string().c_str());
+  std::vector<float> buf(static_cast<size_t>(n), 1.f);
+  std::vector<float> sums(static_cast<size_t>(threads));
+  for (auto _ : state) {
+    Status st = (*pool)->run([&] {
+      (*pool)->parallel_for(static_cast<size_t>(threads), 1, [&](size_t lo, size_t hi) {
+        for (size_t t = lo; t < hi; ++t) {
+          const int64_t i0 = n * static_cast<int64_t>(t) / threads;
+          const int64_t i1 = n * static_cast<int64_t>(t + 1) / threads;
+          sums[t] = sum_floats(buf.data() + i0, i1 - i0);
+        }
+      });
+      return Status();
+    });
+    if (!st.ok()) return state.SkipWithError(st.to_string().c_str());
+    benchmark::DoNotOptimize(sums.data());
+  }
+  state.counters["GB/s"] = benchmark::Counter(4e-9 * static_cast<double>(n),
+                                              benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// ---- Thread-pool dispatch ----------------------------------------------------------------------
 
 void BM_PoolHandoff(benchmark::State& state) {
   auto pool = pool_of(static_cast<int>(state.range(0)));
@@ -602,6 +733,11 @@ void BM_FmaPeak(benchmark::State& state) {
                          benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_FmaPeak)->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK(BM_MemRead)
+    ->ArgsProduct({{512}, {1, 2}})
+    ->Unit(benchmark::kMillisecond)
+    ->MeasureProcessCPUTime()
+    ->UseRealTime();
 
 const char* const kModels[] = {"mobilenet_v2",  "resnet18", "resnet50",
                                "squeezenet1_1", "vgg16",    "alexnet"};
@@ -650,6 +786,23 @@ int register_all() {
                                          .c_str(),
                                      BM_ResidualBlock, *l, relu, fused, threads)
             ->Unit(benchmark::kMicrosecond)
+            ->UseRealTime();
+      }
+    }
+  }
+  // AlexNet's and VGG-16's classifier layers (k, n) and SqueezeNet-sized odd ones.
+  const std::pair<int64_t, int64_t> fc_shapes[] = {
+      {9216, 4096}, {4096, 4096}, {4096, 1000}, {25088, 4096}, {512, 1000}};
+  for (const auto& [k, n] : fc_shapes) {
+    for (const char* variant : {"tessera_gemv_f32", "xnnpack_fully_connected_nc_f32",
+                                "openblas_sgemv", "openblas_sgemm"}) {
+      for (int threads : {1, 2}) {
+        benchmark::RegisterBenchmark((std::string("BM_Fc/") + variant + "/1x" + std::to_string(k) +
+                                      "x" + std::to_string(n) + "/" + std::to_string(threads))
+                                         .c_str(),
+                                     BM_Fc, variant, k, n, threads)
+            ->Unit(benchmark::kMicrosecond)
+            ->MeasureProcessCPUTime()
             ->UseRealTime();
       }
     }
