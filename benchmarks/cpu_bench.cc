@@ -31,8 +31,10 @@
 //                                     variants (tessera_gemv_f32, xnnpack_fully_connected_nc_f32)
 //                                     and OpenBLAS sgemv / sgemm (M = 1) on each thread's half of
 //                                     W's rows; counter GB/s: weight bytes streamed per second.
-//   BM_MemRead/<MB>/<threads>         achievable read bandwidth: a buffer larger than the caches
-//                                     summed by 1 or 2 pool threads, each its contiguous half.
+//   BM_MemRead/<MB>/<threads>/<streams>
+//                                     achievable read bandwidth: a buffer larger than the caches
+//                                     summed by 1 or 2 pool threads, each its contiguous half,
+//                                     read as 1 or 8 streams at once (as the GEMV reads).
 //   BM_FmaPeak/<threads>              this machine's FP32 FMA peak: independent FMA chains, one
 //                                     per thread; counter: GFLOP/s.
 //   BM_PoolDispatch/<what>/<threads>[/<idle us>]
@@ -132,6 +134,7 @@ const ConvLayer kLayers[] = {
     {"squeezenet1_1/fire9_expand3x3_13", 64, 256, 13, 3, 1, 1},
     {"squeezenet1_1/conv1_3x3s2_224", 3, 64, 224, 3, 2, 1, 0},
     {"squeezenet1_1/fire5_squeeze1x1_27", 256, 32, 27, 1, 1, 1},
+    {"squeezenet1_1/classifier_1x1_13", 512, 1000, 13, 1, 1, 1},
     {"resnet18/layer2_1x1s2_56", 64, 128, 56, 1, 2, 1},
     {"resnet50/res4_1x1s2_28", 512, 1024, 28, 1, 2, 1},
     {"alexnet/conv1_11x11s4_224", 3, 64, 224, 11, 4, 1, 2},
@@ -601,17 +604,19 @@ void BM_Fc(benchmark::State& state, std::string variant, int64_t k, int64_t n, i
 }
 
 // This machine's achievable read bandwidth: `mb` MB (larger than the caches: from memory)
-// summed by the pool's threads, each streaming its own contiguous half, as the GEMV reads its
-// weights. Counter GB/s.
+// summed by the pool's threads, each its own contiguous part, read as `streams` consecutive
+// pieces at once (as the GEMV reads a panel: one core keeps more memory reads in flight with
+// several streams). Counter GB/s.
+template <int S>
 TESSERA_AVX512 float sum_floats(const float* p, int64_t n) {
-  cpu::F32x16 a[4] = {};
-  int64_t i = 0;
-  for (; i + 64 <= n; i += 64) {
-    for (int u = 0; u < 4; ++u) a[u] += cpu::load16(p + i + 16 * u);
+  cpu::F32x16 a[S] = {};
+  const int64_t seg = n / S / 16 * 16;
+  for (int64_t i = 0; i < seg; i += 16) {
+    for (int u = 0; u < S; ++u) a[u] += cpu::load16(p + u * seg + i);
   }
   float s = 0;
-  for (; i < n; ++i) s += p[i];
-  for (int u = 0; u < 4; ++u) {
+  for (int64_t i = S * seg; i < n; ++i) s += p[i];
+  for (int u = 0; u < S; ++u) {
     for (int l = 0; l < 16; ++l) s += a[u][l];
   }
   return s;
@@ -620,6 +625,7 @@ TESSERA_AVX512 float sum_floats(const float* p, int64_t n) {
 void BM_MemRead(benchmark::State& state) {
   const int64_t n = state.range(0) * (1 << 20) / 4;
   const int threads = static_cast<int>(state.range(1));
+  const bool streams8 = state.range(2) == 8;
   if (!cpu::has_avx512()) return state.SkipWithError("no AVX-512F");
   auto pool = pool_of(threads);
   if (!pool.ok()) return state.SkipWithError(pool.status().to_string().c_str());
@@ -631,7 +637,8 @@ void BM_MemRead(benchmark::State& state) {
         for (size_t t = lo; t < hi; ++t) {
           const int64_t i0 = n * static_cast<int64_t>(t) / threads;
           const int64_t i1 = n * static_cast<int64_t>(t + 1) / threads;
-          sums[t] = sum_floats(buf.data() + i0, i1 - i0);
+          sums[t] = streams8 ? sum_floats<8>(buf.data() + i0, i1 - i0)
+                             : sum_floats<1>(buf.data() + i0, i1 - i0);
         }
       });
       return Status();
@@ -734,7 +741,7 @@ void BM_FmaPeak(benchmark::State& state) {
 }
 BENCHMARK(BM_FmaPeak)->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK(BM_MemRead)
-    ->ArgsProduct({{512}, {1, 2}})
+    ->ArgsProduct({{512}, {1, 2}, {1, 8}})
     ->Unit(benchmark::kMillisecond)
     ->MeasureProcessCPUTime()
     ->UseRealTime();
