@@ -63,7 +63,8 @@ Result<std::unique_ptr<Kernel>> make_fc(const Node& node, const FcParams& p) {
 }
 
 // Batch 1 on Tessera's GEMV (gemv.h): the weights streamed once per run, each thread its own
-// contiguous range of column panels; bias and clamp in the kernel, other activations after.
+// contiguous range of column panels at a time; bias and clamp in the kernel, other activations
+// after.
 class GemvKernel final : public Kernel {
  public:
   explicit GemvKernel(PackedGemv w) : gemv_(std::move(w)) {}
