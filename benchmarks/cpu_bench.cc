@@ -61,6 +61,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <random>
 #include <thread>
 
@@ -530,6 +531,21 @@ Result<std::unique_ptr<cpu::ThreadPool>> pool_of(int threads) {
   return cpu::ThreadPool::create(cpu::CoreSet(ids));
 }
 
+// Inside one run of `pool`: fn(t, begin, end) on each of its `threads` threads for the thread's
+// contiguous share [begin, end) of [0, total).
+Status run_thread_shares(cpu::ThreadPool& pool, int threads, int64_t total,
+                         const std::function<void(size_t, int64_t, int64_t)>& fn) {
+  return pool.run([&] {
+    pool.parallel_for(static_cast<size_t>(threads), 1, [&](size_t lo, size_t hi) {
+      for (size_t t = lo; t < hi; ++t) {
+        fn(t, total * static_cast<int64_t>(t) / threads,
+           total * static_cast<int64_t>(t + 1) / threads);
+      }
+    });
+    return Status();
+  });
+}
+
 // ---- Fully connected layers at batch 1 and memory bandwidth ----------------------------------
 
 // One fully connected layer x[1, k] -> relu(x * W^T + b), W [n, k] as PyTorch exports it (Gemm,
@@ -568,26 +584,19 @@ void BM_Fc(benchmark::State& state, std::string variant, int64_t k, int64_t n, i
     std::vector<float> y(static_cast<size_t>(n));
     const bool gemv = variant == "openblas_sgemv";
     for (auto _ : state) {
-      Status st = (*pool)->run([&] {
-        (*pool)->parallel_for(static_cast<size_t>(threads), 1, [&](size_t lo, size_t hi) {
-          for (size_t t = lo; t < hi; ++t) {
-            const int64_t r0 = n * static_cast<int64_t>(t) / threads;
-            const int64_t r1 = n * static_cast<int64_t>(t + 1) / threads;
-            const int rows = static_cast<int>(r1 - r0);
-            if (gemv) {
-              sgemv(kRowMajor, kNoTrans, rows, static_cast<int>(k), 1.f, w + r0 * k,
-                    static_cast<int>(k), xt.data<float>(), 1, 0.f, y.data() + r0, 1);
-            } else {
-              openblas().sgemm(kRowMajor, kNoTrans, kTrans, 1, rows, static_cast<int>(k), 1.f,
-                               xt.data<float>(), static_cast<int>(k), w + r0 * k,
-                               static_cast<int>(k), 0.f, y.data() + r0, rows);
-            }
-            for (int64_t j = r0; j < r1; ++j) {
-              y[static_cast<size_t>(j)] = std::max(y[static_cast<size_t>(j)] + b[j], 0.f);
-            }
-          }
-        });
-        return Status();
+      Status st = run_thread_shares(**pool, threads, n, [&](size_t, int64_t r0, int64_t r1) {
+        const int rows = static_cast<int>(r1 - r0);
+        if (gemv) {
+          sgemv(kRowMajor, kNoTrans, rows, static_cast<int>(k), 1.f, w + r0 * k,
+                static_cast<int>(k), xt.data<float>(), 1, 0.f, y.data() + r0, 1);
+        } else {
+          openblas().sgemm(kRowMajor, kNoTrans, kTrans, 1, rows, static_cast<int>(k), 1.f,
+                           xt.data<float>(), static_cast<int>(k), w + r0 * k, static_cast<int>(k),
+                           0.f, y.data() + r0, rows);
+        }
+        for (int64_t j = r0; j < r1; ++j) {
+          y[static_cast<size_t>(j)] = std::max(y[static_cast<size_t>(j)] + b[j], 0.f);
+        }
       });
       if (!st.ok()) return state.SkipWithError(st.to_string().c_str());
     }
@@ -632,16 +641,9 @@ void BM_MemRead(benchmark::State& state) {
   std::vector<float> buf(static_cast<size_t>(n), 1.f);
   std::vector<float> sums(static_cast<size_t>(threads));
   for (auto _ : state) {
-    Status st = (*pool)->run([&] {
-      (*pool)->parallel_for(static_cast<size_t>(threads), 1, [&](size_t lo, size_t hi) {
-        for (size_t t = lo; t < hi; ++t) {
-          const int64_t i0 = n * static_cast<int64_t>(t) / threads;
-          const int64_t i1 = n * static_cast<int64_t>(t + 1) / threads;
-          sums[t] = streams8 ? sum_floats<8>(buf.data() + i0, i1 - i0)
-                             : sum_floats<1>(buf.data() + i0, i1 - i0);
-        }
-      });
-      return Status();
+    Status st = run_thread_shares(**pool, threads, n, [&](size_t t, int64_t i0, int64_t i1) {
+      sums[t] = streams8 ? sum_floats<8>(buf.data() + i0, i1 - i0)
+                         : sum_floats<1>(buf.data() + i0, i1 - i0);
     });
     if (!st.ok()) return state.SkipWithError(st.to_string().c_str());
     benchmark::DoNotOptimize(sums.data());

@@ -94,37 +94,35 @@ TEST_P(CpuGemvTest, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Cpu, CpuGemvTest, ::testing::Values(1, 2),
                          [](const auto& p) { return std::to_string(p.param) + "_threads"; });
 
-// Dispatch: batch 1 runs on the GEMV, batch 2 on XNNPACK; the GEMV forced onto batch 2 is an
-// error naming the node.
+// Dispatch: batch 1 runs on the GEMV, batch 2 on XNNPACK (both checked against the reference);
+// the GEMV forced onto batch 2 is an error naming the node.
 TEST(CpuGemvSelection, BatchOneOnly) {
   if (!cpu::gemm_available()) GTEST_SKIP() << "no AVX-512F";
   std::shared_ptr<cpu::ThreadPool> shared = testing::cpu_pool_on_first_cores(1);
   ASSERT_NE(shared, nullptr);
   for (int64_t m : {1, 2}) {
-    Graph g;
-    const ValueId x = g.add_value("x", TensorInfo{DType::kF32, Shape{m, 40}});
-    g.inputs().push_back(x);
-    Node n;
-    n.name = "classifier";
-    n.kind = OpKind::kGemm;
-    n.attrs.set("transB", int64_t{1});
-    n.inputs = {x, g.add_constant("w", random_tensor(Shape{24, 40}, 1))};
-    n.outputs = {g.add_value("y")};
-    g.outputs().push_back(n.outputs[0]);
-    g.add_node(n);
-    ASSERT_TRUE(g.infer_shapes().ok());
-    const NodeId layers[] = {0};
-    auto prog = cpu::CpuProgram::compile(g, layers, shared);
-    ASSERT_TRUE(prog.ok()) << prog.status().to_string();
-    const std::string want = m == 1 ? "tessera gemv 40->24" : "xnnpack fully connected 40->24";
-    EXPECT_NE((*prog)->describe().find(want), std::string::npos) << (*prog)->describe();
-    if (m == 2) {
-      auto forced = cpu::CpuProgram::compile(g, layers, shared, "tessera_gemv_f32");
-      ASSERT_FALSE(forced.ok());
-      EXPECT_EQ(forced.status().code(), StatusCode::kUnimplemented);
-      EXPECT_NE(forced.status().to_string().find("classifier"), std::string::npos)
-          << forced.status().to_string();
-    }
+    auto compile = [&](const Graph& g,
+                       std::span<const NodeId> layers) -> Result<std::unique_ptr<Program>> {
+      if (m == 2) {
+        auto forced = cpu::CpuProgram::compile(g, layers, shared, "tessera_gemv_f32");
+        EXPECT_FALSE(forced.ok());
+        if (!forced.ok()) {
+          EXPECT_EQ(forced.status().code(), StatusCode::kUnimplemented);
+          EXPECT_NE(forced.status().to_string().find(g.node(layers[0]).name), std::string::npos)
+              << forced.status().to_string();
+        }
+      }
+      ASSIGN_OR_RETURN(auto p, cpu::CpuProgram::compile(g, layers, shared));
+      return std::unique_ptr<Program>(std::move(p));
+    };
+    Attributes attrs;
+    attrs.set("transB", int64_t{1});
+    DiffResult r = diff_op_with(
+        compile, "cpu", OpKind::kGemm, attrs,
+        {{random_tensor(Shape{m, 40}, 1), false}, {random_tensor(Shape{24, 40}, 2), true}});
+    EXPECT_NE(r.kernel.find(m == 1 ? "tessera gemv 40->24" : "xnnpack fully connected 40->24"),
+              std::string::npos)
+        << r.kernel;
   }
 }
 
