@@ -30,6 +30,16 @@
 //                                     the NCHW <-> NHWC conversion a program runs at a slice
 //                                     boundary (model input, a cut inside MobileNetV2), inside
 //                                     one pool run; counter: GB/s (bytes read + written).
+//   BM_Fc/<variant>/1x<K>x<N>/<threads>
+//                                     one batch-1 fully connected layer (Gemm, W [N, K], bias,
+//                                     relu) on each implementation: the cpu device's kernel
+//                                     variants (tessera_gemv_f32, xnnpack_fully_connected_nc_f32)
+//                                     and OpenBLAS sgemv / sgemm (M = 1) on each thread's half of
+//                                     W's rows; counter GB/s: weight bytes streamed per second.
+//   BM_MemRead/<MB>/<threads>/<streams>
+//                                     achievable read bandwidth: a buffer larger than the caches
+//                                     summed by 1 or 2 pool threads, each its contiguous half,
+//                                     read as 1 or 8 streams at once (as the GEMV reads).
 //   BM_FmaPeak/<threads>              this machine's FP32 FMA peak: independent FMA chains, one
 //                                     per thread; counter: GFLOP/s.
 //   BM_PoolDispatch/<what>/<threads>[/<idle us>]
@@ -49,11 +59,14 @@
 //                                     the conversions it would also need are not counted).
 // Run: ./build/benchmarks/tessera_bench --benchmark_filter=Layer
 #include <benchmark/benchmark.h>
+#include <dlfcn.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <random>
 #include <thread>
 
@@ -61,6 +74,8 @@
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernel_table.h"
 #include "backends/cpu/layout.h"
+#include "backends/cpu/openblas.h"
+#include "backends/cpu/simd.h"
 #include "backends/registry.h"
 #include "core/npy.h"
 #include "core/tessera.h"
@@ -126,6 +141,7 @@ const ConvLayer kLayers[] = {
     {"squeezenet1_1/fire9_expand3x3_13", 64, 256, 13, 3, 1, 1},
     {"squeezenet1_1/conv1_3x3s2_224", 3, 64, 224, 3, 2, 1, 0},
     {"squeezenet1_1/fire5_squeeze1x1_27", 256, 32, 27, 1, 1, 1},
+    {"squeezenet1_1/classifier_1x1_13", 512, 1000, 13, 1, 1, 1},
     {"resnet18/layer2_1x1s2_56", 64, 128, 56, 1, 2, 1},
     {"resnet50/res4_1x1s2_28", 512, 1024, 28, 1, 2, 1},
     {"alexnet/conv1_11x11s4_224", 3, 64, 224, 11, 4, 1, 2},
@@ -513,17 +529,141 @@ BENCHMARK(BM_Gemm)
     ->ArgsProduct({{196}, {256}, {2304}, {0}, {1, 2}})
     ->ArgsProduct({{49}, {2048}, {512}, {0}, {1, 2}})
     ->ArgsProduct({{3136}, {64}, {64}, {0}, {1, 2}})
+    // Batch-1 fully connected layers (AlexNet / VGG-16 classifiers), against BM_Fc.
+    ->ArgsProduct({{1}, {4096}, {9216, 4096, 25088}, {0}, {1, 2}})
+    ->ArgsProduct({{1}, {1000}, {4096}, {0}, {1, 2}})
     ->Unit(benchmark::kMicrosecond)
     ->MeasureProcessCPUTime()
     ->UseRealTime();
-
-// ---- Thread-pool dispatch ----------------------------------------------------------------------
 
 Result<std::unique_ptr<cpu::ThreadPool>> pool_of(int threads) {
   std::vector<int> ids;
   for (int i = 0; i < threads; ++i) ids.push_back(i);
   return cpu::ThreadPool::create(cpu::CoreSet(ids));
 }
+
+// Inside one run of `pool`: fn(t, begin, end) on each of its `threads` threads for the thread's
+// contiguous share [begin, end) of [0, total).
+Status run_thread_shares(cpu::ThreadPool& pool, int threads, int64_t total,
+                         const std::function<void(size_t, int64_t, int64_t)>& fn) {
+  return pool.run([&] {
+    pool.parallel_for(static_cast<size_t>(threads), 1, [&](size_t lo, size_t hi) {
+      for (size_t t = lo; t < hi; ++t) {
+        fn(t, total * static_cast<int64_t>(t) / threads,
+           total * static_cast<int64_t>(t + 1) / threads);
+      }
+    });
+    return Status();
+  });
+}
+
+// ---- Fully connected layers at batch 1 and memory bandwidth ----------------------------------
+
+// One fully connected layer x[1, k] -> relu(x * W^T + b), W [n, k] as PyTorch exports it (Gemm,
+// transB = 1), on one implementation, inside one pool run per iteration like a program's layer:
+// a cpu-device kernel variant (tessera_gemv_f32, xnnpack_fully_connected_nc_f32), or OpenBLAS's
+// sgemv / sgemm (M = 1) on each thread's contiguous half of the rows of W, then bias + relu.
+// Counter GB/s: the weight bytes read per second (at batch 1 the layer streams them once).
+void BM_Fc(benchmark::State& state, std::string variant, int64_t k, int64_t n, int threads) {
+  using namespace tessera::cpu;
+  Graph g;
+  const ValueId x = g.add_value("x", TensorInfo{DType::kF32, Shape{1, k}});
+  g.inputs().push_back(x);
+  Node node;
+  node.name = "fc";
+  node.kind = OpKind::kGemm;
+  node.attrs.set("transB", int64_t{1});
+  node.attrs.set("activation", std::string("relu"));
+  node.inputs = {x, g.add_constant("w", random(Shape{n, k}, 1)),
+                 g.add_constant("b", random(Shape{n}, 2))};
+  node.outputs = {g.add_value("y")};
+  g.outputs().push_back(node.outputs[0]);
+  g.add_node(node);
+  if (!g.infer_shapes().ok()) return state.SkipWithError("shape inference failed");
+  auto pool = pool_of(threads);
+  if (!pool.ok()) return state.SkipWithError(pool.status().to_string().c_str());
+  if (variant.starts_with("openblas")) {
+    if (!openblas().available()) return state.SkipWithError("no OpenBLAS");
+    using Sgemv = void (*)(int, int, int, int, float, const float*, int, const float*, int, float,
+                           float*, int);
+    void* lib = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_NOLOAD);
+    auto sgemv = lib != nullptr ? reinterpret_cast<Sgemv>(dlsym(lib, "cblas_sgemv")) : nullptr;
+    if (sgemv == nullptr) return state.SkipWithError("no cblas_sgemv");
+    const float* w = g.value(node.inputs[1]).data.data<float>();
+    const float* b = g.value(node.inputs[2]).data.data<float>();
+    const Tensor xt = random(Shape{1, k}, 7);
+    std::vector<float> y(static_cast<size_t>(n));
+    const bool gemv = variant == "openblas_sgemv";
+    for (auto _ : state) {
+      Status st = run_thread_shares(**pool, threads, n, [&](size_t, int64_t r0, int64_t r1) {
+        const int rows = static_cast<int>(r1 - r0);
+        if (gemv) {
+          sgemv(kRowMajor, kNoTrans, rows, static_cast<int>(k), 1.f, w + r0 * k,
+                static_cast<int>(k), xt.data<float>(), 1, 0.f, y.data() + r0, 1);
+        } else {
+          openblas().sgemm(kRowMajor, kNoTrans, kTrans, 1, rows, static_cast<int>(k), 1.f,
+                           xt.data<float>(), static_cast<int>(k), w + r0 * k, static_cast<int>(k),
+                           0.f, y.data() + r0, rows);
+        }
+        for (int64_t j = r0; j < r1; ++j) {
+          y[static_cast<size_t>(j)] = std::max(y[static_cast<size_t>(j)] + b[j], 0.f);
+        }
+      });
+      if (!st.ok()) return state.SkipWithError(st.to_string().c_str());
+    }
+    state.SetLabel(variant);
+  } else {
+    NodeContext nc(g, g.node(0));
+    KernelRequest req{g, g.node(0), nc.ctx(), **pool};
+    auto kern = build_kernel(req, variant.c_str());
+    if (!kern.ok()) return state.SkipWithError(kern.status().to_string().c_str());
+    if (!time_kernel(state, g, **kern, **pool).ok()) return;
+  }
+  state.counters["GB/s"] = benchmark::Counter(4e-9 * static_cast<double>(k * n),
+                                              benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// This machine's achievable read bandwidth: `mb` MB (larger than the caches: from memory)
+// summed by the pool's threads, each its own contiguous part, read as `streams` consecutive
+// pieces at once (as the GEMV reads a panel: one core keeps more memory reads in flight with
+// several streams). Counter GB/s.
+template <int S>
+TESSERA_AVX512 float sum_floats(const float* p, int64_t n) {
+  cpu::F32x16 a[S] = {};
+  const int64_t seg = n / S / 16 * 16;
+  for (int64_t i = 0; i < seg; i += 16) {
+    for (int u = 0; u < S; ++u) a[u] += cpu::load16(p + u * seg + i);
+  }
+  float s = 0;
+  for (int64_t i = S * seg; i < n; ++i) s += p[i];
+  for (int u = 0; u < S; ++u) {
+    for (int l = 0; l < 16; ++l) s += a[u][l];
+  }
+  return s;
+}
+
+void BM_MemRead(benchmark::State& state) {
+  const int64_t n = state.range(0) * (1 << 20) / 4;
+  const int threads = static_cast<int>(state.range(1));
+  const bool streams8 = state.range(2) == 8;
+  if (!cpu::has_avx512()) return state.SkipWithError("no AVX-512F");
+  auto pool = pool_of(threads);
+  if (!pool.ok()) return state.SkipWithError(pool.status().to_string().c_str());
+  std::vector<float> buf(static_cast<size_t>(n), 1.f);
+  std::vector<float> sums(static_cast<size_t>(threads));
+  for (auto _ : state) {
+    Status st = run_thread_shares(**pool, threads, n, [&](size_t t, int64_t i0, int64_t i1) {
+      sums[t] = streams8 ? sum_floats<8>(buf.data() + i0, i1 - i0)
+                         : sum_floats<1>(buf.data() + i0, i1 - i0);
+    });
+    if (!st.ok()) return state.SkipWithError(st.to_string().c_str());
+    benchmark::DoNotOptimize(sums.data());
+  }
+  state.counters["GB/s"] = benchmark::Counter(4e-9 * static_cast<double>(n),
+                                              benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// ---- Thread-pool dispatch ----------------------------------------------------------------------
 
 void BM_PoolHandoff(benchmark::State& state) {
   auto pool = pool_of(static_cast<int>(state.range(0)));
@@ -644,6 +784,11 @@ void BM_FmaPeak(benchmark::State& state) {
                          benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_FmaPeak)->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK(BM_MemRead)
+    ->ArgsProduct({{512}, {1, 2}, {1, 8}})
+    ->Unit(benchmark::kMillisecond)
+    ->MeasureProcessCPUTime()
+    ->UseRealTime();
 
 const char* const kModels[] = {"mobilenet_v2",  "resnet18", "resnet50",
                                "squeezenet1_1", "vgg16",    "alexnet"};
@@ -692,6 +837,23 @@ int register_all() {
                                          .c_str(),
                                      BM_ResidualBlock, *l, relu, fused, threads)
             ->Unit(benchmark::kMicrosecond)
+            ->UseRealTime();
+      }
+    }
+  }
+  // AlexNet's and VGG-16's classifier layers (k, n) and SqueezeNet-sized odd ones.
+  const std::pair<int64_t, int64_t> fc_shapes[] = {
+      {9216, 4096}, {4096, 4096}, {4096, 1000}, {25088, 4096}, {512, 1000}};
+  for (const auto& [k, n] : fc_shapes) {
+    for (const char* variant : {"tessera_gemv_f32", "xnnpack_fully_connected_nc_f32",
+                                "openblas_sgemv", "openblas_sgemm"}) {
+      for (int threads : {1, 2}) {
+        benchmark::RegisterBenchmark((std::string("BM_Fc/") + variant + "/1x" + std::to_string(k) +
+                                      "x" + std::to_string(n) + "/" + std::to_string(threads))
+                                         .c_str(),
+                                     BM_Fc, variant, k, n, threads)
+            ->Unit(benchmark::kMicrosecond)
+            ->MeasureProcessCPUTime()
             ->UseRealTime();
       }
     }

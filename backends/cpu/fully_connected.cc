@@ -1,9 +1,14 @@
 // GEMM-shaped layers: Gemm and MatMul with a constant weight matrix run as XNNPACK fully
-// connected operators (weights packed once, bias = beta * C, alpha folded into the weights);
+// connected operators (weights packed once, bias = beta * C, alpha folded into the weights), or
+// at batch 1 on an AVX-512 CPU as Tessera's GEMV (gemv.h: the weights streamed once by all
+// threads, each its own contiguous part);
 // MatMul of two activations runs as one OpenBLAS sgemm per batch entry, spread over the pool.
 #include <cstring>
+#include <optional>
 
 #include "backends/cpu/activation.h"
+#include "backends/cpu/gemm.h"
+#include "backends/cpu/gemv.h"
 #include "backends/cpu/kernel_table.h"
 #include "backends/cpu/openblas.h"
 
@@ -25,10 +30,18 @@ class XnnFullyConnectedKernel final : public XnnOperatorKernel {
   size_t n_ = 0;
 };
 
-// Creates the operator for X[batch, k] * W -> [batch, n], W given as [k, n] (transposed) or
-// [n, k].
-Result<std::unique_ptr<Kernel>> make_fc(const Node& node, size_t batch, size_t k, size_t n,
-                                        const float* w, bool w_is_k_by_n, const float* bias) {
+// A product with a constant weight matrix: X[batch, k] * W -> [batch, n], W given as [k, n]
+// (w_is_k_by_n) or [n, k], alpha already folded into `w`, bias = beta * C (empty: none).
+struct FcParams {
+  size_t batch = 0, k = 0, n = 0;
+  const float* w = nullptr;
+  bool w_is_k_by_n = true;
+  std::vector<float> bias;
+  std::vector<float> scaled;  // alpha * B when alpha != 1 (w points here)
+};
+
+// Creates the XNNPACK operator for the product.
+Result<std::unique_ptr<Kernel>> make_fc(const Node& node, const FcParams& p) {
   ASSIGN_OR_RETURN(Activation act, parse_fused_activation(node.attrs));
   const ClampRange clamp = clamp_of(act);
   if (!(clamp.min < clamp.max)) return decline();
@@ -36,54 +49,136 @@ Result<std::unique_ptr<Kernel>> make_fc(const Node& node, size_t batch, size_t k
   auto kern = std::make_unique<XnnFullyConnectedKernel>();
   kern->what_ = "node '" + node.name + "' (" + op_name(node.kind) + ")";
   xnn_operator_t op = nullptr;
-  RETURN_IF_ERROR(xnn_check(
-      xnn_create_fully_connected_nc_f32(k, n, k, n, w, bias, clamp.min, clamp.max,
-                                        w_is_k_by_n ? XNN_FLAG_TRANSPOSE_WEIGHTS : 0, &op),
-      kern->what_));
+  RETURN_IF_ERROR(
+      xnn_check(xnn_create_fully_connected_nc_f32(
+                    p.k, p.n, p.k, p.n, p.w, p.bias.empty() ? nullptr : p.bias.data(), clamp.min,
+                    clamp.max, p.w_is_k_by_n ? XNN_FLAG_TRANSPOSE_WEIGHTS : 0, &op),
+                kern->what_));
   RETURN_IF_ERROR(kern->adopt(op, act, node.name));
-  kern->batch_ = batch;
-  kern->n_ = n;
-  kern->packed_bytes_ = (k + 1) * n * sizeof(float);
-  kern->desc_ = "xnnpack fully connected " + std::to_string(k) + "->" + std::to_string(n);
+  kern->batch_ = p.batch;
+  kern->n_ = p.n;
+  kern->packed_bytes_ = (p.k + 1) * p.n * sizeof(float);
+  kern->desc_ = "xnnpack fully connected " + std::to_string(p.k) + "->" + std::to_string(p.n);
   return std::unique_ptr<Kernel>(std::move(kern));
 }
 
-Result<std::unique_ptr<Kernel>> make_gemm(const KernelRequest& req) {
+// Batch 1 on Tessera's GEMV (gemv.h): the weights streamed once per run, each thread its own
+// contiguous range of column panels at a time; bias and clamp in the kernel, other activations
+// after.
+class GemvKernel final : public Kernel {
+ public:
+  explicit GemvKernel(PackedGemv w) : gemv_(std::move(w)) {}
+  Status bind(std::span<const Operand> in, std::span<const Operand> out,
+              ThreadPool& pool) override {
+    x_ = in[0].f32();
+    y_ = out[0].f32();
+    gemv_.bind(pool.num_threads());
+    return post_.bind(y_, y_, 1, static_cast<size_t>(gemv_.w().n()), pool);
+  }
+  Status run(ThreadPool& pool) override {
+    gemv_.run(pool, x_, y_, clamp_.min, clamp_.max);
+    return post_.run(pool);
+  }
+  std::string describe() const override {
+    return "tessera gemv " + std::to_string(gemv_.w().k()) + "->" + std::to_string(gemv_.w().n());
+  }
+  uint64_t owned_bytes() const override { return gemv_.w().bytes(); }
+
+  Gemv gemv_;
+  ClampRange clamp_{};
+  ActivationPass post_;
+  const float* x_ = nullptr;
+  float* y_ = nullptr;
+};
+
+Result<std::unique_ptr<Kernel>> make_gemv(const Node& node, const FcParams& p) {
+  if (p.batch != 1 || !gemm_available()) return decline();
+  ASSIGN_OR_RETURN(Activation act, parse_fused_activation(node.attrs));
+  auto kern = std::make_unique<GemvKernel>(
+      PackedGemv::pack(p.w, static_cast<int64_t>(p.k), static_cast<int64_t>(p.n), p.w_is_k_by_n,
+                       1.f, p.bias.empty() ? nullptr : p.bias.data()));
+  kern->clamp_ = clamp_of(act);
+  if (!activation_is_clamp(act)) {
+    ASSIGN_OR_RETURN(kern->post_, ActivationPass::create(act, node.name));
+  }
+  return std::unique_ptr<Kernel>(std::move(kern));
+}
+
+// The product of a Gemm node whose B is a constant; nullopt: not this kind of node.
+Result<std::optional<FcParams>> gemm_params(const KernelRequest& req) {
   const OpContext& ctx = req.ctx;
   const Node& node = req.node;
   const Tensor* b = ctx.constant(1);
   if (ctx.input(0).dtype != DType::kF32 || ctx.input(0).shape.rank() != 2 || b == nullptr ||
       b->dtype() != DType::kF32 || b->rank() != 2) {
-    return decline();
+    return std::optional<FcParams>();
   }
   ASSIGN_OR_RETURN(int64_t trans_a, node.attrs.int_or("transA", 0));
   ASSIGN_OR_RETURN(int64_t trans_b, node.attrs.int_or("transB", 0));
   ASSIGN_OR_RETURN(float alpha, node.attrs.float_or("alpha", 1.f));
   ASSIGN_OR_RETURN(float beta, node.attrs.float_or("beta", 1.f));
-  if (trans_a != 0) return decline();
+  if (trans_a != 0) return std::optional<FcParams>();
   const int64_t m = ctx.input(0).shape[0], k = ctx.input(0).shape[1];
   const int64_t n = trans_b != 0 ? b->dim(0) : b->dim(1);
-  if ((trans_b != 0 ? b->dim(1) : b->dim(0)) != k) return decline();
+  if ((trans_b != 0 ? b->dim(1) : b->dim(0)) != k) return std::optional<FcParams>();
+  std::optional<FcParams> p(std::in_place);
   // Bias: C must broadcast along rows (one value per column, or one value).
-  std::vector<float> bias;
   if (ctx.has_input(2)) {
     const Tensor* c = ctx.constant(2);
-    if (c == nullptr || c->dtype() != DType::kF32) return decline();
+    if (c == nullptr || c->dtype() != DType::kF32) return std::optional<FcParams>();
     const bool per_col = c->numel() == n && c->shape().dims().back() == n;
-    if (!per_col && c->numel() != 1) return decline();
-    bias.resize(static_cast<size_t>(n));
+    if (!per_col && c->numel() != 1) return std::optional<FcParams>();
+    p->bias.resize(static_cast<size_t>(n));
     for (int64_t j = 0; j < n; ++j)
-      bias[static_cast<size_t>(j)] = beta * c->data<float>()[per_col ? j : 0];
+      p->bias[static_cast<size_t>(j)] = beta * c->data<float>()[per_col ? j : 0];
   }
-  std::vector<float> scaled;
-  const float* w = b->data<float>();
+  p->w = b->data<float>();
   if (alpha != 1.f) {
-    scaled.assign(w, w + b->numel());
-    for (float& v : scaled) v *= alpha;
-    w = scaled.data();
+    p->scaled.assign(p->w, p->w + b->numel());
+    for (float& v : p->scaled) v *= alpha;
+    p->w = p->scaled.data();
   }
-  return make_fc(node, static_cast<size_t>(m), static_cast<size_t>(k), static_cast<size_t>(n), w,
-                 trans_b == 0, bias.empty() ? nullptr : bias.data());
+  p->batch = static_cast<size_t>(m);
+  p->k = static_cast<size_t>(k);
+  p->n = static_cast<size_t>(n);
+  p->w_is_k_by_n = trans_b == 0;
+  return p;
+}
+
+// The product of a MatMul node whose B is a constant matrix; nullopt: not this kind of node.
+std::optional<FcParams> matmul_params(const KernelRequest& req) {
+  const OpContext& ctx = req.ctx;
+  const Shape& a = ctx.input(0).shape;
+  const Shape& b = ctx.input(1).shape;
+  const Tensor* bc = ctx.constant(1);
+  if (ctx.input(0).dtype != DType::kF32 || ctx.input(1).dtype != DType::kF32 || a.rank() < 1 ||
+      b.rank() != 2 || bc == nullptr || b[0] != a[a.rank() - 1]) {
+    return std::nullopt;
+  }
+  std::optional<FcParams> p(std::in_place);
+  p->k = static_cast<size_t>(b[0]);
+  p->n = static_cast<size_t>(b[1]);
+  p->batch = static_cast<size_t>(a.numel() / std::max<int64_t>(b[0], 1));
+  p->w = bc->data<float>();
+  return p;
+}
+
+Result<std::unique_ptr<Kernel>> make_gemm(const KernelRequest& req) {
+  ASSIGN_OR_RETURN(std::optional<FcParams> p, gemm_params(req));
+  if (!p) return decline();
+  return make_fc(req.node, *p);
+}
+
+Result<std::unique_ptr<Kernel>> make_gemm_gemv(const KernelRequest& req) {
+  ASSIGN_OR_RETURN(std::optional<FcParams> p, gemm_params(req));
+  if (!p) return decline();
+  return make_gemv(req.node, *p);
+}
+
+Result<std::unique_ptr<Kernel>> make_matmul_gemv(const KernelRequest& req) {
+  const std::optional<FcParams> p = matmul_params(req);
+  if (!p) return decline();
+  return make_gemv(req.node, *p);
 }
 
 // Batched product of two activations on OpenBLAS: A[b, m, k] * B[b, k, n] (B may have no
@@ -132,11 +227,7 @@ Result<std::unique_ptr<Kernel>> make_matmul(const KernelRequest& req) {
   const int64_t n = b[b.rank() - 1];
   if (b[b.rank() - 2] != k) return decline();
   const Tensor* bc = ctx.constant(1);
-  if (bc != nullptr && b.rank() == 2) {
-    return make_fc(node, static_cast<size_t>(a.numel() / std::max<int64_t>(k, 1)),
-                   static_cast<size_t>(k), static_cast<size_t>(n), bc->data<float>(), true,
-                   nullptr);
-  }
+  if (const std::optional<FcParams> p = matmul_params(req)) return make_fc(node, *p);
   // Two activations: OpenBLAS when the batch dims match exactly (or B has none).
   if (bc != nullptr || !openblas().available() || a.rank() < 2) return decline();
   const bool b_batched = b.rank() > 2;
@@ -160,7 +251,9 @@ Result<std::unique_ptr<Kernel>> make_matmul(const KernelRequest& req) {
 }  // namespace
 
 const KernelEntry kFullyConnectedKernels[] = {
+    {OpKind::kGemm, "tessera_gemv_f32", make_gemm_gemv},
     {OpKind::kGemm, "xnnpack_fully_connected_nc_f32", make_gemm},
+    {OpKind::kMatMul, "tessera_gemv_f32", make_matmul_gemv},
     {OpKind::kMatMul, "xnnpack_fully_connected_nc_f32|openblas_sgemm", make_matmul},
 };
 const size_t kNumFullyConnectedKernels =

@@ -1,0 +1,90 @@
+// Tessera's f32 matrix-vector product for fully connected layers at batch 1 (AVX-512):
+//
+//   y[N] = clamp(x[K] * W[K x N] + bias[N], lo, hi)
+//
+// At batch 1 a fully connected layer does two flops per weight it reads, so it runs at the speed
+// memory delivers the weights (AlexNet's fc6 reads 151 MB per inference, fc7 67 MB): the kernel
+// exists to stream W exactly once, in address order, on every thread of the pool at once.
+//
+// W is packed ONCE, when the kernel is built, into column panels kGemvNR = 64 floats wide, each
+// stored [K][64] (the last one narrower: its width rounded up to 16, zero-padded), one after the
+// other, on 2 MB pages when large (one page walk per 2 MB streamed instead of per 4 KB). A panel
+// is one contiguous run of memory, and the work split is a split of the panels into contiguous
+// ranges: each item of the pool's work streams its own contiguous slab of the packed weights.
+//
+// Per panel, x[k] is broadcast and multiplied into the four 16-float column vectors of row k.
+// The panel is read as 8 streams at once (its 8 consecutive parts of K / 8 rows, each into its
+// own accumulators, summed at the end): one core needs several streams in flight to get near
+// the memory bandwidth (the hardware prefetchers run ahead of each separately; software
+// prefetching measured no better). The epilogue adds the bias and clamps in registers before the
+// panel's outputs are stored.
+//
+// Only for CPUs with AVX-512F: callers check gemm_available() and otherwise decline.
+// PackedGemv itself (the packing) is portable.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backends/cpu/thread_pool.h"
+
+namespace tessera::cpu {
+
+// Columns per packed panel.
+constexpr int64_t kGemvNR = 64;
+
+class PackedGemv {
+ public:
+  PackedGemv() = default;
+  // Packs w(k, n) = scale * (w_is_k_by_n ? src[k * n_total + n] : src[n * k_total + k]), and
+  // bias[n] (null: none).
+  static PackedGemv pack(const float* src, int64_t k, int64_t n, bool w_is_k_by_n, float scale,
+                         const float* bias);
+
+  int64_t k() const { return k_; }
+  int64_t n() const { return n_; }
+  int64_t panels() const { return (n_ + kGemvNR - 1) / kGemvNR; }
+  // Floats per row of panel j: kGemvNR, or the last panel's width rounded up to 16.
+  int64_t width(int64_t j) const;
+  const float* panel(int64_t j) const { return data_.get() + j * k_ * kGemvNR; }
+  const float* bias() const { return bias_.empty() ? nullptr : bias_.data(); }
+  uint64_t bytes() const {
+    return static_cast<uint64_t>(size_ + static_cast<int64_t>(bias_.size())) * sizeof(float);
+  }
+
+ private:
+  struct Free {
+    void operator()(float* p) const;
+  };
+  std::unique_ptr<float[], Free> data_;
+  int64_t size_ = 0;
+  int64_t k_ = 0, n_ = 0;
+  std::vector<float> bias_;
+};
+
+// One thread: y[j] for the columns of panels [j0, j1), y indexed globally (y[0] is column 0).
+void gemv_panels(const PackedGemv& w, const float* x, int64_t j0, int64_t j1, float* y, float lo,
+                 float hi);
+
+// The multi-threaded product over a fixed W: bind() cuts the panels into contiguous ranges for
+// the pool, run() executes them inside ThreadPool::run.
+class Gemv {
+ public:
+  explicit Gemv(PackedGemv w) : w_(std::move(w)) {}
+  const PackedGemv& w() const { return w_; }
+
+  // Cuts the panels into `items_per_thread` contiguous ranges per thread (fewer when there are
+  // fewer panels), of equal bytes give or take a panel. The items are handed out one at a time,
+  // so with several per thread a thread slowed by the rest of the machine is made up for by the
+  // others (each item is still a long contiguous slab: fc6's 151 MB in 8 items of 19 MB).
+  void bind(int threads, int items_per_thread = 4);
+  // y = clamp(x * W + bias, lo, hi).
+  void run(ThreadPool& pool, const float* x, float* y, float lo, float hi) const;
+
+ private:
+  PackedGemv w_;
+  std::vector<int64_t> bounds_;  // item i: panels [bounds_[i], bounds_[i + 1])
+};
+
+}  // namespace tessera::cpu
