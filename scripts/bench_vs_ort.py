@@ -8,8 +8,11 @@ Run with the python3 that has onnxruntime (not Debian's /usr/bin/python3):
 
 For each model and thread count (1 and 2) it converts the ONNX file with `tessera convert`, then
 alternates batches of ONNX Runtime runs (CPU execution provider, ORT_ENABLE_ALL, intra-op threads
-= N, inter-op 1, sequential) and `tessera run --device cpu:<N cores> --repeat R` (one warm-up
-each), until each side has >= --runs timed runs. It prints the median latency of each, the
+= N, inter-op 1, sequential) and `tessera run --device cpu:<N cores> --repeat R --times` (one
+warm-up each), until each side has >= --runs timed runs; every run's own time counts. Between
+the two sides it pauses --pause seconds (default 0.2): ONNX Runtime's intra-op threads spin for
+~40 ms after a run (measured here), and a Tessera batch started inside that window would share
+its cores with them. It prints the median latency of each, the
 ratio Tessera/ORT and the achieved GFLOP/s of both against this machine's FP32 FMA peak
 (measured with tessera_bench's BM_FmaPeak when --bench is given, else --peak GFLOP/s).
 """
@@ -58,11 +61,15 @@ def measure_peak(bench):
 
 
 def tessera_batch(tessera, tsr, inp, device, repeat):
-    out = subprocess.run([tessera, "run", tsr, "-i", inp, "-d", device, "--repeat", str(repeat)],
-                         capture_output=True, text=True)
+    """The wall times (ms) of `repeat` timed runs of one `tessera run` process, in run order."""
+    out = subprocess.run([tessera, "run", tsr, "-i", inp, "-d", device, "--repeat", str(repeat),
+                          "--times"], capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(out.stderr)
-    return out.stdout
+    m = re.search(r"^times ms:((?: [0-9.]+)+)$", out.stdout, re.M)
+    if m is None:
+        raise RuntimeError("no 'times ms:' line in the output of tessera run:\n" + out.stdout)
+    return [float(v) for v in m.group(1).split()]
 
 
 def main():
@@ -73,6 +80,9 @@ def main():
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--batch", type=int, default=10, help="runs per side per turn")
+    ap.add_argument("--pause", type=float, default=0.2,
+                    help="seconds between the two sides (lets the other's threads go idle)")
     ap.add_argument("--peak", type=float, default=0, help="FP32 peak GFLOP/s per thread if no --bench")
     args = ap.parse_args()
 
@@ -101,17 +111,16 @@ def main():
             sess.run(None, feed)  # warm-up
             device = "cpu:0" if threads == 1 else "cpu:0-%d" % (threads - 1)
             ort_ms, tes_ms = [], []
-            batch = 5
+            batch = args.batch
             while len(ort_ms) < args.runs or len(tes_ms) < args.runs:
                 for _ in range(batch):
                     t0 = time.perf_counter()
                     sess.run(None, feed)
                     ort_ms.append((time.perf_counter() - t0) * 1e3)
-                # tessera run: one warm-up, then `batch` timed runs; we read each batch's median
-                # and min, and keep the batch median `batch` times (per-run times are not printed).
-                out = tessera_batch(args.tessera, tsr, inp, device, batch)
-                med = float(re.search(r"median ([0-9.]+) ms", out).group(1))
-                tes_ms.extend([med] * batch)
+                time.sleep(args.pause)
+                # tessera run: one warm-up, then `batch` timed runs, each run's time.
+                tes_ms.extend(tessera_batch(args.tessera, tsr, inp, device, batch))
+                time.sleep(args.pause)
             o, t = statistics.median(ort_ms), statistics.median(tes_ms)
             peak = peaks.get(threads, args.peak * 1e9 * threads)
             rows.append((name, threads, t, o, t / o, flops / t * 1e-6, flops / o * 1e-6, peak * 1e-9))

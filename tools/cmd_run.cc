@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <numeric>
 
 #include "core/npy.h"
@@ -23,7 +24,9 @@ const std::vector<cli::FlagSpec> kFlags = {
      "input .npy (one per model input, in order; or NAME=PATH); default: zeros"},
     {"--output", "-o", true, true, "write output .npy (one per model output, in order)"},
     {"--device", "-d", true, false, "device to run on (default: reference; see `tessera devices`)"},
-    {"--repeat", "-r", true, false, "timed runs after one warm-up run (default 1)"},
+    {"--repeat", "-r", true, false, "timed runs after the warm-up runs (default 1)"},
+    {"--warmup", "", true, false, "untimed runs before the timed ones (default 1)"},
+    {"--times", "", false, false, "print every timed run's latency, in run order"},
     {"--top", "", true, false, "print the K largest entries of the first output"},
     {"--plan", "", true, false, "run by this plan (from `tessera plan`) instead of on one device"},
     {"--trace", "", true, false, "with --plan: write a Chrome trace (open in Perfetto)"},
@@ -94,9 +97,30 @@ int finish(const Model& model, const cli::Args& args, const std::vector<Tensor>&
   return 0;
 }
 
+// `warmup` untimed then `repeat` timed calls of `run`; the wall times in run order. With --times
+// they are printed as one line ("times ms: ..."), for scripts that want each run, not a median.
+Result<std::vector<double>> timed_runs(const cli::Args& args, int warmup, int repeat,
+                                       const std::function<Status()>& run) {
+  for (int r = 0; r < warmup; ++r) RETURN_IF_ERROR(run());
+  std::vector<double> ms;
+  for (int r = 0; r < repeat; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    RETURN_IF_ERROR(run());
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  if (args.has("--times")) {
+    std::printf("times ms:");
+    for (double t : ms) std::printf(" %.3f", t);
+    std::printf("\n");
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms;
+}
+
 Result<std::vector<Tensor>> run_plan(const std::string& path, const Model& model,
                                      const std::vector<Tensor>& inputs, const cli::Args& args,
-                                     int repeat) {
+                                     int warmup, int repeat) {
   ASSIGN_OR_RETURN(Plan plan, Plan::load(args.get("--plan")));
   ASSIGN_OR_RETURN(std::string hash, model_file_hash(path));
   if (!plan.model_hash.empty() && plan.model_hash != hash) {
@@ -107,18 +131,11 @@ Result<std::vector<Tensor>> run_plan(const std::string& path, const Model& model
   ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex, Executor::create(lg, plan));
   print_plan_table(plan, lg);
   std::vector<Tensor> outputs;
-  RETURN_IF_ERROR(ex->run(inputs, &outputs));  // warm-up
-  std::vector<double> ms;
-  for (int r = 0; r < repeat; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    RETURN_IF_ERROR(ex->run(inputs, &outputs));
-    ms.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(ms.begin(), ms.end());
+  ASSIGN_OR_RETURN(std::vector<double> ms, timed_runs(args, std::max(warmup, 1), repeat,
+                                                      [&] { return ex->run(inputs, &outputs); }));
   // Per step (adjacent stages on one device run as one program): the mean over the timed runs
-  // (run 0 was the warm-up) next to the sum of its stages' estimates.
-  const std::vector<double> step_ms = ex->mean_step_ms(1);
+  // (the warm-up runs left out) next to the sum of its stages' estimates.
+  const std::vector<double> step_ms = ex->mean_step_ms(std::max(warmup, 1));
   std::printf("%5s  %-7s %-20s %12s %12s\n", "step", "stages", "device", "measured ms",
               "estimated ms");
   for (size_t i = 0; i < ex->steps().size(); ++i) {
@@ -158,6 +175,8 @@ int cmd_run(int argc, char** argv) {
   }
   auto repeat = args->get_int("--repeat", 1, 1, 1000000);
   if (!repeat.ok()) return report_error("run", repeat.status());
+  auto warmup = args->get_int("--warmup", 1, 0, 1000000);
+  if (!warmup.ok()) return report_error("run", warmup.status());
   auto top = args->get_int("--top", 0, 0, 1000000);
   if (!top.ok()) return report_error("run", top.status());
 
@@ -172,7 +191,7 @@ int cmd_run(int argc, char** argv) {
     if (args->has("--device")) {
       return report_error("run", invalid_argument("give --device or --plan, not both"));
     }
-    auto outputs = run_plan(args->positional[0], **model, *inputs, *args, *repeat);
+    auto outputs = run_plan(args->positional[0], **model, *inputs, *args, *warmup, *repeat);
     if (!outputs.ok()) return report_error("run", outputs.status());
     return finish(**model, *args, *outputs, *top);
   }
@@ -180,26 +199,21 @@ int cmd_run(int argc, char** argv) {
   auto session = Session::create(*model, device);
   if (!session.ok()) return report_error("run", session.status());
 
-  auto outputs = (*session)->run(*inputs);  // warm-up (and the result when --repeat 1)
-  if (!outputs.ok()) return report_error("run", outputs.status());
-  std::vector<double> ms;
-  for (int r = 0; r < *repeat; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    outputs = (*session)->run(*inputs);
-    if (!outputs.ok()) return report_error("run", outputs.status());
-    ms.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(ms.begin(), ms.end());
+  std::vector<Tensor> outputs;
+  auto ms = timed_runs(*args, *warmup, *repeat, [&]() -> Status {
+    ASSIGN_OR_RETURN(outputs, (*session)->run(*inputs));
+    return Status::ok_status();
+  });
+  if (!ms.ok()) return report_error("run", ms.status());
   std::printf("device %s: latency median %.3f ms, min %.3f ms over %d run(s)\n", device.c_str(),
-              ms[ms.size() / 2], ms.front(), *repeat);
+              (*ms)[ms->size() / 2], ms->front(), *repeat);
   if ((*session)->peak_memory_bytes() > 0) {
     std::printf("device %s: peak memory %.1f MiB (activation arena + packed weights)\n",
                 device.c_str(),
                 static_cast<double>((*session)->peak_memory_bytes()) / (1024.0 * 1024.0));
   }
 
-  return finish(**model, *args, *outputs, *top);
+  return finish(**model, *args, outputs, *top);
 }
 
 }  // namespace tessera::tools

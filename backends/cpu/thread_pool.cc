@@ -226,7 +226,7 @@ bool ThreadChoice::slow() const {
 bool ThreadChoice::next(int threads) {
   if (threads < 2) return true;
   if (leader_) {
-    retry_ = ++since_retry_ >= kExplore;
+    retry_ = ++since_retry_ >= explore_;
   } else {
     // Slow all-thread runs: try the leader now if it was never measured, else every kExplore.
     retry_ = slow() && (avg_leader_ < 0 || ++since_retry_ >= kExplore);
@@ -243,7 +243,13 @@ void ThreadChoice::record(bool workers, double ms) {
     window_[static_cast<size_t>(window_next_)] = ms;
     window_next_ = (window_next_ + 1) % kWindow;
     window_size_ = std::min(window_size_ + 1, kWindow);
-    if (leader_) leader_ = avg_leader_ < typical_all();
+    if (leader_) {
+      // A retry from the leader: all threads back at once if they beat it; otherwise wait twice
+      // as long before the next retry (a start-up transient costs a few runs, a lasting load one
+      // run in kExplore).
+      leader_ = avg_leader_ < typical_all();
+      explore_ = leader_ ? std::min(2 * explore_, kExplore) : kExploreFirst;
+    }
   } else {
     avg_leader_ = avg_leader_ < 0 || retry_ ? ms : 0.75 * avg_leader_ + 0.25 * ms;
     leader_ = window_size_ == 0 || avg_leader_ < typical_all();

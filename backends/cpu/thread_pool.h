@@ -113,13 +113,17 @@ class ThreadPool {
 // slower than the leader alone. Runs use all threads until they turn slow: the median of the
 // last kWindow all-thread runs above 1.5x the fastest one seen (one outlier never counts). Then
 // the leader alone is tried at once, and kept while its average beats that median; from the
-// leader, all threads are retried every kExplore runs (a retry starts the window afresh, so one
-// fast run brings them back). A quiet machine never runs leader-only, so what a program's runs
-// measure is what the profiler's all-thread timings predict. Used on the leader thread only
-// (jobs are serialised there), so it needs no lock.
+// leader, all threads are retried after kExploreFirst runs, then after twice as many each time
+// the leader stays ahead, up to every kExplore runs (a retry starts the window afresh, so one
+// fast run brings them back). So a transient (the first runs of a process started while another
+// engine's threads still spin on the cores) costs a few leader-only runs, not kExplore. A quiet
+// machine never runs leader-only, so what a program's runs measure is what the profiler's
+// all-thread timings predict. Used on the leader thread only (jobs are serialised there), so it
+// needs no lock.
 class ThreadChoice {
  public:
   static constexpr int kExplore = 32;
+  static constexpr int kExploreFirst = 4;
   static constexpr int kWindow = 5;
   // Whether the next run should use the workers; `threads` is the pool's size.
   bool next(int threads);
@@ -137,6 +141,7 @@ class ThreadChoice {
   bool leader_ = false;                     // the current mode: leader only
   bool retry_ = false;                      // this run tries the other mode
   int since_retry_ = 0;
+  int explore_ = kExploreFirst;  // runs in leader mode before all threads are retried
 };
 
 // Pins the calling thread to `cores`; the message names the cores on failure.

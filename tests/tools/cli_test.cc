@@ -77,6 +77,23 @@ TEST(Cli, RunsAModelAndWritesOutput) {
   EXPECT_NE(r.output.find("Relu"), std::string::npos);
 }
 
+TEST(Cli, RunPrintsEveryTimedRunWithTimes) {
+  const std::string model = write_small_model();
+  const std::string out = temp_path("y0.npy");
+  // No warm-up: the outputs still come from the timed runs.
+  CommandResult r = run_cli("run " + model + " --repeat 4 --warmup 0 --times --output " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const size_t at = r.output.find("times ms:");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  const std::string line = r.output.substr(at, r.output.find('\n', at) - at);
+  int values = 0;
+  for (size_t i = 0; i < line.size(); ++i) values += line[i] == ' ' ? 1 : 0;
+  EXPECT_EQ(values, 1 + 4) << line;  // "times ms:" holds one space, then one per run
+  EXPECT_EQ(read_npy(out).value().shape(), (Shape{1, 4}));
+  EXPECT_EQ(run_cli("run " + model + " --repeat 2").output.find("times ms:"), std::string::npos);
+  EXPECT_EQ(run_cli("run " + model + " --warmup -1").exit_code, 1);
+}
+
 TEST(Cli, RejectsBadModelFiles) {
   const std::string empty = temp_path("empty.tsr"), junk = temp_path("junk.tsr");
   write_bytes(empty, "");
