@@ -107,6 +107,10 @@ struct ConvLayer {
 const ConvLayer kLayers[] = {
     {"mobilenet_v2/conv0_3x3s2", 3, 32, 224, 3, 2, 1},
     {"mobilenet_v2/dw_3x3_112", 32, 32, 112, 3, 1, 32},
+    {"mobilenet_v2/project_1x1_112", 32, 16, 112, 1, 1, 1},
+    {"mobilenet_v2/expand_1x1_112", 16, 96, 112, 1, 1, 1},
+    {"mobilenet_v2/dw_3x3s2_112", 96, 96, 112, 3, 2, 96},
+    {"mobilenet_v2/project_1x1_56", 144, 24, 56, 1, 1, 1},
     {"mobilenet_v2/expand_1x1_56", 24, 144, 56, 1, 1, 1},
     {"mobilenet_v2/dw_3x3s2_56", 144, 144, 56, 3, 2, 144},
     {"mobilenet_v2/project_1x1_14", 384, 64, 14, 1, 1, 1},

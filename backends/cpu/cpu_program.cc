@@ -39,8 +39,9 @@ class FusedAddKernel final : public Kernel {
 Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& g,
                                                         std::span<const NodeId> layers,
                                                         std::shared_ptr<ThreadPool> pool,
-                                                        const char* variant) {
+                                                        const char* variant, KernelChoice choice) {
   std::unique_ptr<CpuProgram> p(new CpuProgram(g, std::move(pool)));
+  p->measured_ = variant == nullptr && choice == KernelChoice::kMeasured;
   slice_boundary(g, layers, &p->inputs_, &p->outputs_);
 
   // Phase 1: build a kernel per layer (weights packed here).
@@ -55,7 +56,8 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& g,
     }
     NodeContext nc(g, node);
     KernelRequest req{g, node, nc.ctx(), *p->pool_};
-    Result<std::unique_ptr<Kernel>> k = build_kernel(req, variant);
+    Result<std::unique_ptr<Kernel>> k =
+        p->measured_ ? build_measured_kernel(req) : build_kernel(req, variant);
     if (!k.ok())
       return k.status().with_context("node '" + node.name + "' (" + op_name(node.kind) + ")");
     p->owned_bytes_ += (*k)->owned_bytes();
@@ -126,7 +128,10 @@ void CpuProgram::fuse_residual_adds(std::span<const NodeId> layers,
       const NodeId r_id = g_.value(r).producer;
       const int rp = r_id == kNoNode ? -1 : position(r_id);
       if (!(rp >= 0 ? rp < c : is_slice_input(r))) continue;
-      if (!(*kernels)[static_cast<size_t>(c)]->fuse_residual(*act)) continue;
+      bool fused = false;
+      (*kernels)[static_cast<size_t>(c)] =
+          fusing_kernel(conv_id, std::move((*kernels)[static_cast<size_t>(c)]), *act, &fused);
+      if (!fused) continue;
       fusions_[static_cast<size_t>(c)].residual = r;
       fusions_[static_cast<size_t>(c)].writes = add.outputs[0];
       fusions_[a].into = c;
@@ -134,6 +139,21 @@ void CpuProgram::fuse_residual_adds(std::span<const NodeId> layers,
       break;
     }
   }
+}
+
+std::unique_ptr<Kernel> CpuProgram::fusing_kernel(NodeId conv, std::unique_ptr<Kernel> k,
+                                                  const Activation& act, bool* fused) {
+  *fused = k->fuse_residual(act);
+  if (*fused || !measured_) return k;
+  const Node& node = g_.node(conv);
+  NodeContext nc(g_, node);
+  KernelRequest req{g_, node, nc.ctx(), *pool_};
+  Result<std::unique_ptr<Kernel>> rules = build_kernel(req);
+  if (!rules.ok() || !*rules || !(*rules)->fuse_residual(act)) return k;
+  *fused = true;
+  owned_bytes_ += (*rules)->owned_bytes();
+  owned_bytes_ -= std::min(owned_bytes_, k->owned_bytes());
+  return std::move(*rules);
 }
 
 void CpuProgram::plan(std::span<const NodeId> layers,

@@ -11,16 +11,21 @@
 #include <vector>
 
 #include "backends/cpu/kernel.h"
+#include "backends/cpu/kernel_choice.h"
 #include "backends/device.h"
 
 namespace tessera::cpu {
 
 class CpuProgram final : public Program {
  public:
-  // `variant`: see build_kernel (tests and benchmarks that compare kernel variants).
+  // `variant`: see build_kernel (tests and benchmarks that compare kernel variants). `choice`:
+  // how each node's kernel is picked when no variant is forced (kernel_choice.h); a convolution
+  // whose residual Add the measured kernel cannot fuse gets the rules' kernel where that one can
+  // (an unfused Add costs about what the variants differ by).
   static Result<std::unique_ptr<CpuProgram>> compile(const Graph& g, std::span<const NodeId> layers,
                                                      std::shared_ptr<ThreadPool> pool,
-                                                     const char* variant = nullptr);
+                                                     const char* variant = nullptr,
+                                                     KernelChoice choice = default_kernel_choice());
 
   const std::vector<ValueId>& input_values() const override { return inputs_; }
   const std::vector<ValueId>& output_values() const override { return outputs_; }
@@ -72,6 +77,10 @@ class CpuProgram final : public Program {
   };
 
   CpuProgram(const Graph& g, std::shared_ptr<ThreadPool> pool) : g_(g), pool_(std::move(pool)) {}
+  // The kernel that fuses act(conv + R) for convolution `conv`: `k` itself, or, when `k` declines
+  // and it was a measured choice, a fresh kernel by the rules if that one accepts (else null).
+  std::unique_ptr<Kernel> fusing_kernel(NodeId conv, std::unique_ptr<Kernel> k,
+                                        const Activation& act, bool* fused);
   // Decides layouts, conversions and buffers for the given slice-input layouts (steps_ get no
   // kernels yet); records the layout each slice input's first reader wants.
   void plan(std::span<const NodeId> layers, const std::vector<std::unique_ptr<Kernel>>& kernels,
@@ -92,6 +101,7 @@ class CpuProgram final : public Program {
 
   const Graph& g_;
   std::shared_ptr<ThreadPool> pool_;
+  bool measured_ = false;  // kernels chosen by measurement (KernelChoice::kMeasured)
   std::vector<ValueId> inputs_, outputs_;
   std::vector<Buf> bufs_;
   std::vector<Step> steps_;

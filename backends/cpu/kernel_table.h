@@ -18,6 +18,10 @@ struct KernelEntry {
   OpKind op;
   const char* variant;  // e.g. "xnnpack_conv2d_nhwc_f32"
   KernelFactory make;
+  // Whether measured kernel choice (kernel_choice.h) may pick this variant for configurations
+  // the rules give to another: false for a variant that is fast but less accurate (Winograd
+  // F(4x4)), which runs only where its own factory's rules take a node or when asked for.
+  bool measured_candidate = true;
 };
 
 extern const KernelEntry kConvKernels[];

@@ -1,0 +1,388 @@
+#include "backends/cpu/kernel_choice.h"
+
+#include <cpuinfo.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <string_view>
+#include <type_traits>
+#include <variant>
+
+#include "backends/cpu/kernel_table.h"
+#include "core/allocator.h"
+
+namespace tessera::cpu {
+
+namespace {
+
+// The rules' own choice is kept unless another candidate is more than this much faster.
+constexpr double kKeepRuleWithin = 0.03;
+// Timed rounds per measurement (each round runs every candidate once, in turn): at least
+// kMinRounds, more while the rounds are short, never more than kMaxRounds.
+constexpr int kMinRounds = 3;
+constexpr int kMaxRounds = 15;
+constexpr double kTargetRoundsMs = 60;
+// Bumped when the kernels change enough that cached decisions should be measured again.
+constexpr std::string_view kFormat = "tessera-cpu-kernels-1";
+
+bool measured_op(OpKind op) {
+  return op == OpKind::kConv;
+}
+
+std::string sanitize(std::string s) {
+  for (char& c : s) {
+    if (c == '\t' || c == '\n' || c == '\r') c = ' ';
+  }
+  return s;
+}
+
+const std::string& cpu_identity() {
+  static const std::string id = [] {
+    std::string name;
+    if (cpuinfo_initialize() && cpuinfo_get_packages_count() > 0) {
+      name = cpuinfo_get_package(0)->name;
+    }
+    if (name.empty()) {
+      std::ifstream f("/proc/cpuinfo");
+      std::string line;
+      while (std::getline(f, line)) {
+        if (line.rfind("model name", 0) == 0) {
+          const size_t colon = line.find(':');
+          if (colon != std::string::npos) name = line.substr(colon + 1);
+          break;
+        }
+      }
+    }
+    name.erase(0, name.find_first_not_of(' '));
+    return sanitize(name.empty() ? "unknown cpu" : name);
+  }();
+  return id;
+}
+
+// Decisions of this process (key -> variant), loaded from the cache file on first use.
+struct Decisions {
+  std::mutex mu;
+  bool loaded = false;
+  std::string loaded_from;
+  std::map<std::string, std::string> variant_of;
+};
+
+Decisions& decisions() {
+  static Decisions d;
+  return d;
+}
+
+// One line: format, cpu, key, variant, then what was measured (informative).
+void load_locked(Decisions& d, const std::string& path) {
+  if (d.loaded && d.loaded_from == path) return;
+  d.loaded = true;
+  d.loaded_from = path;
+  if (path.empty()) return;
+  std::ifstream f(path);
+  std::string line;
+  while (std::getline(f, line)) {
+    std::vector<std::string> fields;
+    std::stringstream ss(line);
+    std::string field;
+    while (std::getline(ss, field, '\t')) fields.push_back(field);
+    if (fields.size() < 4 || fields[0] != kFormat || fields[1] != cpu_identity()) continue;
+    d.variant_of[fields[2]] = fields[3];
+  }
+}
+
+void append_line(const std::string& path, const std::string& line) {
+  if (path.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  // One write() of a short line with O_APPEND: processes measuring at once never interleave
+  // within a line; if two measure the same key, the later line wins on load.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return;  // a read-only home: decisions stay in the process
+  const ssize_t n = ::write(fd, line.data(), line.size());
+  (void)n;
+  ::close(fd);
+}
+
+// Scratch tensors a candidate is bound to while it is timed.
+struct Scratch {
+  std::vector<std::shared_ptr<uint8_t>> buffers;
+  std::vector<Operand> inputs, outputs;
+};
+
+Result<Scratch> bind_scratch(const KernelRequest& req, Kernel& k) {
+  const Graph& g = req.graph;
+  const Node& n = req.node;
+  std::vector<Layout> available(n.inputs.size(), Layout::kNCHW), wanted(n.inputs.size());
+  std::vector<Layout> produced(n.outputs.size(), Layout::kNCHW);
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const ValueId v = n.inputs[i];
+    if (v != kNoValue && !g.value(v).is_constant && g.value(v).info.shape.rank() == 4)
+      available[i] = Layout::kNHWC;  // what the layers before a convolution normally produce
+  }
+  k.choose_layouts(available, wanted, produced);
+  Scratch s;
+  auto make = [&](const TensorInfo& info, Layout layout) -> Result<Operand> {
+    Operand o;
+    o.dtype = info.dtype;
+    o.shape = info.shape;
+    o.layout = layout;
+    // 64 bytes of readable padding past the end (XNNPACK reads up to 16).
+    const size_t bytes = static_cast<size_t>(info.shape.numel()) * dtype_size(info.dtype) + 64;
+    ASSIGN_OR_RETURN(std::shared_ptr<uint8_t> buf, allocate_host(bytes));
+    // Small values of both signs (a denormal-free, realistic activation range).
+    if (info.dtype == DType::kF32) {
+      float* f = reinterpret_cast<float*>(buf.get());
+      uint32_t state = 12345;
+      for (int64_t i = 0; i < info.shape.numel(); ++i) {
+        state = state * 1664525u + 1013904223u;
+        f[i] = static_cast<float>(static_cast<int32_t>(state >> 8) % 2001 - 1000) * 1e-3f;
+      }
+    }
+    o.data = buf.get();
+    s.buffers.push_back(std::move(buf));
+    return o;
+  };
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const ValueId v = n.inputs[i];
+    if (v == kNoValue) {
+      s.inputs.emplace_back();
+      continue;
+    }
+    const Value& val = g.value(v);
+    if (val.is_constant) {
+      Operand o;
+      o.data = const_cast<void*>(val.data.raw());
+      o.dtype = val.data.dtype();
+      o.shape = val.data.shape();
+      o.is_constant = true;
+      o.constant = &val.data;
+      s.inputs.push_back(o);
+      continue;
+    }
+    ASSIGN_OR_RETURN(Operand o, make(val.info, wanted[i]));
+    s.inputs.push_back(o);
+  }
+  for (size_t i = 0; i < n.outputs.size(); ++i) {
+    ASSIGN_OR_RETURN(Operand o, make(g.value(n.outputs[i]).info, produced[i]));
+    s.outputs.push_back(o);
+  }
+  RETURN_IF_ERROR(k.bind(s.inputs, s.outputs, req.pool));
+  return s;
+}
+
+// A candidate's one run, inside a job of the pool; its wall time in ms.
+Result<double> time_one_run(ThreadPool& pool, Kernel& k) {
+  double ms = 0;
+  RETURN_IF_ERROR(pool.run([&]() -> Status {
+    const auto t0 = std::chrono::steady_clock::now();
+    Status st = k.run(pool);
+    ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return st;
+  }));
+  return ms;
+}
+
+struct Candidate {
+  const KernelEntry* entry;
+  std::unique_ptr<Kernel> kernel;
+  Scratch scratch;
+  double best_ms = INFINITY;
+};
+
+// Builds `entry`'s kernel for the node; null when it declines (or rejects the configuration as
+// unimplemented / invalid, which dispatch treats the same way).
+Result<std::unique_ptr<Kernel>> try_entry(const KernelEntry& e, const KernelRequest& req,
+                                          bool any_config) {
+  KernelRequest r = req;
+  r.any_config = any_config;
+  Result<std::unique_ptr<Kernel>> k = e.make(r);
+  if (!k.ok()) {
+    const StatusCode c = k.status().code();
+    if (c == StatusCode::kUnimplemented || c == StatusCode::kInvalidArgument)
+      return std::unique_ptr<Kernel>();
+    return k.status();
+  }
+  return std::move(*k);
+}
+
+const KernelEntry* find_entry(OpKind op, const std::string& variant) {
+  static const std::vector<KernelEntry> entries = all_kernel_entries();
+  for (const KernelEntry& e : entries) {
+    if (e.op == op && variant == e.variant) return &e;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+KernelChoice default_kernel_choice() {
+  const char* v = std::getenv("TESSERA_CPU_KERNELS");
+  if (v != nullptr && std::string_view(v) == "rules") return KernelChoice::kRules;
+  return KernelChoice::kMeasured;
+}
+
+std::string kernel_choice_cache_path() {
+  if (const char* p = std::getenv("TESSERA_CPU_KERNEL_CACHE"); p != nullptr) {
+    const std::string_view v(p);
+    return v == "off" || v.empty() ? std::string() : std::string(v);
+  }
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && x[0] != '\0')
+    return std::string(x) + "/tessera/cpu-kernels.tsv";
+  if (const char* h = std::getenv("HOME"); h != nullptr && h[0] != '\0')
+    return std::string(h) + "/.cache/tessera/cpu-kernels.tsv";
+  return std::string();
+}
+
+std::string kernel_choice_key(const KernelRequest& req) {
+  const Graph& g = req.graph;
+  std::ostringstream key;
+  key << op_name(req.node.kind);
+  for (ValueId v : req.node.inputs) {
+    key << '|';
+    if (v == kNoValue) {
+      key << '-';
+      continue;
+    }
+    const Value& val = g.value(v);
+    const Shape& s = val.is_constant ? val.data.shape() : val.info.shape;
+    key << dtype_name(val.is_constant ? val.data.dtype() : val.info.dtype) << s.to_string()
+        << (val.is_constant ? "c" : "");
+  }
+  for (const auto& [name, value] : req.node.attrs.all()) {
+    key << '|' << name << '=';
+    std::visit(
+        [&](const auto& v) {
+          using T = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<T, Tensor>) {
+            key << "tensor" << v.shape().to_string();
+          } else if constexpr (std::is_same_v<T, std::vector<int64_t>> ||
+                               std::is_same_v<T, std::vector<float>>) {
+            for (size_t i = 0; i < v.size(); ++i) key << (i ? "," : "") << v[i];
+          } else {
+            key << v;
+          }
+        },
+        value);
+  }
+  key << "|cores " << req.pool.cores().to_string();
+  return sanitize(key.str());
+}
+
+void clear_kernel_choices_in_process() {
+  Decisions& d = decisions();
+  std::lock_guard<std::mutex> lock(d.mu);
+  d.variant_of.clear();
+  d.loaded = false;
+}
+
+Result<std::unique_ptr<Kernel>> build_measured_kernel(const KernelRequest& req,
+                                                      std::vector<KernelTiming>* timings) {
+  if (timings != nullptr) timings->clear();
+  if (!measured_op(req.node.kind)) return build_kernel(req);
+  const std::string key = kernel_choice_key(req);
+  const std::string path = kernel_choice_cache_path();
+  Decisions& d = decisions();
+  {
+    std::lock_guard<std::mutex> lock(d.mu);
+    load_locked(d, path);
+    auto it = d.variant_of.find(key);
+    if (it != d.variant_of.end()) {
+      if (const KernelEntry* e = find_entry(req.node.kind, it->second); e != nullptr) {
+        ASSIGN_OR_RETURN(std::unique_ptr<Kernel> k, try_entry(*e, req, /*any_config=*/true));
+        if (k) return k;
+      }
+      // A variant this build no longer has, or one that declines now: measure again.
+    }
+  }
+
+  // The rules' choice first (the first accepting entry), then every other accepting variant.
+  static const std::vector<KernelEntry> entries = all_kernel_entries();
+  std::vector<Candidate> cands;
+  const KernelEntry* rule = nullptr;
+  for (const KernelEntry& e : entries) {
+    if (e.op != req.node.kind) continue;
+    ASSIGN_OR_RETURN(std::unique_ptr<Kernel> k, try_entry(e, req, /*any_config=*/false));
+    if (k) {
+      rule = &e;
+      cands.push_back(Candidate{&e, std::move(k), {}, INFINITY});
+      break;
+    }
+  }
+  for (const KernelEntry& e : entries) {
+    if (e.op != req.node.kind || &e == rule || !e.measured_candidate) continue;
+    ASSIGN_OR_RETURN(std::unique_ptr<Kernel> k, try_entry(e, req, /*any_config=*/true));
+    if (k) cands.push_back(Candidate{&e, std::move(k), {}, INFINITY});
+  }
+  if (cands.empty()) return make_reference_kernel(req.node);
+  if (cands.size() == 1) return std::move(cands[0].kernel);
+
+  // Bind each to scratch tensors; one untimed run each (packs, pages, caches).
+  double warm_ms = 0;
+  for (Candidate& c : cands) {
+    Result<Scratch> s = bind_scratch(req, *c.kernel);
+    if (!s.ok()) {
+      c.kernel.reset();  // cannot be set up for this node: not a candidate
+      continue;
+    }
+    c.scratch = std::move(*s);
+    Result<double> ms = time_one_run(req.pool, *c.kernel);
+    if (!ms.ok()) {
+      c.kernel.reset();
+      continue;
+    }
+    warm_ms += *ms;
+  }
+  std::erase_if(cands, [](const Candidate& c) { return c.kernel == nullptr; });
+  if (cands.empty()) return build_kernel(req);
+  if (cands.size() > 1) {
+    const int rounds =
+        std::clamp(static_cast<int>(std::ceil(kTargetRoundsMs / std::max(warm_ms, 1e-3))),
+                   kMinRounds, kMaxRounds);
+    for (int r = 0; r < rounds; ++r) {
+      for (Candidate& c : cands) {
+        ASSIGN_OR_RETURN(double ms, time_one_run(req.pool, *c.kernel));
+        c.best_ms = std::min(c.best_ms, ms);
+      }
+    }
+  }
+  const Candidate* best = &cands[0];
+  for (const Candidate& c : cands) {
+    if (c.best_ms < best->best_ms) best = &c;
+  }
+  const Candidate* chosen = best;
+  if (rule != nullptr && cands[0].entry == rule &&
+      cands[0].best_ms <= best->best_ms * (1 + kKeepRuleWithin))
+    chosen = &cands[0];
+  const std::string variant = chosen->entry->variant;
+
+  std::ostringstream line;
+  line << kFormat << '\t' << cpu_identity() << '\t' << key << '\t' << variant << '\t';
+  for (const Candidate& c : cands) {
+    line << c.entry->variant << '=' << c.best_ms << ' ';
+    if (timings != nullptr) timings->push_back(KernelTiming{c.entry->variant, c.best_ms});
+  }
+  line << '\n';
+  {
+    std::lock_guard<std::mutex> lock(d.mu);
+    d.variant_of[key] = variant;
+    append_line(path, line.str());
+  }
+  // A fresh kernel of the chosen variant: the timed ones are bound to scratch tensors.
+  const KernelEntry* e = chosen->entry;
+  const bool any_config = e != rule;
+  cands.clear();
+  ASSIGN_OR_RETURN(std::unique_ptr<Kernel> k, try_entry(*e, req, any_config));
+  if (k) return k;
+  return build_kernel(req);
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,61 @@
+// Measured kernel choice for the `cpu` device.
+//
+// A convolution can run on up to six kernel variants (kernel_table.h: Tessera's direct, Winograd
+// and GEMM convolutions, OpenBLAS, XNNPACK). Which one is fastest depends on the layer and on the
+// CPU: the static rules in the factories were measured on one machine (an Intel core with two
+// 512-bit FMA ports), and on another (an AMD Zen 4 core, 512-bit FMAs on two 256-bit units)
+// XNNPACK's 1x1 path beat Tessera's GEMM on every ResNet-50 1x1 layer by 10-25%
+// (docs/performance.md). So by default a node with more than one candidate is measured when it is
+// compiled: every variant that can run it is built, bound to scratch tensors of the node's
+// shapes and timed on the device's own pool, in interleaved rounds; the fastest wins unless the
+// rules' own choice is within kKeepRuleWithin of it (noise must not flip a choice back and forth).
+//
+// Decisions are remembered per (CPU model, core set, node configuration): in the process, and in
+// a cache file (kernel_choice_cache_path(); one line per decision), so a configuration is
+// measured once per machine, not once per compile. The file is plain text and may be deleted at
+// any time; lines of another format version or CPU are ignored.
+//
+// TESSERA_CPU_KERNELS=rules turns measuring off (the factories' rules alone, as before);
+// TESSERA_CPU_KERNEL_CACHE=PATH moves the cache file, =off keeps decisions in the process only.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/kernel.h"
+
+namespace tessera::cpu {
+
+enum class KernelChoice {
+  kRules,     // the first entry of the kernel table that accepts the node
+  kMeasured,  // the fastest accepting entry, measured (and cached)
+};
+
+// From TESSERA_CPU_KERNELS ("rules" or "measured"; unset: measured).
+KernelChoice default_kernel_choice();
+
+// Where decisions are cached: TESSERA_CPU_KERNEL_CACHE, else $XDG_CACHE_HOME/tessera/ or
+// ~/.cache/tessera/cpu-kernels.tsv; empty when caching on disk is off.
+std::string kernel_choice_cache_path();
+
+// What one measurement found, for tests and `describe`.
+struct KernelTiming {
+  std::string variant;
+  double ms = 0;  // minimum over the rounds
+};
+
+// The kernel for `req` by measurement: as build_kernel(req) when at most one entry of the node's
+// op accepts it (any_config) or the op is not measured (only convolutions are); otherwise the
+// fastest candidate. `timings` (optional) receives what was measured now (empty when the
+// decision came from the cache).
+Result<std::unique_ptr<Kernel>> build_measured_kernel(const KernelRequest& req,
+                                                      std::vector<KernelTiming>* timings = nullptr);
+
+// The cache key of a node's configuration on a pool (op, shapes, attributes, core set).
+std::string kernel_choice_key(const KernelRequest& req);
+
+// Forgets the decisions made in this process (tests); the file is left alone.
+void clear_kernel_choices_in_process();
+
+}  // namespace tessera::cpu

@@ -1,0 +1,281 @@
+// Measured kernel choice (backends/cpu/kernel_choice.h): the candidates, the decision, the cache
+// file (including damaged ones), and programs compiled by it against the reference device.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "backends/cpu/cpu_program.h"
+#include "backends/cpu/gemm.h"
+#include "backends/cpu/kernel_choice.h"
+#include "backends/cpu/kernel_table.h"
+#include "backends/registry.h"
+#include "tests/backends/cpu_test_util.h"
+#include "tests/ops/op_test_util.h"
+
+namespace tessera {
+namespace {
+
+using Ints = std::vector<int64_t>;
+using testing::cpu_pool_on_first_cores;
+
+// Sets an environment variable for the scope of a test, restoring the previous value.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name); old != nullptr) old_ = old;
+    had_ = std::getenv(name) != nullptr;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      setenv(name_, old_.c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+
+// A fresh cache file for one test; decisions of earlier tests forgotten.
+class KernelChoiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = (std::filesystem::temp_directory_path() /
+             ("tessera_kernel_choice_" + std::to_string(::getpid()) + "_" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".tsv"))
+                .string();
+    std::filesystem::remove(path_);
+    env_ = std::make_unique<ScopedEnv>("TESSERA_CPU_KERNEL_CACHE", path_);
+    cpu::clear_kernel_choices_in_process();
+  }
+  void TearDown() override {
+    env_.reset();
+    std::filesystem::remove(path_);
+    cpu::clear_kernel_choices_in_process();
+  }
+  std::string path_;
+  std::unique_ptr<ScopedEnv> env_;
+};
+
+// x [1, cin, hw, hw] -> Conv k x k (pad k / 2) -> y, optionally + r (a residual Add) -> z.
+struct ConvGraph {
+  Graph g;
+  std::vector<NodeId> layers;
+  std::vector<Tensor> feeds;
+};
+
+ConvGraph conv_graph(int64_t cin, int64_t cout, int64_t hw, int64_t k, bool residual) {
+  ConvGraph c;
+  const ValueId x = c.g.add_value("x", TensorInfo{DType::kF32, Shape{1, cin, hw, hw}});
+  c.g.inputs().push_back(x);
+  c.feeds.push_back(testing::random_tensor(Shape{1, cin, hw, hw}, 1));
+  Node n;
+  n.name = "conv";
+  n.kind = OpKind::kConv;
+  n.attrs.set("pads", Ints{k / 2, k / 2, k / 2, k / 2});
+  n.attrs.set("strides", Ints{1, 1});
+  n.inputs = {x,
+              c.g.add_constant("w", testing::random_tensor(Shape{cout, cin, k, k}, 2, -0.2f, 0.2f)),
+              c.g.add_constant("b", testing::random_tensor(Shape{cout}, 3))};
+  n.outputs = {c.g.add_value("y")};
+  c.layers.push_back(c.g.add_node(n));
+  if (residual) {
+    const ValueId r = c.g.add_value("r", TensorInfo{DType::kF32, Shape{1, cout, hw, hw}});
+    c.g.inputs().push_back(r);
+    c.feeds.push_back(testing::random_tensor(Shape{1, cout, hw, hw}, 4));
+    Node add;
+    add.name = "add";
+    add.kind = OpKind::kAdd;
+    add.attrs.set("activation", std::string("relu"));
+    add.inputs = {n.outputs[0], r};
+    add.outputs = {c.g.add_value("z")};
+    c.layers.push_back(c.g.add_node(add));
+    c.g.outputs().push_back(add.outputs[0]);
+  } else {
+    c.g.outputs().push_back(n.outputs[0]);
+  }
+  EXPECT_TRUE(c.g.infer_shapes().ok());
+  return c;
+}
+
+// Runs the cpu program and the reference device on the graph and compares (relative 1e-4).
+void expect_matches_reference(ConvGraph& c, cpu::CpuProgram& prog) {
+  auto ref_dev = open_device("reference");
+  ASSERT_TRUE(ref_dev.ok());
+  auto ref = (*ref_dev)->compile(c.g, c.layers);
+  ASSERT_TRUE(ref.ok()) << ref.status().to_string();
+  std::vector<Tensor> got(1), want(1);
+  ASSERT_TRUE(prog.run(c.feeds, got).ok());
+  ASSERT_TRUE((*ref)->run(c.feeds, want).ok());
+  ASSERT_EQ(got[0].shape(), want[0].shape());
+  int bad = 0;
+  for (int64_t i = 0; i < got[0].numel(); ++i) {
+    const float x = got[0].data<float>()[i], y = want[0].data<float>()[i];
+    if (!(std::fabs(x - y) <= 1e-4f + 1e-4f * std::fabs(y)) && bad++ < 5)
+      ADD_FAILURE() << "[" << i << "] cpu " << x << " vs reference " << y << "\n"
+                    << prog.describe();
+  }
+}
+
+std::vector<std::string> cache_lines(const std::string& path) {
+  std::vector<std::string> lines;
+  std::ifstream f(path);
+  for (std::string line; std::getline(f, line);) lines.push_back(line);
+  return lines;
+}
+
+TEST_F(KernelChoiceTest, MeasuresEveryAccurateCandidateAndCachesTheDecision) {
+  if (!cpu::gemm_available()) GTEST_SKIP() << "one variant only without AVX-512";
+  auto pool = cpu_pool_on_first_cores(1);
+  ASSERT_NE(pool, nullptr);
+  // A 3x3 convolution many variants run: direct (16 channels), Winograd, the GEMMs, XNNPACK.
+  ConvGraph c = conv_graph(16, 64, 20, 3, false);
+  const Node& node = c.g.node(c.layers[0]);
+  NodeContext nc(c.g, node);
+  cpu::KernelRequest req{c.g, node, nc.ctx(), *pool};
+  std::vector<cpu::KernelTiming> t;
+  auto k = cpu::build_measured_kernel(req, &t);
+  ASSERT_TRUE(k.ok()) << k.status().to_string();
+  ASSERT_NE(*k, nullptr);
+  ASSERT_GE(t.size(), 3u);
+  double fastest = INFINITY;
+  for (const cpu::KernelTiming& kt : t) {
+    EXPECT_GT(kt.ms, 0) << kt.variant;
+    EXPECT_NE(kt.variant, "winograd_f4x4_3x3");  // less accurate: never a measured candidate
+    fastest = std::min(fastest, kt.ms);
+  }
+  // The decision is one line of the cache file naming a measured variant no slower than the
+  // fastest by more than the rules' margin.
+  const std::vector<std::string> lines = cache_lines(path_);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find(cpu::kernel_choice_key(req)), std::string::npos) << lines[0];
+  bool found = false;
+  for (const cpu::KernelTiming& kt : t) {
+    if (lines[0].find("\t" + kt.variant + "\t") == std::string::npos) continue;
+    found = true;
+    EXPECT_LE(kt.ms, fastest * 1.031) << kt.variant;
+  }
+  EXPECT_TRUE(found) << lines[0];
+
+  // Another process (simulated: decisions forgotten) reads it back without measuring.
+  cpu::clear_kernel_choices_in_process();
+  auto again = cpu::build_measured_kernel(req, &t);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(t.empty());
+  EXPECT_EQ((*again)->describe(), (*k)->describe());
+  EXPECT_EQ(cache_lines(path_).size(), 1u);
+}
+
+TEST_F(KernelChoiceTest, DamagedOrForeignCacheLinesAreIgnored) {
+  auto pool = cpu_pool_on_first_cores(1);
+  ASSERT_NE(pool, nullptr);
+  ConvGraph c = conv_graph(32, 32, 9, 1, false);
+  const Node& node = c.g.node(c.layers[0]);
+  NodeContext nc(c.g, node);
+  cpu::KernelRequest req{c.g, node, nc.ctx(), *pool};
+  const std::string key = cpu::kernel_choice_key(req);
+  {
+    std::ofstream f(path_, std::ios::binary);
+    f << std::string("\0\xff\x01garbage", 10) << "\n"
+      << "tessera-cpu-kernels-1\tno tabs after this\n"
+      << "tessera-cpu-kernels-0\tsome cpu\t" << key << "\txnnpack_conv2d_nhwc_f32\n"
+      << "tessera-cpu-kernels-1\tanother cpu model\t" << key << "\tno_such_variant\n"
+      << std::string(100000, 'x') << "\n";
+  }
+  std::vector<cpu::KernelTiming> t;
+  auto k = cpu::build_measured_kernel(req, &t);
+  ASSERT_TRUE(k.ok()) << k.status().to_string();
+  ASSERT_NE(*k, nullptr);
+  // None of the lines applied (wrong format version, another CPU): measured afresh where there
+  // is more than one candidate, and one line appended.
+  if (t.size() > 1) {
+    EXPECT_EQ(cache_lines(path_).size(), 6u);
+  }
+
+  // A line for this CPU naming a variant this build does not have: measured again, not an error.
+  const std::vector<std::string> lines = cache_lines(path_);
+  if (t.size() > 1) {
+    std::string ours = lines.back();
+    const size_t v = ours.find(key) + key.size() + 1;
+    ours = ours.substr(0, v) + "no_such_variant\t\n";
+    std::ofstream(path_, std::ios::app) << ours;
+    cpu::clear_kernel_choices_in_process();
+    auto k2 = cpu::build_measured_kernel(req, &t);
+    ASSERT_TRUE(k2.ok()) << k2.status().to_string();
+    EXPECT_FALSE(t.empty());
+  }
+}
+
+TEST_F(KernelChoiceTest, ProgramsMatchTheReferenceAndKeepResidualAddsFused) {
+  for (int threads : {1, 2}) {
+    auto pool = cpu_pool_on_first_cores(threads);
+    if (pool == nullptr) continue;
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    for (bool residual : {false, true}) {
+      ConvGraph c = conv_graph(48, 32, 14, 1, residual);
+      // Every variant that can run the convolution, as the cached decision: whichever wins,
+      // outputs match and the residual Add stays fused where the rules' kernel fuses it.
+      const Node& node = c.g.node(c.layers[0]);
+      NodeContext nc(c.g, node);
+      cpu::KernelRequest req{c.g, node, nc.ctx(), *pool};
+      const std::string key = cpu::kernel_choice_key(req);
+      auto rules =
+          cpu::CpuProgram::compile(c.g, c.layers, pool, nullptr, cpu::KernelChoice::kRules);
+      ASSERT_TRUE(rules.ok());
+      const bool rules_fuse = (*rules)->describe().find("residual add fused") != std::string::npos;
+      for (const cpu::KernelEntry& e : cpu::all_kernel_entries()) {
+        if (e.op != OpKind::kConv || !e.measured_candidate) continue;
+        // Measure once (the line names this CPU), then make the line name this variant.
+        cpu::clear_kernel_choices_in_process();
+        std::filesystem::remove(path_);
+        std::vector<cpu::KernelTiming> t;
+        ASSERT_TRUE(cpu::build_measured_kernel(req, &t).ok());
+        std::vector<std::string> lines = cache_lines(path_);
+        if (lines.empty()) continue;  // one candidate only: nothing to choose
+        std::string line = lines.back();
+        const size_t v = line.find(key) + key.size() + 1;
+        line = line.substr(0, v) + e.variant + "\t\n";
+        std::ofstream(path_, std::ios::trunc) << line;
+        cpu::clear_kernel_choices_in_process();
+        auto prog =
+            cpu::CpuProgram::compile(c.g, c.layers, pool, nullptr, cpu::KernelChoice::kMeasured);
+        ASSERT_TRUE(prog.ok()) << e.variant << ": " << prog.status().to_string();
+        SCOPED_TRACE(std::string(e.variant) + "\n" + (*prog)->describe());
+        expect_matches_reference(c, **prog);
+        if (residual && rules_fuse) {
+          EXPECT_NE((*prog)->describe().find("residual add fused"), std::string::npos);
+        }
+      }
+    }
+  }
+}
+
+TEST(KernelChoiceEnv, RulesByEnvironment) {
+  {
+    ScopedEnv env("TESSERA_CPU_KERNELS", "rules");
+    EXPECT_EQ(cpu::default_kernel_choice(), cpu::KernelChoice::kRules);
+  }
+  {
+    ScopedEnv env("TESSERA_CPU_KERNELS", "measured");
+    EXPECT_EQ(cpu::default_kernel_choice(), cpu::KernelChoice::kMeasured);
+  }
+  {
+    ScopedEnv env("TESSERA_CPU_KERNEL_CACHE", "off");
+    EXPECT_EQ(cpu::kernel_choice_cache_path(), "");
+  }
+  {
+    ScopedEnv env("TESSERA_CPU_KERNEL_CACHE", "/tmp/x.tsv");
+    EXPECT_EQ(cpu::kernel_choice_cache_path(), "/tmp/x.tsv");
+  }
+}
+
+}  // namespace
+}  // namespace tessera
