@@ -8,13 +8,14 @@ Run with the python3 that has onnxruntime (not Debian's /usr/bin/python3):
 
 For each model and thread count (1 and 2) it converts the ONNX file with `tessera convert`, then
 alternates batches of ONNX Runtime runs (CPU execution provider, ORT_ENABLE_ALL, intra-op threads
-= N, inter-op 1, sequential) and `tessera run --device cpu:<N cores> --repeat R --times` (one
-warm-up each), until each side has >= --runs timed runs; every run's own time counts. Between
-the two sides it pauses --pause seconds (default 0.2): ONNX Runtime's intra-op threads spin for
-~40 ms after a run (measured here), and a Tessera batch started inside that window would share
-its cores with them. It prints the median latency of each, the
-ratio Tessera/ORT and the achieved GFLOP/s of both against this machine's FP32 FMA peak
-(measured with tessera_bench's BM_FmaPeak when --bench is given, else --peak GFLOP/s).
+= N, inter-op 1, sequential) and `tessera run --device cpu:<N cores> --repeat R --times`, until
+each side has >= --runs timed runs; every run's own time counts. Each Tessera batch is a new
+process, so it starts with --warmup untimed runs (default 3), while the ONNX Runtime session stays
+warm from batch to batch. Between the two sides it pauses --pause seconds (default 0.2): ONNX
+Runtime's intra-op threads spin for ~40 ms after a run (measured here), and a Tessera batch
+started inside that window would share its cores with them. It prints the median latency of
+each, the ratio Tessera/ORT and the achieved GFLOP/s of both against this machine's FP32 FMA
+peak (measured with tessera_bench's BM_FmaPeak when --bench is given, else --peak GFLOP/s).
 """
 import argparse
 import json
@@ -60,10 +61,10 @@ def measure_peak(bench):
     return peaks
 
 
-def tessera_batch(tessera, tsr, inp, device, repeat):
+def tessera_batch(tessera, tsr, inp, device, repeat, warmup):
     """The wall times (ms) of `repeat` timed runs of one `tessera run` process, in run order."""
     out = subprocess.run([tessera, "run", tsr, "-i", inp, "-d", device, "--repeat", str(repeat),
-                          "--times"], capture_output=True, text=True)
+                          "--warmup", str(warmup), "--times"], capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(out.stderr)
     m = re.search(r"^times ms:((?: [0-9.]+)+)$", out.stdout, re.M)
@@ -81,6 +82,9 @@ def main():
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--batch", type=int, default=10, help="runs per side per turn")
+    ap.add_argument("--warmup", type=int, default=3,
+                    help="untimed runs at the start of each Tessera process (ONNX Runtime's "
+                         "session stays warm from one batch to the next)")
     ap.add_argument("--pause", type=float, default=0.2,
                     help="seconds between the two sides (lets the other's threads go idle)")
     ap.add_argument("--peak", type=float, default=0, help="FP32 peak GFLOP/s per thread if no --bench")
@@ -118,8 +122,8 @@ def main():
                     sess.run(None, feed)
                     ort_ms.append((time.perf_counter() - t0) * 1e3)
                 time.sleep(args.pause)
-                # tessera run: one warm-up, then `batch` timed runs, each run's time.
-                tes_ms.extend(tessera_batch(args.tessera, tsr, inp, device, batch))
+                # tessera run: --warmup untimed runs, then `batch` timed runs, each run's time.
+                tes_ms.extend(tessera_batch(args.tessera, tsr, inp, device, batch, args.warmup))
                 time.sleep(args.pause)
             o, t = statistics.median(ort_ms), statistics.median(tes_ms)
             peak = peaks.get(threads, args.peak * 1e9 * threads)

@@ -172,6 +172,7 @@ std::string activation_suffix(const Activation& a) {
 
 const KernelEntry kConvKernels[] = {
     {OpKind::kConv, "tessera_direct_conv", make_direct_conv},
+    {OpKind::kConv, "tessera_depthwise_conv", make_depthwise_conv},
     {OpKind::kConv, "winograd_f4x4_3x3", make_winograd_f4_conv, /*measured_candidate=*/false},
     {OpKind::kConv, "winograd_f2x2_3x3", make_winograd_f2_conv},
     {OpKind::kConv, "tessera_gemm_conv", make_tessera_gemm_conv},

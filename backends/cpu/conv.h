@@ -4,6 +4,9 @@
 //   tessera_direct_conv (conv_direct.cc) few-channel convolutions (the RGB stems, SqueezeNet's
 //                        16-channel expand3x3s) straight from the NHWC input: tiles of output
 //                        pixels x up to 64 channels in AVX-512 registers, no im2col buffer;
+//   tessera_depthwise_conv (conv_depthwise.cc) depthwise convolutions from the NHWC input, one
+//                        load per input pixel and kernel row (a sliding window); chosen by
+//                        measurement only (kernel_choice.h), never by the rules;
 //   winograd_f4x4_3x3 / winograd_f2x2_3x3  (winograd.cc) stride-1 3x3 dense convolutions:
 //                        input/output tile transforms written here, the 36/16 element-wise
 //                        products as OpenBLAS sgemm calls, weights transformed at build time;
@@ -68,6 +71,7 @@ void conv_epilogue(const ConvSetup& s, const float* bias, float* y, int64_t rows
 
 // The factories of conv.cc's table.
 Result<std::unique_ptr<Kernel>> make_direct_conv(const KernelRequest& req);
+Result<std::unique_ptr<Kernel>> make_depthwise_conv(const KernelRequest& req);
 Result<std::unique_ptr<Kernel>> make_winograd_f4_conv(const KernelRequest& req);
 Result<std::unique_ptr<Kernel>> make_winograd_f2_conv(const KernelRequest& req);
 Result<std::unique_ptr<Kernel>> make_tessera_gemm_conv(const KernelRequest& req);

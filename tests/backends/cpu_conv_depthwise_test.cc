@@ -1,0 +1,124 @@
+// tessera_depthwise_conv (backends/cpu/conv_depthwise.cc) against the reference kernels: channel
+// counts around the 16-lane blocks, kernels 1x1 to 7x7 (and non-square), strides 1-3, padding
+// of every kind (asymmetric, wider than the kernel), batches, fused activations, 1 and 2
+// threads, interior and edge tiles; and the configurations it must decline.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "backends/cpu/cpu_program.h"
+#include "backends/cpu/simd.h"
+#include "tests/backends/backend_test_util.h"
+#include "tests/backends/cpu_test_util.h"
+#include "tests/ops/op_test_util.h"
+
+namespace tessera {
+namespace {
+
+using Ints = std::vector<int64_t>;
+using testing::random_tensor;
+
+struct DwCase {
+  int64_t n, c, h, w, kh, kw, stride;
+  Ints pads;  // top, left, bottom, right
+  std::string activation;
+  bool bias = true;
+};
+
+const DwCase kCases[] = {
+    {1, 32, 112, 112, 3, 3, 1, {1, 1, 1, 1}, "clip"},  // MobileNetV2's first
+    {1, 96, 112, 112, 3, 3, 2, {1, 1, 1, 1}, "clip"},  // its first stride-2
+    {1, 144, 56, 56, 3, 3, 1, {1, 1, 1, 1}, "relu"},
+    {1, 1, 9, 10, 3, 3, 1, {1, 1, 1, 1}, ""},
+    {2, 7, 11, 13, 3, 3, 1, {0, 0, 0, 0}, "relu", false},
+    {1, 17, 15, 9, 5, 5, 1, {2, 2, 2, 2}, "sigmoid"},
+    {1, 33, 14, 14, 5, 5, 2, {1, 2, 2, 1}, "relu"},
+    {1, 16, 7, 7, 7, 7, 1, {3, 3, 3, 3}, ""},
+    {1, 48, 23, 21, 7, 7, 2, {3, 3, 3, 3}, "clip"},
+    {2, 20, 9, 30, 3, 5, 1, {1, 2, 1, 2}, "leaky_relu"},
+    {1, 24, 19, 17, 3, 3, 3, {1, 1, 1, 1}, "relu"},
+    {1, 31, 6, 5, 3, 3, 1, {4, 3, 2, 4}, ""},  // padding wider than the kernel
+    {1, 40, 8, 8, 1, 1, 1, {0, 0, 0, 0}, "relu"},
+    {1, 18, 5, 40, 3, 3, 2, {0, 1, 1, 0}, ""},
+    {1, 64, 2, 2, 3, 3, 1, {1, 1, 1, 1}, "relu"},
+};
+
+Attributes attrs_of(const DwCase& c, int64_t group, int64_t dilation = 1) {
+  Attributes a;
+  a.set("pads", c.pads);
+  a.set("strides", Ints{c.stride, c.stride});
+  a.set("dilations", Ints{dilation, dilation});
+  a.set("group", group);
+  if (c.activation == "clip") {
+    a.set("activation_alpha", 0.f);
+    a.set("activation_beta", 6.f);
+  }
+  if (c.activation == "leaky_relu") a.set("activation_alpha", 0.1f);
+  if (!c.activation.empty()) a.set("activation", c.activation);
+  return a;
+}
+
+class CpuDepthwiseTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(CpuDepthwiseTest, MatchesReference) {
+  if (!cpu::has_avx512()) GTEST_SKIP() << "no AVX-512F";
+  const int threads = GetParam();
+  auto pool = testing::cpu_pool_on_first_cores(threads);
+  if (pool == nullptr) GTEST_SKIP() << "needs " << threads << " cores";
+  uint32_t seed = 1;
+  for (const DwCase& c : kCases) {
+    const Shape xs{c.n, c.c, c.h, c.w};
+    SCOPED_TRACE("x " + xs.to_string() + " k " + std::to_string(c.kh) + "x" + std::to_string(c.kw) +
+                 " stride " + std::to_string(c.stride) + " " + c.activation);
+    std::vector<DiffInput> in = {{random_tensor(Shape{c.n, c.c, c.h, c.w}, seed), false},
+                                 {random_tensor(Shape{c.c, 1, c.kh, c.kw}, seed + 1), true}};
+    if (c.bias) in.push_back({random_tensor(Shape{c.c}, seed + 2), true});
+    seed += 3;
+    auto compile = [&](const Graph& g,
+                       std::span<const NodeId> layers) -> Result<std::unique_ptr<Program>> {
+      ASSIGN_OR_RETURN(auto p, cpu::CpuProgram::compile(g, layers, pool, "tessera_depthwise_conv"));
+      return std::unique_ptr<Program>(std::move(p));
+    };
+    // Through a Pad: the input arrives in NHWC as it does between layers.
+    DiffResult r = diff_op_with(compile, "tessera_depthwise_conv", OpKind::kConv, attrs_of(c, c.c),
+                                in, 1, 1e-5f, 1e-5f, false, true);
+    EXPECT_NE(r.kernel.find("tessera depthwise conv"), std::string::npos) << r.kernel;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cpu, CpuDepthwiseTest, ::testing::Values(1, 2),
+                         [](const auto& p) { return std::to_string(p.param) + "_threads"; });
+
+// Dilation, a channel multiplier and grouped (not depthwise) convolutions are declined: forcing
+// the variant onto them is an Unimplemented error naming the node.
+TEST(CpuDepthwiseSelection, DeclinesWhatItDoesNotRun) {
+  auto pool = testing::cpu_pool_on_first_cores(1);
+  ASSERT_NE(pool, nullptr);
+  struct Bad {
+    Shape w;
+    int64_t group, dilation;
+  };
+  for (const Bad& b : {Bad{{8, 1, 3, 3}, 8, 2}, Bad{{16, 1, 3, 3}, 8, 1}, Bad{{8, 2, 3, 3}, 4, 1},
+                       Bad{{8, 8, 3, 3}, 1, 1}}) {
+    Graph g;
+    const ValueId x = g.add_value("x", TensorInfo{DType::kF32, Shape{1, 8, 10, 10}});
+    g.inputs().push_back(x);
+    Node n;
+    n.name = "dw";
+    n.kind = OpKind::kConv;
+    n.attrs = attrs_of(DwCase{1, 8, 10, 10, 3, 3, 1, {1, 1, 1, 1}, ""}, b.group, b.dilation);
+    n.inputs = {x, g.add_constant("w", random_tensor(b.w, 1))};
+    n.outputs = {g.add_value("y")};
+    g.outputs().push_back(n.outputs[0]);
+    g.add_node(n);
+    ASSERT_TRUE(g.infer_shapes().ok());
+    const NodeId layers[] = {0};
+    auto p = cpu::CpuProgram::compile(g, layers, pool, "tessera_depthwise_conv");
+    ASSERT_FALSE(p.ok()) << b.w.to_string() << " group " << b.group;
+    EXPECT_EQ(p.status().code(), StatusCode::kUnimplemented);
+    EXPECT_NE(p.status().to_string().find("'dw'"), std::string::npos) << p.status().to_string();
+  }
+}
+
+}  // namespace
+}  // namespace tessera
