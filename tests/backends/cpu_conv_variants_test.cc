@@ -84,6 +84,7 @@ bool must_run(std::string_view variant, const ConvCase& c) {
   const bool winograd = c.w[2] == 3 && c.w[3] == 3 && c.stride == 1 && c.dilation == 1;
   if (variant.starts_with("winograd")) return winograd;
   if (variant == "tessera_direct_conv") return c.x[1] <= 16 && c.dilation == 1;
+  if (variant == "tessera_depthwise_conv") return false;  // depthwise only: its own test file
   return true;  // tessera/openblas_gemm_conv and xnnpack take every dense 2-D convolution
 }
 
