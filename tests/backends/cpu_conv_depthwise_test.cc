@@ -8,6 +8,7 @@
 
 #include "backends/cpu/cpu_program.h"
 #include "backends/cpu/simd.h"
+#include "backends/registry.h"
 #include "tests/backends/backend_test_util.h"
 #include "tests/backends/cpu_test_util.h"
 #include "tests/ops/op_test_util.h"
@@ -88,6 +89,62 @@ TEST_P(CpuDepthwiseTest, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(Cpu, CpuDepthwiseTest, ::testing::Values(1, 2),
                          [](const auto& p) { return std::to_string(p.param) + "_threads"; });
+
+// Two depthwise convolutions feeding a channel Concat write straight into their slices of its
+// output (a pixel stride wider than their channels), with an activation in registers (relu) and
+// one applied after the tile (sigmoid).
+TEST(CpuDepthwiseConcat, WritesItsSliceOfTheConcat) {
+  if (!cpu::has_avx512()) GTEST_SKIP() << "no AVX-512F";
+  for (int threads : {1, 2}) {
+    auto pool = testing::cpu_pool_on_first_cores(threads);
+    if (pool == nullptr) continue;
+    for (const char* act : {"relu", "sigmoid"}) {
+      SCOPED_TRACE(std::string(act) + " " + std::to_string(threads) + " threads");
+      Graph g;
+      const Shape xs{1, 20, 13, 17};
+      const ValueId x = g.add_value("x", TensorInfo{DType::kF32, xs});
+      g.inputs().push_back(x);
+      std::vector<ValueId> parts;
+      std::vector<NodeId> layers;
+      for (int k = 0; k < 2; ++k) {
+        Node n;
+        n.name = "dw" + std::to_string(k);
+        n.kind = OpKind::kConv;
+        n.attrs = attrs_of(DwCase{1, 20, 13, 17, 3, 3, 1, {1, 1, 1, 1}, act}, 20);
+        n.inputs = {
+            x, g.add_constant("w" + std::to_string(k), random_tensor(Shape{20, 1, 3, 3}, 10 + k)),
+            g.add_constant("b" + std::to_string(k), random_tensor(Shape{20}, 20 + k))};
+        n.outputs = {g.add_value("y" + std::to_string(k))};
+        parts.push_back(n.outputs[0]);
+        layers.push_back(g.add_node(n));
+      }
+      Node cat;
+      cat.name = "cat";
+      cat.kind = OpKind::kConcat;
+      cat.attrs.set("axis", int64_t{1});
+      cat.inputs = parts;
+      cat.outputs = {g.add_value("z")};
+      g.outputs().push_back(cat.outputs[0]);
+      layers.push_back(g.add_node(cat));
+      ASSERT_TRUE(g.infer_shapes().ok());
+      auto prog = cpu::CpuProgram::compile(g, layers, pool, "tessera_depthwise_conv");
+      ASSERT_TRUE(prog.ok()) << prog.status().to_string();
+      EXPECT_EQ((*prog)->num_in_place_concat_inputs(), 2) << (*prog)->describe();
+      auto ref_dev = open_device("reference");
+      ASSERT_TRUE(ref_dev.ok());
+      auto ref = (*ref_dev)->compile(g, layers);
+      ASSERT_TRUE(ref.ok());
+      const std::vector<Tensor> in = {random_tensor(xs, 3)};
+      std::vector<Tensor> got(1), want(1);
+      ASSERT_TRUE((*prog)->run(in, got).ok());
+      ASSERT_TRUE((*ref)->run(in, want).ok());
+      ASSERT_EQ(got[0].shape(), want[0].shape());
+      for (int64_t i = 0; i < got[0].numel(); ++i) {
+        ASSERT_NEAR(got[0].data<float>()[i], want[0].data<float>()[i], 1e-5f) << i;
+      }
+    }
+  }
+}
 
 // Dilation, a channel multiplier and grouped (not depthwise) convolutions are declined: forcing
 // the variant onto them is an Unimplemented error naming the node.
