@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/dl_error.h"
+
 namespace tessera::cpu {
 
 namespace {
@@ -18,6 +20,7 @@ OpenBlas load() {
   void* already = nullptr;
   for (const char* lib : kLibraries) {
     already = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
+    take_dl_error();  // not loaded yet is the usual answer
     if (already != nullptr) break;
   }
   // OpenBLAS picks its kernel set once, when it loads, from OPENBLAS_CORETYPE or its own CPU
@@ -41,6 +44,7 @@ OpenBlas load() {
   for (const char* lib : kLibraries) {
     if (handle != nullptr) break;
     handle = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) take_dl_error();
   }
   if (set_coretype) {
     // Do not leak it into child processes; give the process back its own value.
@@ -59,6 +63,7 @@ OpenBlas load() {
       reinterpret_cast<decltype(b.set_num_threads)>(dlsym(handle, "openblas_set_num_threads"));
   b.get_corename =
       reinterpret_cast<decltype(b.get_corename)>(dlsym(handle, "openblas_get_corename"));
+  take_dl_error();  // a missing optional symbol is not an error here
   if (b.set_num_threads != nullptr) b.set_num_threads(1);
   const std::string core = b.get_corename != nullptr ? b.get_corename() : "?";
   for (const char* fast : {"skylakex", "cooperlake", "sapphirerapids"}) {

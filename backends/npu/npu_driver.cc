@@ -7,6 +7,8 @@
 #include <mutex>
 #include <vector>
 
+#include "core/dl_error.h"
+
 namespace tessera {
 
 Status npu_status(tnpu_status code, const std::string& what, const char* driver_message) {
@@ -78,17 +80,18 @@ Result<std::shared_ptr<const NpuDriver>> load_uncached(const std::string& path) 
   // threads it started stay valid for the life of the process.
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (handle == nullptr) {
-    const char* err = dlerror();
-    return not_found(where + " cannot be loaded: " + (err ? err : "dlopen failed") +
+    const std::string err = take_dl_error();
+    return not_found(where + " cannot be loaded: " + (err.empty() ? "dlopen failed" : err) +
                      " (set TESSERA_NPU_DRIVER to a driver library)");
   }
   auto close_and = [handle](Status s) {
     dlclose(handle);
     return s;
   };
-  dlerror();
+  take_dl_error();
   void* sym = dlsym(handle, TNPU_ENTRY_SYMBOL);
   if (sym == nullptr) {
+    take_dl_error();
     return close_and(failed_precondition(where + " does not export " TNPU_ENTRY_SYMBOL
                                                  ": it is not a Tessera NPU HAL driver"));
   }

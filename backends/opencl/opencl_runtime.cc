@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "backends/opencl/kernel_sources.h"
+#include "core/dl_error.h"
 
 namespace tessera::opencl {
 
@@ -143,6 +144,10 @@ T device_value(cl_device_id d, cl_device_info what) {
 Result<std::vector<DeviceEntry>> enumerate_devices() {
   cl_uint num_platforms = 0;
   cl_int err = clGetPlatformIDs(0, nullptr, &num_platforms);
+  // The ICD loader looks its drivers' optional entry points up with dlsym on its first call;
+  // take the messages the failed lookups leave in this thread's dlerror buffer
+  // (core/dl_error.h).
+  take_dl_error();
   if (err == -1001 /* CL_PLATFORM_NOT_FOUND_KHR */ || (err == CL_SUCCESS && num_platforms == 0)) {
     return not_found(
         "no OpenCL platform is installed (install an OpenCL driver, e.g. pocl-opencl-icd, or a "

@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 
+#include "core/dl_error.h"
+
 namespace tessera {
 
 namespace {
@@ -24,14 +26,15 @@ Status VulkanApi::open_loader() {
   const char* path = override_path != nullptr ? override_path : "libvulkan.so.1";
   library = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);  // ICDs keep threads and TLS
   if (library == nullptr) {
-    const char* err = dlerror();
+    const std::string err = take_dl_error();
     return not_found(std::string("Vulkan loader '") + path + "' cannot be opened (" +
-                     (err != nullptr ? err : "unknown error") +
+                     (err.empty() ? "unknown error" : err) +
                      "); install libvulkan1 and a Vulkan driver (e.g. mesa-vulkan-drivers)");
   }
   vkGetInstanceProcAddr =
       reinterpret_cast<PFN_vkGetInstanceProcAddr>(dlsym(library, "vkGetInstanceProcAddr"));
   if (vkGetInstanceProcAddr == nullptr) {
+    take_dl_error();
     close();
     return not_found(std::string("Vulkan loader '") + path + "' has no vkGetInstanceProcAddr");
   }

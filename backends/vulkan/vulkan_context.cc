@@ -2,6 +2,8 @@
 
 #include <mutex>
 
+#include "core/dl_error.h"
+
 namespace tessera {
 
 uint64_t VulkanPhysicalDevice::device_local_bytes() const {
@@ -30,16 +32,23 @@ const char* VulkanPhysicalDevice::type_name() const {
 }
 
 Result<std::shared_ptr<VulkanContext>> VulkanContext::get() {
+  // The context lives until the process ends and is never destroyed at exit: destroying the
+  // instance there unloads the driver, whose own one-time allocations (lavapipe keeps one from
+  // vkEnumeratePhysicalDevices in a static) then read as leaked to LeakSanitizer, and tearing a
+  // driver down during static destruction races with other exit-time work for nothing.
   static std::once_flag once;
-  static std::shared_ptr<VulkanContext> context;
+  static auto* context = new std::shared_ptr<VulkanContext>();
   static Status probe;
   std::call_once(once, [] {
     std::shared_ptr<VulkanContext> c(new VulkanContext());
     probe = c->init();
-    if (probe.ok()) context = std::move(c);
+    // The loader and the drivers probe optional libraries and symbols with dl* calls that fail;
+    // take the message they leave in this thread's dlerror buffer (core/dl_error.h).
+    take_dl_error();
+    if (probe.ok()) *context = std::move(c);
   });
   if (!probe.ok()) return probe;
-  return context;
+  return *context;
 }
 
 VulkanContext::~VulkanContext() {

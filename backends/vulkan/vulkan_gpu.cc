@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/dl_error.h"
+
 namespace tessera {
 
 GpuBuffer::GpuBuffer(std::shared_ptr<VulkanGpu> gpu, VkBuffer buffer, VkDeviceMemory memory,
@@ -54,6 +56,9 @@ Status VulkanGpu::init() {
   info.queueCreateInfoCount = 1;
   info.pQueueCreateInfos = &q;
   VkResult r = a.vkCreateDevice(physical_.handle, &info, nullptr, &device_);
+  // The loader's layers look optional entry points up with dlsym; take the messages the failed
+  // lookups leave in this thread's dlerror buffer (core/dl_error.h).
+  take_dl_error();
   if (r != VK_SUCCESS) {
     device_ = VK_NULL_HANDLE;
     return vk_status(r, "vkCreateDevice on " + physical_.name());
