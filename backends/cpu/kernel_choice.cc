@@ -34,8 +34,10 @@ constexpr double kTargetRoundsMs = 60;
 // Bumped when the kernels change enough that cached decisions should be measured again.
 constexpr std::string_view kFormat = "tessera-cpu-kernels-1";
 
+// The ops with more than one kernel variant: convolutions, and fully connected layers
+// (Tessera's GEMV against XNNPACK's fully connected operator).
 bool measured_op(OpKind op) {
-  return op == OpKind::kConv;
+  return op == OpKind::kConv || op == OpKind::kGemm || op == OpKind::kMatMul;
 }
 
 std::string sanitize(std::string s) {

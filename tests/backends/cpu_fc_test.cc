@@ -112,7 +112,9 @@ TEST(CpuGemvSelection, BatchOneOnly) {
               << forced.status().to_string();
         }
       }
-      ASSIGN_OR_RETURN(auto p, cpu::CpuProgram::compile(g, layers, shared));
+      // The rules (measured choice may pick XNNPACK for batch 1 on another CPU).
+      ASSIGN_OR_RETURN(
+          auto p, cpu::CpuProgram::compile(g, layers, shared, nullptr, cpu::KernelChoice::kRules));
       return std::unique_ptr<Program>(std::move(p));
     };
     Attributes attrs;
