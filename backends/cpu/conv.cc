@@ -170,6 +170,36 @@ std::string activation_suffix(const Activation& a) {
   return a.kind != ActivationKind::kNone ? std::string(" +") + activation_name(a.kind) : "";
 }
 
+WindowBinding::WindowBinding(const ConvSetup& s, const Operand& in, const Operand& out,
+                             int threads) {
+  x = in.f32();
+  y = out.f32();
+  n = in.shape[0];
+  h = in.shape[2];
+  w = in.shape[3];
+  oh = out.shape[2];
+  ow = out.shape[3];
+  ldx = in.pixel_stride_or_dense();
+  ldy = out.pixel_stride_or_dense();
+  const int64_t sx = s.geo.strides[1], pl = s.geo.pads_begin[1];
+  fx0 = std::min(ow, (pl + sx - 1) / sx);
+  fx1 = fx0;
+  if (w + pl >= s.kw) fx1 = std::max(fx0, std::min(ow, (w + pl - s.kw) / sx + 1));
+  const int64_t rows = n * oh;
+  rows_per_block = std::max<int64_t>(1, rows / (8 * std::max(threads, 1)));
+  blocks = (rows + rows_per_block - 1) / rows_per_block;
+}
+
+void WindowBinding::for_each_row(ThreadPool& pool,
+                                 const std::function<void(int, int64_t, int64_t)>& fn) const {
+  if (n * oh * ow == 0) return;
+  pool.parallel_items(static_cast<size_t>(blocks), [&](int worker, size_t b) {
+    const int64_t r0 = static_cast<int64_t>(b) * rows_per_block;
+    const int64_t r1 = std::min(n * oh, r0 + rows_per_block);
+    for (int64_t r = r0; r < r1; ++r) fn(worker, r / oh, r % oh);
+  });
+}
+
 const KernelEntry kConvKernels[] = {
     {OpKind::kConv, "tessera_direct_conv", make_direct_conv},
     {OpKind::kConv, "tessera_depthwise_conv", make_depthwise_conv},

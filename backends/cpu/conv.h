@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 #include "backends/cpu/kernel.h"
@@ -63,6 +64,24 @@ struct ConvSetup {
 // The setup of a 2-D Conv node, or nullopt for configurations the optimised kernels do not take
 // (1-D/3-D, non-constant weights, ceil-rounded output...). Errors are attribute errors.
 Result<std::optional<ConvSetup>> conv_setup(const KernelRequest& req);
+
+// What a convolution that reads its NHWC input in place (no im2col: the direct and depthwise
+// kernels) binds: its operands and dims, the output columns [fx0, fx1) whose kernel window lies
+// inside the image horizontally, and blocks of whole output rows for the pool's threads (about 8
+// per thread, taken as threads come free).
+struct WindowBinding {
+  const float* x = nullptr;
+  float* y = nullptr;
+  int64_t n = 0, h = 0, w = 0, oh = 0, ow = 0;
+  int64_t ldx = 0, ldy = 0;  // floats between consecutive pixels of the input / output
+  int64_t fx0 = 0, fx1 = 0;
+  int64_t blocks = 0, rows_per_block = 0;
+
+  WindowBinding() = default;
+  WindowBinding(const ConvSetup& s, const Operand& in, const Operand& out, int threads);
+  // fn(worker, image, output row) for every output row, on the pool's threads.
+  void for_each_row(ThreadPool& pool, const std::function<void(int, int64_t, int64_t)>& fn) const;
+};
 
 // The epilogue of the GEMM-based kernels: y[r * ldy + k] += bias[k] (bias may be null), then
 // the fused activation, over `rows` rows of `k` channels.

@@ -165,34 +165,13 @@ class DepthwiseConvKernel final : public NhwcIo<> {
 
   Status bind(std::span<const Operand> in, std::span<const Operand> out,
               ThreadPool& pool) override {
-    x_ = in[0].f32();
-    y_ = out[0].f32();
-    n_ = in[0].shape[0];
-    h_ = in[0].shape[2];
-    w_ = in[0].shape[3];
-    oh_ = out[0].shape[2];
-    ow_ = out[0].shape[3];
-    ldx_ = in[0].pixel_stride_or_dense();
-    ldy_ = out[0].pixel_stride_or_dense();
-    const int64_t sx = s_.geo.strides[1], pl = s_.geo.pads_begin[1];
-    // Output columns whose tile's input columns all lie inside the image: [fx0, fx1).
-    fx0_ = std::min(ow_, (pl + sx - 1) / sx);
-    fx1_ = fx0_;
-    if (w_ + pl >= s_.kw) fx1_ = std::max(fx0_, std::min(ow_, (w_ + pl - s_.kw) / sx + 1));
-    const int64_t rows = n_ * oh_;
-    const int64_t per = std::max<int64_t>(1, rows / (8 * pool.num_threads()));
-    blocks_ = (rows + per - 1) / per;
-    rows_per_block_ = per;
+    b_ = WindowBinding(s_, in[0], out[0], pool.num_threads());
     return Status();
   }
 
   Status run(ThreadPool& pool) override {
-    if (n_ * oh_ * ow_ * c_ == 0) return Status();
-    pool.parallel_items(static_cast<size_t>(blocks_), [this](int, size_t b) {
-      const int64_t r0 = static_cast<int64_t>(b) * rows_per_block_;
-      const int64_t r1 = std::min(n_ * oh_, r0 + rows_per_block_);
-      for (int64_t r = r0; r < r1; ++r) output_row(r / oh_, r % oh_);
-    });
+    if (c_ == 0) return Status();
+    b_.for_each_row(pool, [this](int, int64_t n, int64_t oy) { output_row(n, oy); });
     return Status();
   }
 
@@ -215,20 +194,20 @@ class DepthwiseConvKernel final : public NhwcIo<> {
     const float* rows[kMaxKernel];  // input row ky's column 0, or null outside the image
     for (int64_t ky = 0; ky < kh; ++ky) {
       const int64_t iy = oy * s_.geo.strides[0] - s_.geo.pads_begin[0] + ky;
-      rows[ky] = iy >= 0 && iy < h_ ? x_ + ((n * h_ + iy) * w_) * ldx_ : nullptr;
+      rows[ky] = iy >= 0 && iy < b_.h ? b_.x + ((n * b_.h + iy) * b_.w) * b_.ldx : nullptr;
     }
     const float* trows[kMaxKernel];
-    float* yrow = y_ + ((n * oh_ + oy) * ow_) * ldy_;
+    float* yrow = b_.y + ((n * b_.oh + oy) * b_.ow) * b_.ldy;
     DwTile t;
     t.rows = trows;
-    t.xstride = ldx_;
+    t.xstride = b_.ldx;
     t.ldw = ldw_;
-    t.ldy = ldy_;
+    t.ldy = b_.ldy;
     t.clamp = clamp_;
     t.lo = s_.clamp.min;
     t.hi = s_.clamp.max;
-    // Pixels [fx0_, fx1_) read only columns inside the image: tiles of kPixels from fx0_, the
-    // last one ending at fx1_ (it may overlap the one before: those pixels are computed twice,
+    // Pixels [b_.fx0, b_.fx1) read only columns inside the image: tiles of kPixels from b_.fx0, the
+    // last one ending at b_.fx1 (it may overlap the one before: those pixels are computed twice,
     // with the same result); the pixels outside one at a time, their taps clipped to the image.
     // Channel blocks innermost, so that a tile's input columns are read whole cache lines at a
     // time.
@@ -241,36 +220,36 @@ class DepthwiseConvKernel final : public NhwcIo<> {
     };
     auto point_rows = [&](int64_t ix0, int64_t c0) {
       for (int64_t ky = 0; ky < kh; ++ky)
-        trows[ky] = rows[ky] != nullptr ? rows[ky] + ix0 * ldx_ + c0 : nullptr;
+        trows[ky] = rows[ky] != nullptr ? rows[ky] + ix0 * b_.ldx + c0 : nullptr;
     };
-    const bool tiles = fx1_ - fx0_ >= kPixels;
+    const bool tiles = b_.fx1 - b_.fx0 >= kPixels;
     if (tiles) {
-      for (int64_t ox = fx0_;; ox += kPixels) {
-        ox = std::min(ox, fx1_ - kPixels);
+      for (int64_t ox = b_.fx0;; ox += kPixels) {
+        ox = std::min(ox, b_.fx1 - kPixels);
         for (int64_t c0 = 0; c0 < c_; c0 += 16) {
           const int64_t nc = block(c0);
           point_rows(ox * sx - pl, c0);
-          t.y = yrow + ox * ldy_ + c0;
+          t.y = yrow + ox * b_.ldy + c0;
           (nc == 16 ? fn_full_ : fn_masked_)(t, kh, kw, sx);
         }
-        if (ox + kPixels >= fx1_) break;
+        if (ox + kPixels >= b_.fx1) break;
       }
     }
-    for (int64_t ox = 0; ox < ow_; ++ox) {
-      if (tiles && ox == fx0_) ox = fx1_;  // the tiles did these
-      if (ox >= ow_) break;
+    for (int64_t ox = 0; ox < b_.ow; ++ox) {
+      if (tiles && ox == b_.fx0) ox = b_.fx1;  // the tiles did these
+      if (ox >= b_.ow) break;
       const int64_t ix0 = ox * sx - pl;
       const int64_t kx0 = std::clamp<int64_t>(-ix0, 0, kw),
-                    kx1 = std::clamp<int64_t>(w_ - ix0, 0, kw);
+                    kx1 = std::clamp<int64_t>(b_.w - ix0, 0, kw);
       for (int64_t c0 = 0; c0 < c_; c0 += 16) {
         block(c0);
         point_rows(ix0, c0);
-        t.y = yrow + ox * ldy_ + c0;
+        t.y = yrow + ox * b_.ldy + c0;
         dw_pixel(t, kh, kw, kx0, kx1);
       }
     }
     if (post_) {
-      for (int64_t ox = 0; ox < ow_; ++ox) apply_activation(s_.act, yrow + ox * ldy_, c_);
+      for (int64_t ox = 0; ox < b_.ow; ++ox) apply_activation(s_.act, yrow + ox * b_.ldy, c_);
     }
   }
 
@@ -280,11 +259,7 @@ class DepthwiseConvKernel final : public NhwcIo<> {
   DwTileFn fn_full_ = nullptr, fn_masked_ = nullptr;
   bool clamp_ = false, post_ = false;
   // Bound.
-  const float* x_ = nullptr;
-  float* y_ = nullptr;
-  int64_t n_ = 0, h_ = 0, w_ = 0, oh_ = 0, ow_ = 0, ldx_ = 0, ldy_ = 0;
-  int64_t fx0_ = 0, fx1_ = 0;
-  int64_t blocks_ = 0, rows_per_block_ = 0;
+  WindowBinding b_;
 };
 
 }  // namespace

@@ -183,40 +183,19 @@ class DirectConvKernel final : public NhwcIo<> {
 
   Status bind(std::span<const Operand> in, std::span<const Operand> out,
               ThreadPool& pool) override {
-    x_ = in[0].f32();
-    y_ = out[0].f32();
-    n_ = in[0].shape[0];
-    h_ = in[0].shape[2];
-    w_ = in[0].shape[3];
-    oh_ = out[0].shape[2];
-    ow_ = out[0].shape[3];
-    ldy_ = out[0].pixel_stride_or_dense();
-    const int64_t sx = s_.geo.strides[1], pl = s_.geo.pads_begin[1];
-    // The tiles of an output row whose runs all lie inside the image: [fx0, fx1) pixels.
-    fx0_ = std::min(ow_, (pl + sx - 1) / sx);
-    fx1_ = fx0_;
-    if (w_ + pl >= s_.kw) fx1_ = std::max(fx0_, std::min(ow_, (w_ + pl - s_.kw) / sx + 1));
-    zeros_.assign(static_cast<size_t>(w_ * s_.cin + 16), 0.f);
+    b_ = WindowBinding(s_, in[0], out[0], pool.num_threads());
+    zeros_.assign(static_cast<size_t>(b_.w * s_.cin + 16), 0.f);
     int64_t mr = 0;
     for (const Chunk& ch : chunks_) mr = std::max(mr, ch.mr);
-    patch_floats_ = ((mr - 1) * sx + s_.kw) * s_.cin;
+    patch_floats_ = ((mr - 1) * s_.geo.strides[1] + s_.kw) * s_.cin;
     scratch_.assign(static_cast<size_t>(pool.num_threads()),
                     std::vector<float>(static_cast<size_t>(s_.kh * patch_floats_), 0.f));
-    // Blocks of whole output rows, about 8 per thread (handed out as threads come free).
-    const int64_t rows = n_ * oh_;
-    const int64_t per = std::max<int64_t>(1, rows / (8 * pool.num_threads()));
-    blocks_ = (rows + per - 1) / per;
-    rows_per_block_ = per;
     return Status();
   }
 
   Status run(ThreadPool& pool) override {
-    if (n_ * oh_ * ow_ == 0) return Status();
-    pool.parallel_items(static_cast<size_t>(blocks_), [this](int worker, size_t b) {
-      const int64_t r0 = static_cast<int64_t>(b) * rows_per_block_;
-      const int64_t r1 = std::min(n_ * oh_, r0 + rows_per_block_);
-      float* patch = scratch_[static_cast<size_t>(worker)].data();
-      for (int64_t r = r0; r < r1; ++r) output_row(r / oh_, r % oh_, patch);
+    b_.for_each_row(pool, [this](int worker, int64_t n, int64_t oy) {
+      output_row(n, oy, scratch_[static_cast<size_t>(worker)].data());
     });
     return Status();
   }
@@ -254,10 +233,10 @@ class DirectConvKernel final : public NhwcIo<> {
     const float* rows[kMaxKernelRows];
     for (int64_t ky = 0; ky < kh; ++ky) {
       const int64_t iy = oy * s_.geo.strides[0] - s_.geo.pads_begin[0] + ky;
-      rows[ky] = iy >= 0 && iy < h_ ? x_ + ((n * h_ + iy) * w_) * c : zeros_.data();
+      rows[ky] = iy >= 0 && iy < b_.h ? b_.x + ((n * b_.h + iy) * b_.w) * c : zeros_.data();
     }
     const float* trows[kMaxKernelRows];
-    float* yrow = y_ + ((n * oh_ + oy) * ow_) * ldy_;
+    float* yrow = b_.y + ((n * b_.oh + oy) * b_.ow) * b_.ldy;
     for (const Chunk& ch : chunks_) {
       DirectTile t;
       t.rows = trows;
@@ -266,24 +245,24 @@ class DirectConvKernel final : public NhwcIo<> {
       t.pstride = sx * c;
       t.w = ch.w();
       t.bias = ch.bias();
-      t.ldy = ldy_;
+      t.ldy = b_.ldy;
       t.channels = ch.channels;
       t.clamp = clamp_;
       t.lo = s_.clamp.min;
       t.hi = s_.clamp.max;
-      for (int64_t ox = 0; ox < ow_; ox += ch.mr) {
-        const int64_t np = std::min(ch.mr, ow_ - ox);
+      for (int64_t ox = 0; ox < b_.ow; ox += ch.mr) {
+        const int64_t np = std::min(ch.mr, b_.ow - ox);
         const int64_t ix0 = ox * sx - pl;
-        if (ox >= fx0_ && ox + ch.mr <= fx1_) {
+        if (ox >= b_.fx0 && ox + ch.mr <= b_.fx1) {
           for (int64_t ky = 0; ky < kh; ++ky) trows[ky] = rows[ky] + ix0 * c;
         } else {
           fill_patch(rows, ix0, ch.mr, patch, trows);
         }
-        t.y = yrow + ox * ldy_ + ch.k0;
+        t.y = yrow + ox * b_.ldy + ch.k0;
         t.pixels = np;
         ch.fn(t);
         if (post_) {
-          for (int64_t p = 0; p < np; ++p) apply_activation(s_.act, t.y + p * ldy_, ch.channels);
+          for (int64_t p = 0; p < np; ++p) apply_activation(s_.act, t.y + p * b_.ldy, ch.channels);
         }
       }
     }
@@ -296,7 +275,7 @@ class DirectConvKernel final : public NhwcIo<> {
     const int64_t c = s_.cin;
     const int64_t cols = (mr - 1) * s_.geo.strides[1] + s_.kw;
     const int64_t lo = std::clamp<int64_t>(-ix0, 0, cols);
-    const int64_t hi = std::clamp<int64_t>(w_ - ix0, lo, cols);
+    const int64_t hi = std::clamp<int64_t>(b_.w - ix0, lo, cols);
     for (int64_t ky = 0; ky < s_.kh; ++ky) {
       float* dst = patch + ky * patch_floats_;
       std::fill(dst, dst + lo * c, 0.f);
@@ -314,12 +293,8 @@ class DirectConvKernel final : public NhwcIo<> {
   std::vector<Chunk> chunks_;
   bool clamp_ = false, post_ = false;
   // Bound.
-  const float* x_ = nullptr;
-  float* y_ = nullptr;
-  int64_t n_ = 0, h_ = 0, w_ = 0, oh_ = 0, ow_ = 0, ldy_ = 0;
-  int64_t fx0_ = 0, fx1_ = 0;  // output columns whose runs lie inside the image
-  int64_t patch_floats_ = 0;   // floats per kernel row of a patch
-  int64_t blocks_ = 0, rows_per_block_ = 0;
+  WindowBinding b_;
+  int64_t patch_floats_ = 0;                 // floats per kernel row of a patch
   std::vector<float> zeros_;                 // one input row of zeros (+ slack)
   std::vector<std::vector<float>> scratch_;  // per thread: a tile's patch
 };

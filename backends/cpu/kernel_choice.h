@@ -47,8 +47,8 @@ struct KernelTiming {
 
 // The kernel for `req` by measurement: as build_kernel(req) when at most one entry of the node's
 // op accepts it (any_config) or the op is not measured (convolutions, Gemm and MatMul are);
-// otherwise the fastest candidate. `timings` (optional) receives what was measured now (empty when the
-// decision came from the cache).
+// otherwise the fastest candidate. `timings` (optional) receives what was measured now (empty when
+// the decision came from the cache).
 Result<std::unique_ptr<Kernel>> build_measured_kernel(const KernelRequest& req,
                                                       std::vector<KernelTiming>* timings = nullptr);
 
