@@ -131,11 +131,11 @@ Result<std::vector<Tensor>> run_plan(const std::string& path, const Model& model
   ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex, Executor::create(lg, plan));
   print_plan_table(plan, lg);
   std::vector<Tensor> outputs;
-  ASSIGN_OR_RETURN(std::vector<double> ms, timed_runs(args, std::max(warmup, 1), repeat,
-                                                      [&] { return ex->run(inputs, &outputs); }));
+  ASSIGN_OR_RETURN(std::vector<double> ms,
+                   timed_runs(args, warmup, repeat, [&] { return ex->run(inputs, &outputs); }));
   // Per step (adjacent stages on one device run as one program): the mean over the timed runs
   // (the warm-up runs left out) next to the sum of its stages' estimates.
-  const std::vector<double> step_ms = ex->mean_step_ms(std::max(warmup, 1));
+  const std::vector<double> step_ms = ex->mean_step_ms(warmup);
   std::printf("%5s  %-7s %-20s %12s %12s\n", "step", "stages", "device", "measured ms",
               "estimated ms");
   for (size_t i = 0; i < ex->steps().size(); ++i) {

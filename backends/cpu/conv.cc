@@ -151,7 +151,7 @@ Result<std::optional<ConvSetup>> conv_setup(const KernelRequest& req) {
 
 void conv_epilogue(const ConvSetup& s, const float* bias, float* y, int64_t rows, int64_t k,
                    int64_t ldy) {
-  const bool clamp = activation_is_clamp(s.act) && s.act.kind != ActivationKind::kNone;
+  const bool clamp = s.clamps();
   const float lo = s.clamp.min, hi = s.clamp.max;
   for (int64_t r = 0; r < rows; ++r) {
     float* row = y + r * ldy;

@@ -44,6 +44,9 @@ struct ConvSetup {
   ClampRange clamp{};  // clamp_of(act)
 
   bool dense() const { return group == 1; }
+  // A fused activation that is a clamp (relu, relu6, clip): applied to the accumulators before
+  // they are stored, with `clamp`'s bounds. Any other fused activation runs over the stored output.
+  bool clamps() const { return act.kind != ActivationKind::kNone && activation_is_clamp(act); }
   bool stride1_undilated() const {
     return geo.strides[0] == 1 && geo.strides[1] == 1 && geo.dilations[0] == 1 &&
            geo.dilations[1] == 1;

@@ -157,7 +157,7 @@ class DepthwiseConvKernel final : public NhwcIo<> {
     }
     fn_full_ = dw_tile_fn<true>(s.kh, s.kw, s.geo.strides[1]);
     fn_masked_ = dw_tile_fn<false>(s.kh, s.kw, s.geo.strides[1]);
-    clamp_ = activation_is_clamp(s.act) && s.act.kind != ActivationKind::kNone;
+    clamp_ = s.clamps();
     post_ = !clamp_ && s.act.kind != ActivationKind::kNone;
   }
 
@@ -206,8 +206,8 @@ class DepthwiseConvKernel final : public NhwcIo<> {
     t.clamp = clamp_;
     t.lo = s_.clamp.min;
     t.hi = s_.clamp.max;
-    // Pixels [b_.fx0, b_.fx1) read only columns inside the image: tiles of kPixels from b_.fx0, the
-    // last one ending at b_.fx1 (it may overlap the one before: those pixels are computed twice,
+    // Pixels [fx0, fx1) read only columns inside the image: tiles of kPixels from fx0, the last
+    // one ending at fx1 (it may overlap the one before: those pixels are computed twice,
     // with the same result); the pixels outside one at a time, their taps clipped to the image.
     // Channel blocks innermost, so that a tile's input columns are read whole cache lines at a
     // time.

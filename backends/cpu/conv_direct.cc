@@ -175,7 +175,7 @@ class DirectConvKernel final : public NhwcIo<> {
       }
       chunks_.push_back(std::move(ch));
     }
-    clamp_ = activation_is_clamp(s.act) && s.act.kind != ActivationKind::kNone;
+    clamp_ = s.clamps();
     post_ = !clamp_ && s.act.kind != ActivationKind::kNone;
   }
 

@@ -254,7 +254,7 @@ class TesseraGemmConvKernel final : public ConvAsGemm {
   // Bias and relu/clip in the GEMM's registers (after the residual, bound in bind()).
   void epilogue_changed() override {
     ep_.bias = bias_.empty() ? nullptr : bias_.data();
-    ep_.clamp = activation_is_clamp(s_.act) && s_.act.kind != ActivationKind::kNone;
+    ep_.clamp = s_.clamps();
     ep_.lo = s_.clamp.min;
     ep_.hi = s_.clamp.max;
     after_ = nullptr;

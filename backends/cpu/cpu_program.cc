@@ -410,13 +410,7 @@ Status CpuProgram::allocate_and_bind() {
         continue;
       }
       if (b == -2) {
-        const Value& v = g_.value(node->inputs[j]);
-        o.data = const_cast<void*>(v.data.raw());
-        o.dtype = v.data.dtype();
-        o.shape = v.data.shape();
-        o.is_constant = true;
-        o.constant = &v.data;
-        ins.push_back(o);
+        ins.push_back(constant_operand(g_.value(node->inputs[j]).data));
         continue;
       }
       const Buf& buf = bufs_[static_cast<size_t>(b)];

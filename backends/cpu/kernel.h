@@ -49,6 +49,17 @@ struct Operand {
   int64_t pixel_stride_or_dense() const { return pixel_stride > 0 ? pixel_stride : shape[1]; }
 };
 
+// A constant input as kernels are bound to it: the graph tensor itself, logical order.
+inline Operand constant_operand(const Tensor& t) {
+  Operand o;
+  o.data = const_cast<void*>(t.raw());
+  o.dtype = t.dtype();
+  o.shape = t.shape();
+  o.is_constant = true;
+  o.constant = &t;
+  return o;
+}
+
 // Whether a tensor of this shape has the same bytes in NCHW and NHWC (rank 4 with C == 1 or
 // H * W == 1), so that no conversion is needed between the two.
 bool layout_trivial(const Shape& s);
@@ -80,7 +91,10 @@ class Kernel {
     (void)act;
     return false;
   }
-  // Phase 3: the bound operands (inputs in node order, omitted ones with data == nullptr).
+  // Phase 3: the bound operands (inputs in node order, omitted ones with data == nullptr). May be
+  // called again before run() with other operands of the same shapes (measured kernel choice
+  // times a kernel bound to scratch tensors, then the program binds it to its arena): the last
+  // binding is the one that runs.
   virtual Status bind(std::span<const Operand> inputs, std::span<const Operand> outputs,
                       ThreadPool& pool) = 0;
   // Phase 4, inside ThreadPool::run.

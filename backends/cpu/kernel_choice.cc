@@ -34,8 +34,9 @@ constexpr double kTargetRoundsMs = 60;
 // Bumped when the kernels change enough that cached decisions should be measured again.
 constexpr std::string_view kFormat = "tessera-cpu-kernels-1";
 
-// The ops with more than one kernel variant: convolutions, and fully connected layers
-// (Tessera's GEMV against XNNPACK's fully connected operator).
+// The ops whose kernel variants are alternatives for the same configurations: convolutions, and
+// fully connected layers (Tessera's GEMV against XNNPACK's fully connected operator). The pools'
+// second entry is an aliasing view for windows that copy their input, not an alternative.
 bool measured_op(OpKind op) {
   return op == OpKind::kConv || op == OpKind::kGemm || op == OpKind::kMatMul;
 }
@@ -167,13 +168,7 @@ Result<Scratch> bind_scratch(const KernelRequest& req, Kernel& k) {
     }
     const Value& val = g.value(v);
     if (val.is_constant) {
-      Operand o;
-      o.data = const_cast<void*>(val.data.raw());
-      o.dtype = val.data.dtype();
-      o.shape = val.data.shape();
-      o.is_constant = true;
-      o.constant = &val.data;
-      s.inputs.push_back(o);
+      s.inputs.push_back(constant_operand(val.data));
       continue;
     }
     ASSIGN_OR_RETURN(Operand o, make(val.info, wanted[i]));
@@ -205,30 +200,6 @@ struct Candidate {
   Scratch scratch;
   double best_ms = INFINITY;
 };
-
-// Builds `entry`'s kernel for the node; null when it declines (or rejects the configuration as
-// unimplemented / invalid, which dispatch treats the same way).
-Result<std::unique_ptr<Kernel>> try_entry(const KernelEntry& e, const KernelRequest& req,
-                                          bool any_config) {
-  KernelRequest r = req;
-  r.any_config = any_config;
-  Result<std::unique_ptr<Kernel>> k = e.make(r);
-  if (!k.ok()) {
-    const StatusCode c = k.status().code();
-    if (c == StatusCode::kUnimplemented || c == StatusCode::kInvalidArgument)
-      return std::unique_ptr<Kernel>();
-    return k.status();
-  }
-  return std::move(*k);
-}
-
-const KernelEntry* find_entry(OpKind op, const std::string& variant) {
-  static const std::vector<KernelEntry> entries = all_kernel_entries();
-  for (const KernelEntry& e : entries) {
-    if (e.op == op && variant == e.variant) return &e;
-  }
-  return nullptr;
-}
 
 }  // namespace
 
@@ -299,18 +270,19 @@ Result<std::unique_ptr<Kernel>> build_measured_kernel(const KernelRequest& req,
   const std::string key = kernel_choice_key(req);
   const std::string path = kernel_choice_cache_path();
   Decisions& d = decisions();
+  std::string cached;
   {
     std::lock_guard<std::mutex> lock(d.mu);
     load_locked(d, path);
     auto it = d.variant_of.find(key);
-    if (it != d.variant_of.end()) {
-      if (const KernelEntry* e = find_entry(req.node.kind, it->second); e != nullptr) {
-        ASSIGN_OR_RETURN(std::unique_ptr<Kernel> k, try_entry(*e, req, /*any_config=*/true));
-        if (k) return k;
-      }
-      // A variant this build no longer has, or one that declines now: measure again.
-    }
+    if (it != d.variant_of.end()) cached = it->second;
   }
+  // Built outside the lock: packing weights must not serialise other threads' compiles.
+  if (const KernelEntry* e = find_kernel_entry(req.node.kind, cached); e != nullptr) {
+    ASSIGN_OR_RETURN(std::unique_ptr<Kernel> k, make_entry_kernel(*e, req, /*any_config=*/true));
+    if (k) return k;
+  }
+  // No decision, a variant this build no longer has, or one that declines now: measure.
 
   // The rules' choice first (the first accepting entry), then every other accepting variant.
   static const std::vector<KernelEntry> entries = all_kernel_entries();
@@ -318,7 +290,7 @@ Result<std::unique_ptr<Kernel>> build_measured_kernel(const KernelRequest& req,
   const KernelEntry* rule = nullptr;
   for (const KernelEntry& e : entries) {
     if (e.op != req.node.kind) continue;
-    ASSIGN_OR_RETURN(std::unique_ptr<Kernel> k, try_entry(e, req, /*any_config=*/false));
+    ASSIGN_OR_RETURN(std::unique_ptr<Kernel> k, make_entry_kernel(e, req, /*any_config=*/false));
     if (k) {
       rule = &e;
       cands.push_back(Candidate{&e, std::move(k), {}, INFINITY});
@@ -327,7 +299,7 @@ Result<std::unique_ptr<Kernel>> build_measured_kernel(const KernelRequest& req,
   }
   for (const KernelEntry& e : entries) {
     if (e.op != req.node.kind || &e == rule || !e.measured_candidate) continue;
-    ASSIGN_OR_RETURN(std::unique_ptr<Kernel> k, try_entry(e, req, /*any_config=*/true));
+    ASSIGN_OR_RETURN(std::unique_ptr<Kernel> k, make_entry_kernel(e, req, /*any_config=*/true));
     if (k) cands.push_back(Candidate{&e, std::move(k), {}, INFINITY});
   }
   if (cands.empty()) return make_reference_kernel(req.node);
@@ -362,11 +334,11 @@ Result<std::unique_ptr<Kernel>> build_measured_kernel(const KernelRequest& req,
       }
     }
   }
-  const Candidate* best = &cands[0];
-  for (const Candidate& c : cands) {
+  Candidate* best = &cands[0];
+  for (Candidate& c : cands) {
     if (c.best_ms < best->best_ms) best = &c;
   }
-  const Candidate* chosen = best;
+  Candidate* chosen = best;
   if (rule != nullptr && cands[0].entry == rule &&
       cands[0].best_ms <= best->best_ms * (1 + kKeepRuleWithin))
     chosen = &cands[0];
@@ -384,13 +356,10 @@ Result<std::unique_ptr<Kernel>> build_measured_kernel(const KernelRequest& req,
     d.variant_of[key] = variant;
     append_line(path, line.str());
   }
-  // A fresh kernel of the chosen variant: the timed ones are bound to scratch tensors.
-  const KernelEntry* e = chosen->entry;
-  const bool any_config = e != rule;
-  cands.clear();
-  ASSIGN_OR_RETURN(std::unique_ptr<Kernel> k, try_entry(*e, req, any_config));
-  if (k) return k;
-  return build_kernel(req);
+  // The timed kernel itself: bind() only records addresses and sizes scratch space, so the
+  // program binding it again to its arena replaces the scratch tensors (they die with `cands`,
+  // before the kernel ever runs again).
+  return std::move(chosen->kernel);
 }
 
 }  // namespace tessera::cpu

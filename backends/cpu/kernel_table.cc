@@ -23,14 +23,37 @@ bool has_optimised_kernel(OpKind op) {
   return false;
 }
 
+const KernelEntry* find_kernel_entry(OpKind op, std::string_view variant) {
+  static const std::vector<KernelEntry> entries = all_kernel_entries();
+  for (const KernelEntry& e : entries) {
+    if (e.op == op && variant == e.variant) return &e;
+  }
+  return nullptr;
+}
+
+Result<std::unique_ptr<Kernel>> make_entry_kernel(const KernelEntry& entry,
+                                                  const KernelRequest& req, bool any_config) {
+  KernelRequest r = req;
+  r.any_config = any_config;
+  Result<std::unique_ptr<Kernel>> k = entry.make(r);
+  if (!k.ok()) {
+    // A configuration the library rejects runs elsewhere (the reference kernel reports any real
+    // attribute error when it runs); resource and internal errors are real.
+    const StatusCode c = k.status().code();
+    if (c == StatusCode::kUnimplemented || c == StatusCode::kInvalidArgument)
+      return std::unique_ptr<Kernel>();
+    return k.status();
+  }
+  return std::move(*k);
+}
+
 Result<std::unique_ptr<Kernel>> build_kernel(const KernelRequest& req, const char* variant) {
   static const std::vector<KernelEntry> entries = all_kernel_entries();
   if (variant != nullptr) {
-    for (const KernelEntry& e : entries) {
-      if (e.op != req.node.kind || std::string_view(e.variant) != variant) continue;
+    if (const KernelEntry* e = find_kernel_entry(req.node.kind, variant); e != nullptr) {
       KernelRequest forced = req;
       forced.any_config = true;
-      ASSIGN_OR_RETURN(std::unique_ptr<Kernel> k, e.make(forced));
+      ASSIGN_OR_RETURN(std::unique_ptr<Kernel> k, e->make(forced));
       if (k) return k;
       return unimplemented(std::string("kernel variant ") + variant + " cannot run node '" +
                            req.node.name + "'");
@@ -38,15 +61,8 @@ Result<std::unique_ptr<Kernel>> build_kernel(const KernelRequest& req, const cha
   }
   for (const KernelEntry& e : entries) {
     if (e.op != req.node.kind) continue;
-    Result<std::unique_ptr<Kernel>> k = e.make(req);
-    if (!k.ok()) {
-      // A configuration the library rejects runs on the reference kernel (which reports any
-      // real attribute error when it runs); resource and internal errors are real.
-      const StatusCode c = k.status().code();
-      if (c == StatusCode::kUnimplemented || c == StatusCode::kInvalidArgument) continue;
-      return k.status();
-    }
-    if (*k) return std::move(*k);
+    ASSIGN_OR_RETURN(std::unique_ptr<Kernel> k, make_entry_kernel(e, req, req.any_config));
+    if (k) return k;
   }
   return make_reference_kernel(req.node);
 }

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "backends/cpu/kernel.h"
@@ -43,6 +44,14 @@ extern const size_t kNumDeconvKernels;
 std::vector<KernelEntry> all_kernel_entries();
 // True when some entry exists for the op (it may still decline particular configurations).
 bool has_optimised_kernel(OpKind op);
+
+// The entry of `op` named `variant`, or null.
+const KernelEntry* find_kernel_entry(OpKind op, std::string_view variant);
+// `entry`'s kernel for the node with KernelRequest::any_config set as given; null when it
+// declines, or rejects the configuration as unimplemented / invalid (dispatch treats both the
+// same way: another entry or the reference kernel runs it). Other errors are real errors.
+Result<std::unique_ptr<Kernel>> make_entry_kernel(const KernelEntry& entry,
+                                                  const KernelRequest& req, bool any_config);
 
 // Builds the kernel for a node: the first accepting entry, else the reference kernel.
 // With `variant` (an entry's name, for tests and benchmarks that compare variants), a node of

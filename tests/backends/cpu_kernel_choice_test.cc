@@ -125,6 +125,14 @@ void expect_matches_reference(ConvGraph& c, cpu::CpuProgram& prog) {
   }
 }
 
+// The kernel request for the graph's convolution (node 0) on `pool`, with its node context.
+struct ConvRequest {
+  ConvRequest(const ConvGraph& c, cpu::ThreadPool& pool)
+      : nc(c.g, c.g.node(c.layers[0])), req{c.g, c.g.node(c.layers[0]), nc.ctx(), pool} {}
+  NodeContext nc;
+  cpu::KernelRequest req;
+};
+
 std::vector<std::string> cache_lines(const std::string& path) {
   std::vector<std::string> lines;
   std::ifstream f(path);
@@ -138,9 +146,8 @@ TEST_F(KernelChoiceTest, MeasuresEveryAccurateCandidateAndCachesTheDecision) {
   ASSERT_NE(pool, nullptr);
   // A 3x3 convolution many variants run: direct (16 channels), Winograd, the GEMMs, XNNPACK.
   ConvGraph c = conv_graph(16, 64, 20, 3, false);
-  const Node& node = c.g.node(c.layers[0]);
-  NodeContext nc(c.g, node);
-  cpu::KernelRequest req{c.g, node, nc.ctx(), *pool};
+  ConvRequest cr(c, *pool);
+  const cpu::KernelRequest& req = cr.req;
   std::vector<cpu::KernelTiming> t;
   auto k = cpu::build_measured_kernel(req, &t);
   ASSERT_TRUE(k.ok()) << k.status().to_string();
@@ -178,9 +185,8 @@ TEST_F(KernelChoiceTest, DamagedOrForeignCacheLinesAreIgnored) {
   auto pool = cpu_pool_on_first_cores(1);
   ASSERT_NE(pool, nullptr);
   ConvGraph c = conv_graph(32, 32, 9, 1, false);
-  const Node& node = c.g.node(c.layers[0]);
-  NodeContext nc(c.g, node);
-  cpu::KernelRequest req{c.g, node, nc.ctx(), *pool};
+  ConvRequest cr(c, *pool);
+  const cpu::KernelRequest& req = cr.req;
   const std::string key = cpu::kernel_choice_key(req);
   {
     std::ofstream f(path_, std::ios::binary);
@@ -223,9 +229,8 @@ TEST_F(KernelChoiceTest, ProgramsMatchTheReferenceAndKeepResidualAddsFused) {
       ConvGraph c = conv_graph(48, 32, 14, 1, residual);
       // Every variant that can run the convolution, as the cached decision: whichever wins,
       // outputs match and the residual Add stays fused where the rules' kernel fuses it.
-      const Node& node = c.g.node(c.layers[0]);
-      NodeContext nc(c.g, node);
-      cpu::KernelRequest req{c.g, node, nc.ctx(), *pool};
+      ConvRequest cr(c, *pool);
+      const cpu::KernelRequest& req = cr.req;
       const std::string key = cpu::kernel_choice_key(req);
       auto rules =
           cpu::CpuProgram::compile(c.g, c.layers, pool, nullptr, cpu::KernelChoice::kRules);
