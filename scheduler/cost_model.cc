@@ -170,7 +170,27 @@ struct OverheadSample {
   double alone = 0;
   double bytes = 0;
   double predicted = 0;
+  double chained = 0;  // the in-chain times of the slice's layers, all of them chained
+  double layers = 0;   // the run's own layer times (layers_ms), 0 when not recorded
 };
+
+// Layers run as a slice after another program (every calibration run follows the rest of the
+// model, as a plan's stage follows the other stages) find their weights and activations evicted
+// from the caches the chain's back-to-back runs kept them in: the ratio of the runs' own layer
+// times to their in-chain times, weighted least squares on the relative error of the slice
+// totals, at least 1 (a ratio below 1 is noise or drift, not a warm cache). 1 when no run timed
+// its layers.
+double fit_cold_scale(const std::vector<OverheadSample>& s) {
+  double num = 0, den = 0;
+  for (const OverheadSample& x : s) {
+    if (x.chained <= 0 || x.layers <= 0 || x.alone > 0) continue;
+    const double w = 1.0 / (x.ms * x.ms);
+    num += w * x.chained * x.layers;
+    den += w * x.chained * x.chained;
+  }
+  if (den <= 0) return 1;
+  return std::clamp(num / den, 1.0, 10.0);
+}
 
 // Weighted least squares (relative error of the slice total) of
 //   ms - priced = chain_scale * alone + fixed_ms + ms_per_byte * bytes
@@ -390,15 +410,23 @@ Result<CostModel> CostModel::build(const Profile& profile, const LayerGraph& lg)
                                               m.in_count_[m.range(r.first, r.last)]) +
                                  lp.download.ms(m.out_bytes_[m.range(r.first, r.last)],
                                                 m.out_count_[m.range(r.first, r.last)]);
-        x.predicted = x.priced + transfers;
+        x.chained = x.priced;
+        x.layers = r.layers_ms;
         // The run timed its own layers (all of them chained here): fit the overhead on what the
         // run spent beyond them.
         x.priced = (r.layers_ms > 0 && x.alone == 0 ? r.layers_ms : x.priced) + transfers;
+        x.predicted = transfers;
         x.bytes = static_cast<double>(m.in_bytes_[m.range(r.first, r.last)] +
                                       m.out_bytes_[m.range(r.first, r.last)]);
         samples.push_back(x);
       }
-      level_overhead.push_back(fit_overhead(samples));
+      // Every calibration run follows another program, so the error of the fit prices its
+      // layers cold.
+      const double cold = fit_cold_scale(samples);
+      for (OverheadSample& x : samples) x.predicted += cold * x.chained;
+      SliceOverhead f = fit_overhead(samples);
+      f.cold_scale = cold;
+      level_overhead.push_back(f);
     }
     auto exec_at = [&](const LevelProfile& lp, int l) -> double {
       if (const auto* c = chain_at(lp, l)) return **c;
@@ -601,10 +629,15 @@ bool CostModel::can_run_slice(int vd, int first, int last) const {
   return slice_memory_bytes(first, last) <= pd.memory_bytes;
 }
 
+double CostModel::cold_scale(int vd, int first, int last) const {
+  return first == 0 && last == L_ ? 1.0 : overhead_[static_cast<size_t>(vd)].cold_scale;
+}
+
 double CostModel::slice_exec_ms(int vd, int first, int last) const {
   if (!can_run_slice(vd, first, last)) return kInfiniteCost;
   const auto& p = exec_prefix_[static_cast<size_t>(vd)];
-  return p[static_cast<size_t>(last)] - p[static_cast<size_t>(first)];
+  return (p[static_cast<size_t>(last)] - p[static_cast<size_t>(first)]) *
+         cold_scale(vd, first, last);
 }
 
 double CostModel::slice_overhead_ms(int vd, int first, int last) const {
@@ -645,7 +678,8 @@ double CostModel::transfer_power_w(int vd) const {
 double CostModel::slice_energy_mj(int vd, int first, int last) const {
   if (!can_run_slice(vd, first, last)) return kInfiniteCost;
   const auto& p = energy_prefix_[static_cast<size_t>(vd)];
-  const double exec = p[static_cast<size_t>(last)] - p[static_cast<size_t>(first)];
+  const double exec = (p[static_cast<size_t>(last)] - p[static_cast<size_t>(first)]) *
+                      cold_scale(vd, first, last);
   return exec + slice_transfer_ms(vd, first, last) * transfer_power_w(vd);
 }
 
@@ -665,6 +699,7 @@ SliceTable CostModel::slice_table(const std::vector<int>& vds, Objective objecti
     const size_t vd = static_cast<size_t>(vds[o]);
     t.prefix_.push_back(energy ? energy_prefix_[vd].data() : exec_prefix_[vd].data());
     t.scale_.push_back(energy ? transfer_power_w(static_cast<int>(vd)) : 1.0);
+    t.cold_.push_back(overhead_[vd].cold_scale);
     // Transfer group: the measured level whose fits price the option's transfers and overhead.
     const LevelProfile* level = transfer_level_[vd];
     int g = 0;
@@ -728,7 +763,7 @@ void SliceTable::transfer_row(int g, int k, int last, double* row) const {
 
 double SliceTable::exec_cost(int o, int k, int l) const {
   if (k < 0 || l > L_ || k >= l || l > reach(o, k)) return kInfiniteCost;
-  return prefix(o)[l] - prefix(o)[k];
+  return (prefix(o)[l] - prefix(o)[k]) * cold_scale(o, k, l);
 }
 
 double SliceTable::cost(int o, int k, int l) const {

@@ -19,7 +19,8 @@
 //              (weighted least squares on relative error, cross-validated; see regression()).
 //   power      P = P_static(d,f) + (V_f^2 f)/(V_fmax^2 fmax) * P_dyn(l,d,fmax)   (eq. 4-5)
 //              P_dyn measured per layer where a meter existed, else the platform's dynamic_w.
-//   slice      C_m,n,d = sum_k e_k,d + c_in(m) + c_out(n) + o_d(T_in + T_out)   (eq. 8 plus
+//   slice      C_m,n,d = k_d sum_k e_k,d + c_in(m) + c_out(n) + o_d(T_in + T_out)   (eq. 8 plus
+//              the cold factor k_d of a slice run after other programs, 1 for the whole model, and
 //              the per-slice overhead o_d = fixed + per boundary byte, see SliceOverhead, which
 //              eq. 8 leaves out and which is what keeps many-slice plans honest), infinite when a
 //              layer cannot run on d or the slice does not fit its memory. c_in(m) moves the
@@ -84,8 +85,15 @@ struct RegressionFit {
 // fitted per device and level on the profile's calibration runs (weighted least squares on the
 // relative error of the slice totals). Layers that were timed alone, not in a chain, are
 // multiplied by chain_scale, fitted on the same runs.
+//
+// cold_scale multiplies the in-chain times of a slice's layers: the profile times its chains back
+// to back, so their weights and activations stay in the caches, while a slice in a plan (and
+// every calibration run) follows other programs that evicted them. Fitted on the calibration
+// runs' own layer times against their in-chain times (at least 1). The device's whole model
+// [0, L) is exempt: a single-stage plan runs after itself, as the chains were timed.
 struct SliceOverhead {
   double chain_scale = 1;
+  double cold_scale = 1;
   double fixed_ms = 0;
   double ms_per_byte = 0;  // per byte of the slice's boundary tensors, in and out
   int samples = 0;         // calibration runs fitted
@@ -137,6 +145,9 @@ class CostModel {
 
   // ---- slices (eq. 8) ----
   bool can_run_slice(int vd, int first, int last) const;
+  // SliceOverhead::cold_scale of vd for [first, last); 1 for the whole model.
+  double cold_scale(int vd, int first, int last) const;
+  // The layers' execution, cold_scale x their sum.
   double slice_exec_ms(int vd, int first, int last) const;
   // The per-slice overhead (SliceOverhead::ms of the boundary bytes), ms.
   double slice_overhead_ms(int vd, int first, int last) const;
@@ -203,8 +214,9 @@ class CostModel {
 // A CostModel's eq. 8 for one objective over a set of virtual devices (the options), laid out
 // for the slicing planners, built once per planning call by CostModel::slice_table:
 //
-//   cost(o, k, l)    = prefix_o[l] - prefix_o[k] + scale_o * transfer_g(o)(k, l),
+//   cost(o, k, l)    = cold_o(k, l) * (prefix_o[l] - prefix_o[k]) + scale_o * transfer_g(o)(k, l),
 //                      for k < l <= reach_o[k] (else infinite)
+//   cold_o(k, l)     = the option's SliceOverhead::cold_scale, 1 for the whole model [0, L)
 //   transfer_g(k, l) = upload(in bytes, in tensors) + download(out bytes, out tensors)
 //                      + overhead(in bytes + out bytes)                                  (ms)
 //
@@ -233,6 +245,10 @@ class SliceTable {
   const double* prefix(int o) const { return prefix_[static_cast<size_t>(o)]; }
   // Multiplier of the transfer group's ms in the objective's unit.
   double transfer_scale(int o) const { return scale_[static_cast<size_t>(o)]; }
+  // Multiplier of the execution of [k, l) on option o (cold_o above).
+  double cold_scale(int o, int k, int l) const {
+    return k == 0 && l == L_ ? 1.0 : cold_[static_cast<size_t>(o)];
+  }
   int num_groups() const { return static_cast<int>(groups_.size()); }
   int group(int o) const { return group_[static_cast<size_t>(o)]; }
   // row[l] = transfer_g(k, l) for k < l <= last (row has at least last + 1 entries).
@@ -261,6 +277,7 @@ class SliceTable {
   std::vector<int> vds_;
   std::vector<const double*> prefix_;  // per option, into the CostModel's prefix sums
   std::vector<double> scale_;          // per option
+  std::vector<double> cold_;           // per option
   std::vector<int> group_;             // per option
   std::vector<Group> groups_;
   std::vector<int> reach_;  // [o][k], k = 0..L

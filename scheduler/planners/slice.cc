@@ -136,17 +136,23 @@ struct TableRows {
     const double* p = t.prefix(o);
     const double pk = p[k];
     priced += reach - k;
+    // Slices run cold (SliceTable::cold_scale), except the whole model: priced after the loop.
+    const double c = t.cold_scale(o, k, k + 1);
+    const int whole = k == 0 && reach == t.num_layers();
+    const int cold_last = reach - whole;
     if (exec_only) {
-      for (int l = k + 1; l <= reach; ++l) {
-        offer(base + oblivious(p[l] - pk), id, best, pick, l);
+      for (int l = k + 1; l <= cold_last; ++l) {
+        offer(base + oblivious((p[l] - pk) * c), id, best, pick, l);
       }
+      if (whole) offer(base + oblivious(p[reach] - pk), id, best, pick, reach);
       return;
     }
     const double* tr = transfer_of(t.group(o));
     const double w = t.transfer_scale(o);
-    for (int l = k + 1; l <= reach; ++l) {
-      offer(base + ((p[l] - pk) + tr[l] * w), id, best, pick, l);
+    for (int l = k + 1; l <= cold_last; ++l) {
+      offer(base + ((p[l] - pk) * c + tr[l] * w), id, best, pick, l);
     }
+    if (whole) offer(base + ((p[reach] - pk) + tr[reach] * w), id, best, pick, reach);
   }
 };
 
@@ -290,7 +296,8 @@ double CostModelSlices::exec_cost(int o, int first, int last) const {
   if (!cm_.can_run_slice(vd, first, last)) return kInfiniteCost;
   if (objective_ == Objective::kLatency) return cm_.slice_exec_ms(vd, first, last);
   const auto& p = exec_energy_prefix_[static_cast<size_t>(o)];
-  return p[static_cast<size_t>(last)] - p[static_cast<size_t>(first)];
+  return (p[static_cast<size_t>(last)] - p[static_cast<size_t>(first)]) *
+         cm_.cold_scale(vd, first, last);
 }
 
 namespace {

@@ -299,6 +299,43 @@ TEST_F(SliceOverheadTest, MeasuresTheOverheadBeyondTheRunsOwnLayers) {
               0.5 + 0.25 + transfers(cm, 1, 3) + fixed + per_byte * boundary(1, 3), 1e-9);
 }
 
+TEST_F(SliceOverheadTest, PricesSlicesColdAndTheWholeModelHot) {
+  // Run after the rest of the model, a slice's layers take 1.3x their in-chain times (evicted
+  // caches); the whole model, run after itself, keeps its in-chain times.
+  lp().layer_chain_ms = {1.0, 0.5, 0.25, 2.0, 0.125, 0.75};
+  const double fixed = 0.3, per_byte = 2e-5, cold = 1.3;
+  add_chained_runs(fixed, per_byte, cold, true);
+  const CostModel cm = CostModel::build(p_, *m_.lg).value();
+  const SliceOverhead& o = cm.slice_overhead(0);
+  expect_fit(o, fixed, per_byte);
+  EXPECT_NEAR(o.cold_scale, cold, 1e-9);
+  EXPECT_LT(o.error, 1e-9);  // the calibration runs are priced as they ran: cold
+  EXPECT_NEAR(cm.cold_scale(0, 1, 3), cold, 1e-12);
+  EXPECT_EQ(cm.cold_scale(0, 0, 6), 1.0);
+  EXPECT_NEAR(cm.slice_exec_ms(0, 1, 3), cold * (0.5 + 0.25), 1e-9);
+  EXPECT_NEAR(cm.slice_exec_ms(0, 0, 6), 4.625, 1e-9);
+  EXPECT_NEAR(cm.slice_ms(0, 1, 3),
+              cold * 0.75 + transfers(cm, 1, 3) + fixed + per_byte * boundary(1, 3), 1e-9);
+  EXPECT_NEAR(cm.exec_ms(0, 3), 2.0, 1e-12);  // per layer: the in-chain time
+  // The cold part of the execution is paid at the layers' power.
+  const double exec_mj =
+      cm.slice_energy_mj(0, 1, 3) -
+      (transfers(cm, 1, 3) + fixed + per_byte * boundary(1, 3)) * power_w(cm.devices()[0], 0);
+  EXPECT_NEAR(exec_mj, cold * (0.5 + 0.25) * cm.power_w(0, 1), 1e-9);
+  // The same table for a planner.
+  const SliceTable t = cm.slice_table({0}, Objective::kLatency);
+  EXPECT_NEAR(t.cost(0, 1, 3), cm.slice_ms(0, 1, 3), 1e-12);
+  EXPECT_NEAR(t.cost(0, 0, 6), cm.slice_ms(0, 0, 6), 1e-12);
+}
+
+TEST_F(SliceOverheadTest, RunsFasterThanTheChainDoNotMakeSlicesWarm) {
+  lp().layer_chain_ms = {1.0, 0.5, 0.25, 2.0, 0.125, 0.75};
+  add_chained_runs(0.3, 2e-5, 0.8, true);
+  const CostModel cm = CostModel::build(p_, *m_.lg).value();
+  EXPECT_EQ(cm.slice_overhead(0).cold_scale, 1.0);
+  EXPECT_NEAR(cm.slice_exec_ms(0, 1, 3), 0.75, 1e-12);
+}
+
 TEST_F(SliceOverheadTest, ScalesLayersTimedAloneToTheirChainedCost) {
   // Totals of layers timed alone; chained they run 1.25x slower, plus 0.2 ms per slice.
   lp().layer_ms = {1.5, 0.75, 0.5, 2.5, 0.3, 1.0};

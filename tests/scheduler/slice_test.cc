@@ -305,10 +305,20 @@ Profile overhead_profile(const LayerGraph& lg, std::mt19937& rng) {
   const int L = lg.num_layers();
   for (DeviceProfile& dp : p.devices) {
     for (LevelProfile& lv : dp.levels) {
+      // Half the levels time their layers in a chain, and their calibration runs record their
+      // own layers 1-1.5x slower than in the chain (a cold_scale above 1).
+      const bool chained = rng() % 2;
+      if (chained) lv.layer_chain_ms = lv.layer_ms;
+      const double cold = 1 + 0.5 * u(rng);
       for (int r = 0; r < 6; ++r) {
         const int first = static_cast<int>(rng() % static_cast<unsigned>(L));
         const int last = first + 1 + static_cast<int>(rng() % static_cast<unsigned>(L - first));
-        lv.slice_runs.push_back(SliceRun{first, last, 0.2 + 4 * u(rng) * (last - first)});
+        double layers = 0;
+        for (int l = first; l < last && chained; ++l) {
+          layers += cold * *lv.layer_chain_ms[static_cast<size_t>(l)];
+        }
+        lv.slice_runs.push_back(SliceRun{first, last, layers + 0.2 + 4 * u(rng) * (last - first),
+                                         layers});
       }
     }
   }
@@ -317,7 +327,7 @@ Profile overhead_profile(const LayerGraph& lg, std::mt19937& rng) {
 
 TEST(SliceTableTest, AgreesWithThePerQueryCostModel) {
   std::mt19937 rng(11);
-  int64_t feasible = 0, infeasible = 0, clamped = 0;
+  int64_t feasible = 0, infeasible = 0, clamped = 0, cold = 0;
   for (int trial = 0; trial < 60; ++trial) {
     auto m = testing::make_model(skip_chain(rng, 3 + static_cast<int>(rng() % 20)));
     Profile p = overhead_profile(*m.lg, rng);
@@ -335,6 +345,7 @@ TEST(SliceTableTest, AgreesWithThePerQueryCostModel) {
         const int vd = vds[static_cast<size_t>(o)];
         EXPECT_EQ(t.virtual_device(o), vd);
         if (cm->slice_overhead(vd).fixed_ms < 0) ++clamped;
+        if (cm->slice_overhead(vd).cold_scale > 1.01) ++cold;
         for (int k = 0; k <= L; ++k) {
           for (int l = k + 1; l <= L; ++l) {
             const bool ok = cm->can_run_slice(vd, k, l);
@@ -364,6 +375,7 @@ TEST(SliceTableTest, AgreesWithThePerQueryCostModel) {
   EXPECT_GT(feasible, 1000);
   EXPECT_GT(infeasible, 1000);
   EXPECT_GT(clamped, 0);
+  EXPECT_GT(cold, 0);
 }
 
 // Every planner over the table gives the plan of the same planner over per-query costs (to
