@@ -678,8 +678,8 @@ double CostModel::transfer_power_w(int vd) const {
 double CostModel::slice_energy_mj(int vd, int first, int last) const {
   if (!can_run_slice(vd, first, last)) return kInfiniteCost;
   const auto& p = energy_prefix_[static_cast<size_t>(vd)];
-  const double exec = (p[static_cast<size_t>(last)] - p[static_cast<size_t>(first)]) *
-                      cold_scale(vd, first, last);
+  const double exec =
+      (p[static_cast<size_t>(last)] - p[static_cast<size_t>(first)]) * cold_scale(vd, first, last);
   return exec + slice_transfer_ms(vd, first, last) * transfer_power_w(vd);
 }
 
