@@ -317,8 +317,8 @@ Profile overhead_profile(const LayerGraph& lg, std::mt19937& rng) {
         for (int l = first; l < last && chained; ++l) {
           layers += cold * *lv.layer_chain_ms[static_cast<size_t>(l)];
         }
-        lv.slice_runs.push_back(SliceRun{first, last, layers + 0.2 + 4 * u(rng) * (last - first),
-                                         layers});
+        lv.slice_runs.push_back(
+            SliceRun{first, last, layers + 0.2 + 4 * u(rng) * (last - first), layers});
       }
     }
   }
