@@ -126,10 +126,10 @@ void print_summary(const Profile& p, const CostModel& cm) {
       const double gbs =
           l.upload.alpha_ms_per_byte > 0 ? 1e-6 / l.upload.alpha_ms_per_byte : INFINITY;
       const SliceOverhead& o = cm.slice_overhead(vd);
-      std::printf(
-          "%-14s %8d %6d %6d %10.3f %12.2f %8.2f %7.4f %9.3f %9.1f %6.3f %6.3f %8.1f%%\n",
-          d.device.c_str(), l.mhz, n, chained, sum, gbs, l.upload.beta_ms * 1e3, l.upload.r2,
-          o.fixed_ms, o.ms_per_byte * 1024 * 1e6, o.chain_scale, o.cold_scale, 100 * o.error);
+      std::printf("%-14s %8d %6d %6d %10.3f %12.2f %8.2f %7.4f %9.3f %9.1f %6.3f %6.3f %8.1f%%\n",
+                  d.device.c_str(), l.mhz, n, chained, sum, gbs, l.upload.beta_ms * 1e3,
+                  l.upload.r2, o.fixed_ms, o.ms_per_byte * 1024 * 1e6, o.chain_scale, o.cold_scale,
+                  100 * o.error);
     }
     std::printf("  regression error (layers not measured): %.1f%%\n",
                 100 * cm.regression_error(static_cast<int>(di)));
