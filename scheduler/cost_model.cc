@@ -170,8 +170,9 @@ struct OverheadSample {
   double alone = 0;
   double bytes = 0;
   double predicted = 0;
-  double chained = 0;  // the in-chain times of the slice's layers, all of them chained
-  double layers = 0;   // the run's own layer times (layers_ms), 0 when not recorded
+  double chained = 0;       // the in-chain times of the slice's layers, all of them chained
+  double layers = 0;        // the run's own layer times (layers_ms), 0 when not recorded
+  double chain_before = 0;  // the same layers in the chain runs right before (chain_ms), or 0
 };
 
 // Layers run as a slice after another program (every calibration run follows the rest of the
@@ -183,10 +184,11 @@ struct OverheadSample {
 double fit_cold_scale(const std::vector<OverheadSample>& s) {
   double num = 0, den = 0;
   for (const OverheadSample& x : s) {
-    if (x.chained <= 0 || x.layers <= 0 || x.alone > 0) continue;
+    const double chained = x.chain_before > 0 ? x.chain_before : x.chained;
+    if (chained <= 0 || x.layers <= 0 || x.alone > 0) continue;
     const double w = 1.0 / (x.ms * x.ms);
-    num += w * x.chained * x.layers;
-    den += w * x.chained * x.chained;
+    num += w * chained * x.layers;
+    den += w * chained * chained;
   }
   if (den <= 0) return 1;
   return std::clamp(num / den, 1.0, 10.0);
@@ -323,6 +325,15 @@ Result<CostModel> CostModel::build(const Profile& profile, const LayerGraph& lg)
     }
   }
   m.weight_prefix_.assign(static_cast<size_t>(L + 1), 0);
+  m.touched_prefix_.assign(static_cast<size_t>(L + 1), 0);
+  for (int i = 0; i < L; ++i) {
+    const OpCost& c = lg.layer(i).cost;
+    m.touched_prefix_[static_cast<size_t>(i + 1)] =
+        m.touched_prefix_[static_cast<size_t>(i)] +
+        static_cast<double>(c.input_bytes + c.weight_bytes + c.output_bytes);
+  }
+  const double touched = m.touched_prefix_[static_cast<size_t>(L)];
+  m.inv_touched_total_ = touched > 0 ? 1 / touched : 0;
   for (int i = 0; i < L; ++i) {
     m.weight_prefix_[static_cast<size_t>(i + 1)] =
         m.weight_prefix_[static_cast<size_t>(i)] + lg.layer(i).cost.weight_bytes;
@@ -412,6 +423,7 @@ Result<CostModel> CostModel::build(const Profile& profile, const LayerGraph& lg)
                                                 m.out_count_[m.range(r.first, r.last)]);
         x.chained = x.priced;
         x.layers = r.layers_ms;
+        x.chain_before = r.chain_ms;
         // The run timed its own layers (all of them chained here): fit the overhead on what the
         // run spent beyond them.
         x.priced = (r.layers_ms > 0 && x.alone == 0 ? r.layers_ms : x.priced) + transfers;
@@ -629,15 +641,28 @@ bool CostModel::can_run_slice(int vd, int first, int last) const {
   return slice_memory_bytes(first, last) <= pd.memory_bytes;
 }
 
+double CostModel::evicted_share(int first, int last) const {
+  return 1 - (touched_prefix_[static_cast<size_t>(last)] -
+              touched_prefix_[static_cast<size_t>(first)]) *
+                 inv_touched_total_;
+}
+
+double CostModel::cold_at(int vd, double evicted) const {
+  return 1 + (overhead_[static_cast<size_t>(vd)].cold_scale - 1) * evicted;
+}
+
 double CostModel::cold_scale(int vd, int first, int last) const {
-  return first == 0 && last == L_ ? 1.0 : overhead_[static_cast<size_t>(vd)].cold_scale;
+  return cold_at(vd, evicted_share(first, last));
 }
 
 double CostModel::slice_exec_ms(int vd, int first, int last) const {
+  return exec_after(vd, first, last, evicted_share(first, last));
+}
+
+double CostModel::exec_after(int vd, int first, int last, double evicted) const {
   if (!can_run_slice(vd, first, last)) return kInfiniteCost;
   const auto& p = exec_prefix_[static_cast<size_t>(vd)];
-  return (p[static_cast<size_t>(last)] - p[static_cast<size_t>(first)]) *
-         cold_scale(vd, first, last);
+  return (p[static_cast<size_t>(last)] - p[static_cast<size_t>(first)]) * cold_at(vd, evicted);
 }
 
 double CostModel::slice_overhead_ms(int vd, int first, int last) const {
@@ -670,6 +695,12 @@ double CostModel::slice_ms(int vd, int first, int last) const {
   return e + slice_transfer_ms(vd, first, last);
 }
 
+double CostModel::slice_ms(int vd, int first, int last, double evicted) const {
+  const double e = exec_after(vd, first, last, evicted);
+  if (!std::isfinite(e)) return kInfiniteCost;
+  return e + slice_transfer_ms(vd, first, last);
+}
+
 double CostModel::transfer_power_w(int vd) const {
   const VirtualDevice& v = vds_[static_cast<size_t>(vd)];
   return tessera::power_w(devices_[static_cast<size_t>(v.device_index)], v.level);
@@ -690,6 +721,8 @@ SliceTable CostModel::slice_table(const std::vector<int>& vds, Objective objecti
   t.cm_ = this;
   t.objective_ = objective;
   t.L_ = L_;
+  t.touched_ = touched_prefix_.data();
+  t.inv_total_ = inv_touched_total_;
   t.D_ = static_cast<int>(vds.size());
   t.vds_ = vds;
   const bool energy = objective == Objective::kEnergy;
@@ -699,7 +732,7 @@ SliceTable CostModel::slice_table(const std::vector<int>& vds, Objective objecti
     const size_t vd = static_cast<size_t>(vds[o]);
     t.prefix_.push_back(energy ? energy_prefix_[vd].data() : exec_prefix_[vd].data());
     t.scale_.push_back(energy ? transfer_power_w(static_cast<int>(vd)) : 1.0);
-    t.cold_.push_back(overhead_[vd].cold_scale);
+    t.cold_.push_back(overhead_[vd].cold_scale - 1);
     // Transfer group: the measured level whose fits price the option's transfers and overhead.
     const LevelProfile* level = transfer_level_[vd];
     int g = 0;

@@ -145,14 +145,23 @@ class CostModel {
 
   // ---- slices (eq. 8) ----
   bool can_run_slice(int vd, int first, int last) const;
-  // SliceOverhead::cold_scale of vd for [first, last); 1 for the whole model.
+  // The share of the model's touched bytes (layer inputs, weights and outputs) outside
+  // [first, last): what runs between two runs of the slice as a stage of a plan, and so how
+  // much of its cached state is evicted; 0 for the whole model.
+  double evicted_share(int first, int last) const;
+  // 1 + (SliceOverhead::cold_scale - 1) x evicted_share: how much slower the slice's layers
+  // run, as a stage of a plan, than in the chain.
   double cold_scale(int vd, int first, int last) const;
-  // The layers' execution, cold_scale x their sum.
+  // The layers' execution as a stage of a plan, cold_scale x their sum.
   double slice_exec_ms(int vd, int first, int last) const;
   // The per-slice overhead (SliceOverhead::ms of the boundary bytes), ms.
   double slice_overhead_ms(int vd, int first, int last) const;
   // Exec + eq. 1-2 transfers + overhead.
-  double slice_ms(int vd, int first, int last) const;         // latency, ms
+  double slice_ms(int vd, int first, int last) const;  // latency, ms
+  // The slice run after other programs that evicted `evicted` (0-1) of its cached state
+  // instead of as a stage of a plan: 1 right after the whole model on its device (as the
+  // calibration runs and `tessera profile --check` time slices), 0 right after itself; ms.
+  double slice_ms(int vd, int first, int last, double evicted) const;
   double slice_energy_mj(int vd, int first, int last) const;  // energy, mJ
 
   const SliceOverhead& slice_overhead(int vd) const { return overhead_[static_cast<size_t>(vd)]; }
@@ -180,6 +189,10 @@ class CostModel {
     return static_cast<size_t>(first) * static_cast<size_t>(L_ + 1) + static_cast<size_t>(last);
   }
   double transfer_power_w(int vd) const;
+  // cold_scale when `evicted` of the slice's cached state was evicted (see evicted_share).
+  double cold_at(int vd, double evicted) const;
+  // slice_exec_ms at that cold_at.
+  double exec_after(int vd, int first, int last, double evicted) const;
   // Uploads + downloads + per-slice overhead of [first, last) on vd, in ms.
   double slice_transfer_ms(int vd, int first, int last) const;
 
@@ -207,6 +220,8 @@ class CostModel {
   std::vector<int> in_count_, out_count_;
   std::vector<uint64_t> live_max_;  // the largest live set at cuts first..last
   std::vector<uint64_t> weight_prefix_;
+  std::vector<double> touched_prefix_;  // layer inputs + weights + outputs, bytes
+  double inv_touched_total_ = 0;        // 1 / touched_prefix_[L], 0 when that is 0
   std::vector<std::vector<RegressionFit>> regression_;
   std::vector<double> regression_error_;
 };
@@ -216,7 +231,8 @@ class CostModel {
 //
 //   cost(o, k, l)    = cold_o(k, l) * (prefix_o[l] - prefix_o[k]) + scale_o * transfer_g(o)(k, l),
 //                      for k < l <= reach_o[k] (else infinite)
-//   cold_o(k, l)     = the option's SliceOverhead::cold_scale, 1 for the whole model [0, L)
+//   cold_o(k, l)     = 1 + (the option's SliceOverhead::cold_scale - 1) * evicted(k, l)
+//   evicted(k, l)    = CostModel::evicted_share(k, l), 0 for the whole model [0, L)
 //   transfer_g(k, l) = upload(in bytes, in tensors) + download(out bytes, out tensors)
 //                      + overhead(in bytes + out bytes)                                  (ms)
 //
@@ -247,8 +263,14 @@ class SliceTable {
   double transfer_scale(int o) const { return scale_[static_cast<size_t>(o)]; }
   // Multiplier of the execution of [k, l) on option o (cold_o above).
   double cold_scale(int o, int k, int l) const {
-    return k == 0 && l == L_ ? 1.0 : cold_[static_cast<size_t>(o)];
+    return 1 + cold_[static_cast<size_t>(o)] * evicted(k, l);
   }
+  // cold_o(k, l) - 1 = cold_excess(o) * evicted(k, l); evicted(k, l) = 1 - (touched[l] -
+  // touched[k]) * inv_touched_total(), with touched() the CostModel's prefix of touched bytes.
+  double cold_excess(int o) const { return cold_[static_cast<size_t>(o)]; }
+  const double* touched() const { return touched_; }
+  double inv_touched_total() const { return inv_total_; }
+  double evicted(int k, int l) const { return 1 - (touched_[l] - touched_[k]) * inv_total_; }
   int num_groups() const { return static_cast<int>(groups_.size()); }
   int group(int o) const { return group_[static_cast<size_t>(o)]; }
   // row[l] = transfer_g(k, l) for k < l <= last (row has at least last + 1 entries).
@@ -277,7 +299,9 @@ class SliceTable {
   std::vector<int> vds_;
   std::vector<const double*> prefix_;  // per option, into the CostModel's prefix sums
   std::vector<double> scale_;          // per option
-  std::vector<double> cold_;           // per option
+  std::vector<double> cold_;           // per option: cold_scale - 1
+  const double* touched_ = nullptr;    // the CostModel's touched-bytes prefix
+  double inv_total_ = 0;               // 1 / touched bytes of the model (0 when none)
   std::vector<int> group_;             // per option
   std::vector<Group> groups_;
   std::vector<int> reach_;  // [o][k], k = 0..L

@@ -209,12 +209,16 @@ Result<std::vector<SliceRun>> read_slice_runs(const Json& obj, const std::string
   for (size_t i = 0; i < a->size(); ++i) {
     const Json& r = (*a)[i];
     const std::string rp = json::index_path(path + ".slice_runs", i);
-    if (!r.is_array() || (r.size() != 3 && r.size() != 4) || !r[0].is_number_integer() ||
-        !r[1].is_number_integer() || !r[2].is_number() || (r.size() == 4 && !r[3].is_number())) {
-      return invalid_argument(rp + ": expected [first, last, ms] or [first, last, ms, layers_ms]");
+    if (!r.is_array() || r.size() < 3 || r.size() > 5 || !r[0].is_number_integer() ||
+        !r[1].is_number_integer() || !r[2].is_number() || (r.size() >= 4 && !r[3].is_number()) ||
+        (r.size() == 5 && !r[4].is_number())) {
+      return invalid_argument(rp +
+                              ": expected [first, last, ms], [first, last, ms, layers_ms] or "
+                              "[first, last, ms, layers_ms, chain_ms]");
     }
     SliceRun run{r[0].get<int>(), r[1].get<int>(), r[2].get<double>(),
-                 r.size() == 4 ? r[3].get<double>() : 0.0};
+                 r.size() >= 4 ? r[3].get<double>() : 0.0,
+                 r.size() == 5 ? r[4].get<double>() : 0.0};
     if (run.first < 0 || run.last <= run.first || static_cast<size_t>(run.last) > n) {
       return invalid_argument(rp + ": [" + std::to_string(run.first) + ", " +
                               std::to_string(run.last) + ") is not a layer range of the " +
@@ -225,6 +229,11 @@ Result<std::vector<SliceRun>> read_slice_runs(const Json& obj, const std::string
     }
     if (!std::isfinite(run.layers_ms) || run.layers_ms < 0 || run.layers_ms > run.ms) {
       return invalid_argument(rp + ": layers_ms must be in [0, ms], got " + r[3].dump());
+    }
+    if (!std::isfinite(run.chain_ms) || run.chain_ms < 0 || run.chain_ms > 1e9 ||
+        (run.chain_ms > 0 && run.layers_ms == 0)) {
+      return invalid_argument(rp + ": chain_ms must be >= 0 (and given with layers_ms), got " +
+                              r[4].dump());
     }
     out.push_back(run);
   }
@@ -280,8 +289,9 @@ std::string Profile::to_json_text() const {
       if (!l.layer_chain_ms.empty()) jl["layer_chain_ms"] = optional_array(l.layer_chain_ms);
       Json runs = Json::array();
       for (const SliceRun& r : l.slice_runs) {
-        runs.push_back(r.layers_ms > 0 ? Json{r.first, r.last, r.ms, r.layers_ms}
-                                       : Json{r.first, r.last, r.ms});
+        runs.push_back(r.chain_ms > 0    ? Json{r.first, r.last, r.ms, r.layers_ms, r.chain_ms}
+                       : r.layers_ms > 0 ? Json{r.first, r.last, r.ms, r.layers_ms}
+                                         : Json{r.first, r.last, r.ms});
       }
       jl["slice_runs"] = runs;
       if (!l.layer_dynamic_w.empty()) jl["layer_dynamic_w"] = optional_array(l.layer_dynamic_w);

@@ -86,6 +86,12 @@ struct SliceRun {
   // ms - layers_ms is what the slice costs beyond its layers; 0 when the backend cannot time
   // layers inside a run.
   double layers_ms = 0;
+  // The same statistic of the sum of the slice's layers inside the untimed-for-the-slice chain
+  // runs that preceded its timed runs, one each (the rest of the model, timed layer by layer):
+  // what the same layers took in a chain at the same moments, so layers_ms / chain_ms is how
+  // much slower they run cold, free of any drift of the machine's speed during profiling. 0 when
+  // not recorded.
+  double chain_ms = 0;
 };
 
 struct LevelProfile {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <memory>
@@ -315,29 +316,44 @@ Result<std::pair<TransferFit, TransferFit>> npu_boundary_fits(NpuDevice& device,
   return std::pair{fit_relative(std::move(in_points)), fit_relative(std::move(out_points))};
 }
 
+// The device's chains (the rest of the model for a calibration run), run once and timed layer
+// by layer: per layer of the model its time in this run, NaN for layers in no chain.
+using ChainsRun = std::function<Status(std::vector<double>* layer_ms)>;
+
 // A calibration run: slice [first, last) compiled as one program and timed whole, each run
 // after `before` (the device's chains: the rest of the model), as a plan's stage runs after the
-// other stages. Where the
-// backend times layers inside a run, the repeats are run_timed calls, and each run's overhead
-// (its time less its layers': the launch, the copy and layout conversion of the boundary
-// tensors) is measured directly; layers_ms is the statistic of the runs less the statistic of
-// the overheads.
+// other stages. Where the backend times layers inside a run, the repeats are run_timed calls,
+// and each run's overhead (its time less its layers': the launch, the copy and layout
+// conversion of the boundary tensors) is measured directly; layers_ms is the statistic of the
+// runs less the statistic of the overheads, and chain_ms the statistic of the same layers' sums
+// in the chain runs right before (recorded when all of them are chained).
 Result<SliceRun> measure_slice_run(const LayerGraph& lg, Device& device, int first, int last,
-                                   int warmup, int repeat, Stat stat,
-                                   const std::function<Status()>& before) {
+                                   int warmup, int repeat, Stat stat, const ChainsRun& before) {
   ASSIGN_OR_RETURN(SliceProgram slice, SliceProgram::compile(lg, device, first, last));
-  std::vector<double> layer_ms;
+  std::vector<double> layer_ms, chain_ms;
   const Status timed = slice.run_timed(&layer_ms);
   if (timed.code() == StatusCode::kUnimplemented) {
+    const std::function<Status()> untimed =
+        before ? std::function<Status()>([&] { return before(&chain_ms); })
+               : std::function<Status()>();
     ASSIGN_OR_RETURN(double ms, time_stat(
-                                    stat, warmup, repeat, [&] { return slice.run(); }, before));
+                                    stat, warmup, repeat, [&] { return slice.run(); }, untimed));
     return SliceRun{first, last, ms, 0.0};
   }
   RETURN_IF_ERROR(timed);
   for (int i = 0; i < warmup; ++i) RETURN_IF_ERROR(slice.run_timed(&layer_ms));
-  std::vector<double> walls, overheads;
+  std::vector<double> walls, overheads, chains;
   for (int r = 0; r < repeat; ++r) {
-    if (before) RETURN_IF_ERROR(before());
+    if (before) {
+      RETURN_IF_ERROR(before(&chain_ms));
+      double chained = 0;
+      bool all = true;
+      for (int l = first; l < last; ++l) {
+        all = all && !std::isnan(chain_ms[static_cast<size_t>(l)]);
+        chained += chain_ms[static_cast<size_t>(l)];
+      }
+      if (all) chains.push_back(chained);
+    }
     const auto t0 = Clock::now();
     RETURN_IF_ERROR(slice.run_timed(&layer_ms));
     const double wall = ms_since(t0);
@@ -348,7 +364,11 @@ Result<SliceRun> measure_slice_run(const LayerGraph& lg, Device& device, int fir
   }
   const double ms = summarize(std::move(walls), stat);
   const double overhead = std::min(ms, summarize(std::move(overheads), stat));
-  return SliceRun{first, last, ms, ms - overhead};
+  SliceRun run{first, last, ms, ms - overhead};
+  if (run.layers_ms > 0 && chains.size() == static_cast<size_t>(repeat)) {
+    run.chain_ms = summarize(std::move(chains), stat);
+  }
+  return run;
 }
 
 }  // namespace
@@ -656,9 +676,14 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
       }
       // Calibration runs: slices timed whole, as the accuracy check and the executor run them,
       // each run after the device's chains (the rest of the model, as in a plan).
-      const std::function<Status()> rest_of_model =
-          chains.empty() ? std::function<Status()>() : [&]() -> Status {
-        for (const std::unique_ptr<ChainRun>& chain : chains) RETURN_IF_ERROR(chain->run());
+      const ChainsRun rest_of_model =
+          chains.empty() ? ChainsRun() : [&](std::vector<double>* layer_ms) -> Status {
+        layer_ms->assign(static_cast<size_t>(L), std::nan(""));
+        std::vector<double> ms;
+        for (const std::unique_ptr<ChainRun>& chain : chains) {
+          RETURN_IF_ERROR(chain->slice.run_timed(&ms));
+          std::copy(ms.begin(), ms.end(), layer_ms->begin() + chain->first);
+        }
         return Status();
       };
       for (const auto& [first, last] : calibration) {

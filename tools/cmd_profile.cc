@@ -253,7 +253,10 @@ class Check {
     c->device = cm_.virtual_devices()[static_cast<size_t>(vd)].label;
     const bool whole = first == 0 && last == m_.lg->num_layers();
     c->what = whole ? "whole model" : "slice " + range_text(first, last);
-    c->predicted = cm_.slice_ms(vd, first, last);
+    // A slice runs after the whole model on its device (all of its cached state evicted), or
+    // after itself (timed_run); the whole model after itself.
+    const bool after_model = !whole && d->whole && !hot_;
+    c->predicted = cm_.slice_ms(vd, first, last, after_model ? 1.0 : 0.0);
     c->stages = {{vd, c->predicted}};
     c->on = d;
     if (whole && d->whole) {

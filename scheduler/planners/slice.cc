@@ -136,23 +136,25 @@ struct TableRows {
     const double* p = t.prefix(o);
     const double pk = p[k];
     priced += reach - k;
-    // Slices run cold (SliceTable::cold_scale), except the whole model: priced after the loop.
-    const double c = t.cold_scale(o, k, k + 1);
-    const int whole = k == 0 && reach == t.num_layers();
-    const int cold_last = reach - whole;
+    // The execution runs cold by the share of the model that runs in between
+    // (SliceTable::cold_scale, written out as it computes it).
+    const double ce = t.cold_excess(o);
+    const double* tb = t.touched();
+    const double tbk = tb[k];
+    const double inv = t.inv_touched_total();
     if (exec_only) {
-      for (int l = k + 1; l <= cold_last; ++l) {
-        offer(base + oblivious((p[l] - pk) * c), id, best, pick, l);
+      for (int l = k + 1; l <= reach; ++l) {
+        const double cold = 1 + ce * (1 - (tb[l] - tbk) * inv);
+        offer(base + oblivious((p[l] - pk) * cold), id, best, pick, l);
       }
-      if (whole) offer(base + oblivious(p[reach] - pk), id, best, pick, reach);
       return;
     }
     const double* tr = transfer_of(t.group(o));
     const double w = t.transfer_scale(o);
-    for (int l = k + 1; l <= cold_last; ++l) {
-      offer(base + ((p[l] - pk) * c + tr[l] * w), id, best, pick, l);
+    for (int l = k + 1; l <= reach; ++l) {
+      const double cold = 1 + ce * (1 - (tb[l] - tbk) * inv);
+      offer(base + ((p[l] - pk) * cold + tr[l] * w), id, best, pick, l);
     }
-    if (whole) offer(base + ((p[reach] - pk) + tr[reach] * w), id, best, pick, reach);
   }
 };
 

@@ -299,9 +299,11 @@ TEST_F(SliceOverheadTest, MeasuresTheOverheadBeyondTheRunsOwnLayers) {
               0.5 + 0.25 + transfers(cm, 1, 3) + fixed + per_byte * boundary(1, 3), 1e-9);
 }
 
-TEST_F(SliceOverheadTest, PricesSlicesColdAndTheWholeModelHot) {
+TEST_F(SliceOverheadTest, PricesSlicesColdByTheShareOfTheModelRunInBetween) {
   // Run after the rest of the model, a slice's layers take 1.3x their in-chain times (evicted
-  // caches); the whole model, run after itself, keeps its in-chain times.
+  // caches). As a stage of a plan, only the rest of the model runs between two of its runs: the
+  // slowdown is priced by the share of the model's touched bytes outside the slice, which is
+  // none for the whole model (a single-stage plan runs after itself, as the chains were timed).
   lp().layer_chain_ms = {1.0, 0.5, 0.25, 2.0, 0.125, 0.75};
   const double fixed = 0.3, per_byte = 2e-5, cold = 1.3;
   add_chained_runs(fixed, per_byte, cold, true);
@@ -309,23 +311,52 @@ TEST_F(SliceOverheadTest, PricesSlicesColdAndTheWholeModelHot) {
   const SliceOverhead& o = cm.slice_overhead(0);
   expect_fit(o, fixed, per_byte);
   EXPECT_NEAR(o.cold_scale, cold, 1e-9);
-  EXPECT_LT(o.error, 1e-9);  // the calibration runs are priced as they ran: cold
-  EXPECT_NEAR(cm.cold_scale(0, 1, 3), cold, 1e-12);
-  EXPECT_EQ(cm.cold_scale(0, 0, 6), 1.0);
-  EXPECT_NEAR(cm.slice_exec_ms(0, 1, 3), cold * (0.5 + 0.25), 1e-9);
+  EXPECT_LT(o.error, 1e-9);  // the calibration runs are priced as they ran: after the model
+  double touched[7] = {0};
+  for (int l = 0; l < 6; ++l) {
+    const OpCost& c = m_.lg->layer(l).cost;
+    touched[l + 1] =
+        touched[l] + static_cast<double>(c.input_bytes + c.weight_bytes + c.output_bytes);
+  }
+  const double evicted = 1 - (touched[3] - touched[1]) / touched[6];
+  ASSERT_GT(evicted, 0.2);
+  ASSERT_LT(evicted, 0.95);
+  EXPECT_NEAR(cm.evicted_share(1, 3), evicted, 1e-12);
+  EXPECT_NEAR(cm.evicted_share(0, 6), 0, 1e-12);
+  EXPECT_NEAR(cm.cold_scale(0, 1, 3), 1 + (cold - 1) * evicted, 1e-12);
+  EXPECT_NEAR(cm.cold_scale(0, 0, 6), 1, 1e-12);
+  EXPECT_NEAR(cm.slice_exec_ms(0, 1, 3), (1 + (cold - 1) * evicted) * 0.75, 1e-9);
   EXPECT_NEAR(cm.slice_exec_ms(0, 0, 6), 4.625, 1e-9);
-  EXPECT_NEAR(cm.slice_ms(0, 1, 3),
-              cold * 0.75 + transfers(cm, 1, 3) + fixed + per_byte * boundary(1, 3), 1e-9);
+  const double overhead = transfers(cm, 1, 3) + fixed + per_byte * boundary(1, 3);
+  EXPECT_NEAR(cm.slice_ms(0, 1, 3), (1 + (cold - 1) * evicted) * 0.75 + overhead, 1e-9);
+  // Right after the whole model (as the check times slices) and right after itself.
+  EXPECT_NEAR(cm.slice_ms(0, 1, 3, 1.0), cold * 0.75 + overhead, 1e-9);
+  EXPECT_NEAR(cm.slice_ms(0, 1, 3, 0.0), 0.75 + overhead, 1e-9);
   EXPECT_NEAR(cm.exec_ms(0, 3), 2.0, 1e-12);  // per layer: the in-chain time
   // The cold part of the execution is paid at the layers' power.
-  const double exec_mj =
-      cm.slice_energy_mj(0, 1, 3) -
-      (transfers(cm, 1, 3) + fixed + per_byte * boundary(1, 3)) * power_w(cm.devices()[0], 0);
-  EXPECT_NEAR(exec_mj, cold * (0.5 + 0.25) * cm.power_w(0, 1), 1e-9);
+  const double exec_mj = cm.slice_energy_mj(0, 1, 3) - overhead * power_w(cm.devices()[0], 0);
+  EXPECT_NEAR(exec_mj, cm.cold_scale(0, 1, 3) * 0.75 * cm.power_w(0, 1), 1e-9);
   // The same table for a planner.
   const SliceTable t = cm.slice_table({0}, Objective::kLatency);
   EXPECT_NEAR(t.cost(0, 1, 3), cm.slice_ms(0, 1, 3), 1e-12);
   EXPECT_NEAR(t.cost(0, 0, 6), cm.slice_ms(0, 0, 6), 1e-12);
+}
+
+TEST_F(SliceOverheadTest, FitsTheColdScaleOnTheChainRunsRightBeforeEachSlice) {
+  // The machine ran 20% slower during the calibration runs than when the chains were timed:
+  // against the profile's chains the runs' layers look 1.56x slower, against the chain runs
+  // right before them (chain_ms) 1.3x, which is the cold slowdown.
+  lp().layer_chain_ms = {1.0, 0.5, 0.25, 2.0, 0.125, 0.75};
+  const double drift = 1.2, cold = 1.3;
+  add_chained_runs(0.3, 2e-5, drift * cold, true);
+  for (SliceRun& r : lp().slice_runs) {
+    for (int l = r.first; l < r.last; ++l) r.chain_ms += drift * *lp().layer_chain_ms[l];
+  }
+  const CostModel cm = CostModel::build(p_, *m_.lg).value();
+  EXPECT_NEAR(cm.slice_overhead(0).cold_scale, cold, 1e-9);
+  for (SliceRun& r : lp().slice_runs) r.chain_ms = 0;
+  const CostModel without = CostModel::build(p_, *m_.lg).value();
+  EXPECT_NEAR(without.slice_overhead(0).cold_scale, drift * cold, 1e-9);
 }
 
 TEST_F(SliceOverheadTest, RunsFasterThanTheChainDoNotMakeSlicesWarm) {

@@ -92,9 +92,11 @@ TEST(ProfilerTest, ProfilesEveryLayerOnTheReferenceDevice) {
     EXPECT_GT(r.last, r.first);
     EXPECT_LE(r.last, 4);
     EXPECT_GT(r.ms, 0);
-    // The reference backend times layers inside a run: the run's own layer sum is recorded.
+    // The reference backend times layers inside a run: the run's own layer sum is recorded,
+    // and the same layers' sum in the chain runs right before each timed run.
     EXPECT_GT(r.layers_ms, 0);
     EXPECT_LE(r.layers_ms, r.ms);
+    EXPECT_GT(r.chain_ms, 0);
   }
   EXPECT_TRUE(l.layer_dynamic_w.empty());  // no sensor: power is not measured
   EXPECT_EQ(l.upload.points.size(), 3u);
@@ -381,6 +383,21 @@ TEST_F(ProfileJsonTest, RefusesWhatCannotBeTrusted) {
     auto four = Profile::from_json_text(j.dump(), "p.json");
     ASSERT_TRUE(four.ok()) << four.status().to_string();
     EXPECT_EQ(four->devices[0].levels[0].slice_runs[0].layers_ms, 0.75);
+    j["devices"][0]["levels"][0]["slice_runs"] = {{0, 2, 1.0, 0.75, 0.5}};
+    auto five = Profile::from_json_text(j.dump(), "p.json");
+    ASSERT_TRUE(five.ok()) << five.status().to_string();
+    EXPECT_EQ(five->devices[0].levels[0].slice_runs[0].chain_ms, 0.5);
+    EXPECT_NE(five->to_json_text().find("0.5"), std::string::npos);
+    j["devices"][0]["levels"][0]["slice_runs"] = {{0, 2, 1.0, 0.75, -0.5}};
+    auto neg_chain = Profile::from_json_text(j.dump(), "p.json");
+    ASSERT_FALSE(neg_chain.ok());
+    EXPECT_NE(neg_chain.status().message().find("slice_runs[0]: chain_ms must be >= 0"),
+              std::string::npos)
+        << neg_chain.status().to_string();
+    j["devices"][0]["levels"][0]["slice_runs"] = {{0, 2, 1.0, 0.0, 0.5}};
+    EXPECT_FALSE(Profile::from_json_text(j.dump(), "p.json").ok());  // chain_ms without layers_ms
+    j["devices"][0]["levels"][0]["slice_runs"] = {{0, 2, 1.0, 0.75, 0.5, 1.0}};
+    EXPECT_FALSE(Profile::from_json_text(j.dump(), "p.json").ok());
     j["devices"][0]["levels"][0]["slice_runs"] = {{0, 2, 1.0, "x"}};
     EXPECT_FALSE(Profile::from_json_text(j.dump(), "p.json").ok());
     j["devices"][0]["levels"][0]["slice_runs"] = {"x"};
