@@ -116,18 +116,24 @@ struct ChainRun {
     return c;
   }
   Status run() { return slice.run(); }
-  // Per layer: layer_statistics of its times over `repeat` timed runs after `warmup`.
-  Result<std::vector<double>> time_layers(const std::string& statistic, int warmup, int repeat) {
+  // `n` timed runs, back to back, appended to runs.
+  Status time_runs(int n) {
     std::vector<double> ms;
-    for (int i = 0; i < warmup; ++i) RETURN_IF_ERROR(slice.run_timed(&ms));
-    std::vector<std::vector<double>> runs;
-    for (int r = 0; r < repeat; ++r) {
+    for (int r = 0; r < n; ++r) {
       RETURN_IF_ERROR(slice.run_timed(&ms));
       runs.push_back(ms);
     }
-    return layer_statistics(runs, statistic);
+    return Status();
   }
+  std::vector<std::vector<double>> runs;  // per timed run, per layer of the chain
 };
+
+// How many of `repeat` chain samples to take at slot i of `slots`: spread evenly, so that the
+// samples span the device's profiling time (as the check's rounds span seconds) instead of one
+// burst of back-to-back runs that a slow phase of a shared machine can cover whole.
+int samples_at(int i, int slots, int repeat) {
+  return (i + 1) * repeat / slots - i * repeat / slots;
+}
 
 // The longest runs [first, last) of supported layers, cut where their weights plus the largest
 // layer's activations would exceed `memory` bytes.
@@ -633,15 +639,27 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
       if (!chains.empty()) lp.layer_chain_ms.resize(static_cast<size_t>(L));
       if (metered) lp.layer_dynamic_w.resize(static_cast<size_t>(L));
 
-      // Layers inside their chains: the statistic of each layer over the repeats. With a meter,
-      // every layer of a chain is given the chain's mean dynamic power.
-      for (const std::unique_ptr<ChainRun>& chain : chains) {
-        ASSIGN_OR_RETURN(std::vector<double> ms,
-                         chain->time_layers(options.statistic, options.warmup, options.repeat));
-        for (int i = chain->first; i < chain->last; ++i) {
-          lp.layer_chain_ms[static_cast<size_t>(i)] = ms[static_cast<size_t>(i - chain->first)];
-          tick(pd->device + " " + lg.layer(i).name);
+      // Layers inside their chains: the statistic of each layer over `repeat` runs, taken in
+      // slots spread over the device's calibration runs (each slot after a plain run of the
+      // chain, as its timed runs at the first slot follow the warm-up): the first slot here,
+      // the others after each calibration slice. With a meter, every layer of a chain is given
+      // the chain's mean dynamic power.
+      const int slots = 1 + static_cast<int>(calibration.size());
+      auto chain_slot = [&](int i) -> Status {
+        const int n = samples_at(i, slots, options.repeat);
+        for (const std::unique_ptr<ChainRun>& chain : chains) {
+          if (i > 0 && n > 0) RETURN_IF_ERROR(chain->run());
+          RETURN_IF_ERROR(chain->time_runs(n));
         }
+        return Status();
+      };
+      for (const std::unique_ptr<ChainRun>& chain : chains) {
+        chain->runs.clear();
+        for (int i = 0; i < options.warmup; ++i) RETURN_IF_ERROR(chain->run());
+      }
+      RETURN_IF_ERROR(chain_slot(0));
+      for (const std::unique_ptr<ChainRun>& chain : chains) {
+        for (int i = chain->first; i < chain->last; ++i) tick(pd->device + " " + lg.layer(i).name);
         if (metered) {
           RETURN_IF_ERROR(meter->begin());
           for (int r = 0; r < options.repeat; ++r) RETURN_IF_ERROR(chain->run());
@@ -686,7 +704,8 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
         }
         return Status();
       };
-      for (const auto& [first, last] : calibration) {
+      for (size_t ci = 0; ci < calibration.size(); ++ci) {
+        const auto [first, last] = calibration[ci];
         auto run = measure_slice_run(lg, device, first, last, options.warmup, options.repeat, stat,
                                      rest_of_model);
         if (run.ok()) {
@@ -695,7 +714,14 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
           warn(pd->device + ": calibration slice [" + std::to_string(first) + ", " +
                std::to_string(last) + ") failed: " + run.status().to_string());
         }
+        RETURN_IF_ERROR(chain_slot(static_cast<int>(ci) + 1));
         tick(pd->device + " slice [" + std::to_string(first) + "," + std::to_string(last) + ")");
+      }
+      for (const std::unique_ptr<ChainRun>& chain : chains) {
+        const std::vector<double> ms = layer_statistics(chain->runs, options.statistic);
+        for (int i = chain->first; i < chain->last; ++i) {
+          lp.layer_chain_ms[static_cast<size_t>(i)] = ms[static_cast<size_t>(i - chain->first)];
+        }
       }
       if (auto* npu = dynamic_cast<NpuDevice*>(&device)) {
         auto fits = npu_boundary_fits(*npu, lg, sizes, stat, options.warmup, options.repeat);
