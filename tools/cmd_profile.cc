@@ -164,7 +164,9 @@ uint64_t resident_bytes() {
 
 // One device the check runs on: opened once, with the whole model compiled on it. An untimed
 // run of the whole model precedes each timed run of a slice (unless --hot), so that the slice
-// meets the caches as a plan's stage meets them after the other stages. Before each timed run
+// meets the caches as a plan's stage meets them after the other stages; its prediction is the
+// cost model's price after the whole model (CostModel::slice_ms with all of its cached state
+// evicted; with --hot, none), while a plan's stages are priced as stages. Before each timed run
 // of the whole model itself run two untimed ones: a plain run (the caches warm with this model,
 // whatever configuration ran before), then one that times the model's layers where the backend
 // can (run_timed): one layer sum per round, taken as the profile's in-chain layer times were
