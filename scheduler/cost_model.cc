@@ -177,10 +177,11 @@ struct OverheadSample {
 
 // Layers run as a slice after another program (every calibration run follows the rest of the
 // model, as a plan's stage follows the other stages) find their weights and activations evicted
-// from the caches the chain's back-to-back runs kept them in: the ratio of the runs' own layer
-// times to their in-chain times, weighted least squares on the relative error of the slice
-// totals, at least 1 (a ratio below 1 is noise or drift, not a warm cache). 1 when no run timed
-// its layers.
+// from the caches that a chain run after itself finds them in: the ratio of the runs' own layer
+// times to the same layers' times in the chain runs right before them (chain_ms; the profile's
+// in-chain times where the profile has none), weighted least squares on the relative error of
+// the slice totals, at least 1 (a ratio below 1 is noise, not a warm cache). 1 when no run
+// timed its layers.
 double fit_cold_scale(const std::vector<OverheadSample>& s) {
   double num = 0, den = 0;
   for (const OverheadSample& x : s) {
