@@ -136,24 +136,24 @@ struct TableRows {
     const double* p = t.prefix(o);
     const double pk = p[k];
     priced += reach - k;
-    // The execution runs cold by the share of the model that runs in between
-    // (SliceTable::cold_scale, written out as it computes it).
+    // The execution runs cold by the share of the model that runs in between:
+    // SliceTable::cold_scale = 1 + ce * (1 - (tb[l] - tb[k]) * inv) = a - b * tb[l] (equal to
+    // rounding).
     const double ce = t.cold_excess(o);
     const double* tb = t.touched();
-    const double tbk = tb[k];
     const double inv = t.inv_touched_total();
+    const double a = 1 + ce * (1 + tb[k] * inv);
+    const double b = ce * inv;
     if (exec_only) {
       for (int l = k + 1; l <= reach; ++l) {
-        const double cold = 1 + ce * (1 - (tb[l] - tbk) * inv);
-        offer(base + oblivious((p[l] - pk) * cold), id, best, pick, l);
+        offer(base + oblivious((p[l] - pk) * (a - b * tb[l])), id, best, pick, l);
       }
       return;
     }
     const double* tr = transfer_of(t.group(o));
     const double w = t.transfer_scale(o);
     for (int l = k + 1; l <= reach; ++l) {
-      const double cold = 1 + ce * (1 - (tb[l] - tbk) * inv);
-      offer(base + ((p[l] - pk) * cold + tr[l] * w), id, best, pick, l);
+      offer(base + ((p[l] - pk) * (a - b * tb[l]) + tr[l] * w), id, best, pick, l);
     }
   }
 };
