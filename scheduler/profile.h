@@ -8,7 +8,9 @@
 //                       with the caches as the previous layers leave them, without the slice's
 //                       copy in and out; the statistic of the repeats, scaled so that a chain's
 //                       layers add up to the statistic of its runs (layer_statistics in
-//                       profiler.h). Unset where the backend cannot time layers in a run; then
+//                       profiler.h); the repeats are spread over the device's calibration
+//                       runs, each slot after a plain run of the chain. Unset where the backend
+//                       cannot time layers in a run; then
 //   layer_ms[l]         the median time of layer l compiled and run alone (Program::run, which
 //                       includes the layer's own upload/download: the "total cost" of seed 000
 //                       Sect. V-B) is used. Unset in both: the layer was not measured (the cost
@@ -17,7 +19,9 @@
 //                       and timed whole, on which the cost model fits the per-slice overhead;
 //                       where the backend times layers inside a run, each also records the
 //                       sum of its layers' times in the same runs, so that the overhead (launch,
-//                       copy and layout conversion of the boundary tensors) is measured directly;
+//                       copy and layout conversion of the boundary tensors) is measured directly,
+//                       and the same layers' sum in the chain runs right before (chain_ms), which
+//                       the cost model's cold_scale is fitted against;
 //   layer_dynamic_w[l]  dynamic power of layer l (eq. 4) where a power meter exists;
 //   upload, download    the transfer microbenchmark and its least-squares fit (eq. 1-2).
 // Per device, `unsupported` names the layers it cannot run (op support, memory), each with why:
@@ -28,8 +32,9 @@
 // <platform JSON>, "conditions": {...}, "devices": [{"device", "description", "memory_bytes",
 // "unsupported": {"<layer>": "why"}, "levels": [{"mhz", "set_by_governor", "energy_source",
 // "layer_ms": [..|null], "layer_chain_ms": [..|null], "layer_dynamic_w": [..|null],
-// "slice_runs": [[first, last, ms(, layers_ms)]..], "upload": {fit}, "download": {fit}}]}]}.
-// (layers_ms, the fourth element, is optional: profiles without it still load.)
+// "slice_runs": [[first, last, ms(, layers_ms(, chain_ms))]..], "upload": {fit}, "download":
+// {fit}}]}]}. (layers_ms and chain_ms, the fourth and fifth elements, are optional: profiles
+// without them still load.)
 // Version 1 (layers timed alone only) is refused: its times underpredict chained runs.
 // Loading refuses other formats/versions, a model hash other than the expected one, negative or
 // non-finite times, lengths that disagree with the layer count, and devices the embedded platform
