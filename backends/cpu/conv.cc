@@ -160,7 +160,7 @@ void conv_epilogue(const ConvSetup& s, const float* bias, float* y, int64_t rows
     }
     if (clamp) {
       for (int64_t c = 0; c < k; ++c) row[c] = std::min(std::max(row[c], lo), hi);
-    } else if (s.act.kind != ActivationKind::kNone) {
+    } else if (s.activates_after_store()) {
       apply_activation(s.act, row, k);
     }
   }

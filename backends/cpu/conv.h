@@ -47,6 +47,8 @@ struct ConvSetup {
   // A fused activation that is a clamp (relu, relu6, clip): applied to the accumulators before
   // they are stored, with `clamp`'s bounds. Any other fused activation runs over the stored output.
   bool clamps() const { return act.kind != ActivationKind::kNone && activation_is_clamp(act); }
+  // A fused activation that is not a clamp (sigmoid, hard_swish...): run over the stored output.
+  bool activates_after_store() const { return act.kind != ActivationKind::kNone && !clamps(); }
   bool stride1_undilated() const {
     return geo.strides[0] == 1 && geo.strides[1] == 1 && geo.dilations[0] == 1 &&
            geo.dilations[1] == 1;

@@ -19,11 +19,11 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cstring>
-#include <vector>
+#include <memory>
 
 #include "backends/cpu/conv.h"
 #include "backends/cpu/simd.h"
+#include "core/allocator.h"
 
 namespace tessera::cpu {
 
@@ -142,12 +142,11 @@ DwTileFn dw_tile_fn(int64_t kh, int64_t kw, int64_t s) {
 
 class DepthwiseConvKernel final : public NhwcIo<> {
  public:
-  explicit DepthwiseConvKernel(const ConvSetup& s) : s_(s) {
-    c_ = s.cout;
-    ldw_ = (c_ + 15) / 16 * 16;
+  // The bias row, then the tap rows, in `storage` (allocate_host: aligned, zero-filled) of
+  // (kh * kw + 1) * ldw floats.
+  DepthwiseConvKernel(const ConvSetup& s, int64_t ldw, std::shared_ptr<uint8_t> storage)
+      : s_(s), c_(s.cout), ldw_(ldw), storage_(std::move(storage)) {
     const int64_t taps = s.kh * s.kw;
-    // The bias row, then the tap rows, 64-byte aligned.
-    storage_.assign(static_cast<size_t>((taps + 1) * ldw_ + 16), 0.f);
     float* bias = packed();
     float* w = bias + ldw_;
     const float* src = s.weight->data<float>();
@@ -157,8 +156,6 @@ class DepthwiseConvKernel final : public NhwcIo<> {
     }
     fn_full_ = dw_tile_fn<true>(s.kh, s.kw, s.geo.strides[1]);
     fn_masked_ = dw_tile_fn<false>(s.kh, s.kw, s.geo.strides[1]);
-    clamp_ = s.clamps();
-    post_ = !clamp_ && s.act.kind != ActivationKind::kNone;
   }
 
   bool writes_strided_output() const override { return true; }
@@ -180,14 +177,12 @@ class DepthwiseConvKernel final : public NhwcIo<> {
            std::to_string(s_.geo.strides[0]) + activation_suffix(s_.act);
   }
 
-  uint64_t owned_bytes() const override { return storage_.size() * sizeof(float); }
+  uint64_t owned_bytes() const override {
+    return static_cast<uint64_t>((s_.kh * s_.kw + 1) * ldw_) * sizeof(float);
+  }
 
  private:
-  float* packed() {
-    return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(storage_.data()) + 63) &
-                                    ~uintptr_t{63});
-  }
-  const float* packed() const { return const_cast<DepthwiseConvKernel*>(this)->packed(); }
+  float* packed() const { return reinterpret_cast<float*>(storage_.get()); }
 
   void output_row(int64_t n, int64_t oy) const {
     const int64_t kh = s_.kh, kw = s_.kw, sx = s_.geo.strides[1], pl = s_.geo.pads_begin[1];
@@ -203,7 +198,7 @@ class DepthwiseConvKernel final : public NhwcIo<> {
     t.xstride = b_.ldx;
     t.ldw = ldw_;
     t.ldy = b_.ldy;
-    t.clamp = clamp_;
+    t.clamp = s_.clamps();
     t.lo = s_.clamp.min;
     t.hi = s_.clamp.max;
     // Pixels [fx0, fx1) read only columns inside the image: tiles of kPixels from fx0, the last
@@ -248,16 +243,15 @@ class DepthwiseConvKernel final : public NhwcIo<> {
         dw_pixel(t, kh, kw, kx0, kx1);
       }
     }
-    if (post_) {
+    if (s_.activates_after_store()) {
       for (int64_t ox = 0; ox < b_.ow; ++ox) apply_activation(s_.act, yrow + ox * b_.ldy, c_);
     }
   }
 
   ConvSetup s_;
   int64_t c_ = 0, ldw_ = 0;
-  std::vector<float> storage_;
+  std::shared_ptr<uint8_t> storage_;
   DwTileFn fn_full_ = nullptr, fn_masked_ = nullptr;
-  bool clamp_ = false, post_ = false;
   // Bound.
   WindowBinding b_;
 };
@@ -274,7 +268,11 @@ Result<std::unique_ptr<Kernel>> make_depthwise_conv(const KernelRequest& req) {
   // Not a rule of its own yet: measured kernel choice (kernel_choice.h) times it against XNNPACK
   // per layer; with the rules alone XNNPACK keeps the depthwise layers.
   if (!req.any_config) return decline();
-  return std::unique_ptr<Kernel>(std::make_unique<DepthwiseConvKernel>(*s));
+  const int64_t ldw = (s->cout + 15) / 16 * 16;
+  ASSIGN_OR_RETURN(std::shared_ptr<uint8_t> storage,
+                   allocate_host(static_cast<size_t>((s->kh * s->kw + 1) * ldw) * sizeof(float)));
+  return std::unique_ptr<Kernel>(
+      std::make_unique<DepthwiseConvKernel>(*s, ldw, std::move(storage)));
 }
 
 }  // namespace tessera::cpu

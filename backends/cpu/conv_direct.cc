@@ -175,8 +175,6 @@ class DirectConvKernel final : public NhwcIo<> {
       }
       chunks_.push_back(std::move(ch));
     }
-    clamp_ = s.clamps();
-    post_ = !clamp_ && s.act.kind != ActivationKind::kNone;
   }
 
   bool writes_strided_output() const override { return true; }
@@ -247,7 +245,7 @@ class DirectConvKernel final : public NhwcIo<> {
       t.bias = ch.bias();
       t.ldy = b_.ldy;
       t.channels = ch.channels;
-      t.clamp = clamp_;
+      t.clamp = s_.clamps();
       t.lo = s_.clamp.min;
       t.hi = s_.clamp.max;
       for (int64_t ox = 0; ox < b_.ow; ox += ch.mr) {
@@ -261,7 +259,7 @@ class DirectConvKernel final : public NhwcIo<> {
         t.y = yrow + ox * b_.ldy + ch.k0;
         t.pixels = np;
         ch.fn(t);
-        if (post_) {
+        if (s_.activates_after_store()) {
           for (int64_t p = 0; p < np; ++p) apply_activation(s_.act, t.y + p * b_.ldy, ch.channels);
         }
       }
@@ -291,7 +289,6 @@ class DirectConvKernel final : public NhwcIo<> {
   ConvSetup s_;
   int64_t run_ = 0;
   std::vector<Chunk> chunks_;
-  bool clamp_ = false, post_ = false;
   // Bound.
   WindowBinding b_;
   int64_t patch_floats_ = 0;                 // floats per kernel row of a patch

@@ -285,7 +285,7 @@ Result<std::unique_ptr<Kernel>> build_measured_kernel(const KernelRequest& req,
   // No decision, a variant this build no longer has, or one that declines now: measure.
 
   // The rules' choice first (the first accepting entry), then every other accepting variant.
-  static const std::vector<KernelEntry> entries = all_kernel_entries();
+  const std::vector<KernelEntry>& entries = all_kernel_entries();
   std::vector<Candidate> cands;
   const KernelEntry* rule = nullptr;
   for (const KernelEntry& e : entries) {

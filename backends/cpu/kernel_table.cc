@@ -4,15 +4,18 @@
 
 namespace tessera::cpu {
 
-std::vector<KernelEntry> all_kernel_entries() {
-  std::vector<KernelEntry> all;
-  const std::span<const KernelEntry> families[] = {
-      {kConvKernels, kNumConvKernels},     {kFullyConnectedKernels, kNumFullyConnectedKernels},
-      {kPoolKernels, kNumPoolKernels},     {kElementwiseKernels, kNumElementwiseKernels},
-      {kTensorKernels, kNumTensorKernels}, {kReductionKernels, kNumReductionKernels},
-      {kDeconvKernels, kNumDeconvKernels},
-  };
-  for (auto f : families) all.insert(all.end(), f.begin(), f.end());
+const std::vector<KernelEntry>& all_kernel_entries() {
+  static const std::vector<KernelEntry> all = [] {
+    std::vector<KernelEntry> v;
+    const std::span<const KernelEntry> families[] = {
+        {kConvKernels, kNumConvKernels},     {kFullyConnectedKernels, kNumFullyConnectedKernels},
+        {kPoolKernels, kNumPoolKernels},     {kElementwiseKernels, kNumElementwiseKernels},
+        {kTensorKernels, kNumTensorKernels}, {kReductionKernels, kNumReductionKernels},
+        {kDeconvKernels, kNumDeconvKernels},
+    };
+    for (auto f : families) v.insert(v.end(), f.begin(), f.end());
+    return v;
+  }();
   return all;
 }
 
@@ -24,8 +27,7 @@ bool has_optimised_kernel(OpKind op) {
 }
 
 const KernelEntry* find_kernel_entry(OpKind op, std::string_view variant) {
-  static const std::vector<KernelEntry> entries = all_kernel_entries();
-  for (const KernelEntry& e : entries) {
+  for (const KernelEntry& e : all_kernel_entries()) {
     if (e.op == op && variant == e.variant) return &e;
   }
   return nullptr;
@@ -48,7 +50,6 @@ Result<std::unique_ptr<Kernel>> make_entry_kernel(const KernelEntry& entry,
 }
 
 Result<std::unique_ptr<Kernel>> build_kernel(const KernelRequest& req, const char* variant) {
-  static const std::vector<KernelEntry> entries = all_kernel_entries();
   if (variant != nullptr) {
     if (const KernelEntry* e = find_kernel_entry(req.node.kind, variant); e != nullptr) {
       KernelRequest forced = req;
@@ -59,7 +60,7 @@ Result<std::unique_ptr<Kernel>> build_kernel(const KernelRequest& req, const cha
                            req.node.name + "'");
     }
   }
-  for (const KernelEntry& e : entries) {
+  for (const KernelEntry& e : all_kernel_entries()) {
     if (e.op != req.node.kind) continue;
     ASSIGN_OR_RETURN(std::unique_ptr<Kernel> k, make_entry_kernel(e, req, req.any_config));
     if (k) return k;

@@ -40,8 +40,8 @@ extern const size_t kNumReductionKernels;
 extern const KernelEntry kDeconvKernels[];
 extern const size_t kNumDeconvKernels;
 
-// Every entry of every family, in dispatch order.
-std::vector<KernelEntry> all_kernel_entries();
+// Every entry of every family, in dispatch order (built once).
+const std::vector<KernelEntry>& all_kernel_entries();
 // True when some entry exists for the op (it may still decline particular configurations).
 bool has_optimised_kernel(OpKind op);
 

@@ -50,12 +50,7 @@ Attributes attrs_of(const DwCase& c, int64_t group, int64_t dilation = 1) {
   a.set("strides", Ints{c.stride, c.stride});
   a.set("dilations", Ints{dilation, dilation});
   a.set("group", group);
-  if (c.activation == "clip") {
-    a.set("activation_alpha", 0.f);
-    a.set("activation_beta", 6.f);
-  }
-  if (c.activation == "leaky_relu") a.set("activation_alpha", 0.1f);
-  if (!c.activation.empty()) a.set("activation", c.activation);
+  testing::set_fused_activation(a, c.activation, 0.f, 6.f);
   return a;
 }
 
@@ -157,17 +152,14 @@ TEST(CpuDepthwiseSelection, DeclinesWhatItDoesNotRun) {
   };
   for (const Bad& b : {Bad{{8, 1, 3, 3}, 8, 2}, Bad{{16, 1, 3, 3}, 8, 1}, Bad{{8, 2, 3, 3}, 4, 1},
                        Bad{{8, 8, 3, 3}, 1, 1}}) {
-    Graph g;
-    const ValueId x = g.add_value("x", TensorInfo{DType::kF32, Shape{1, 8, 10, 10}});
-    g.inputs().push_back(x);
-    Node n;
-    n.name = "dw";
-    n.kind = OpKind::kConv;
-    n.attrs = attrs_of(DwCase{1, 8, 10, 10, 3, 3, 1, {1, 1, 1, 1}, ""}, b.group, b.dilation);
-    n.inputs = {x, g.add_constant("w", random_tensor(b.w, 1))};
-    n.outputs = {g.add_value("y")};
-    g.outputs().push_back(n.outputs[0]);
-    g.add_node(n);
+    Graph g = testing::single_node_graph(
+        OpKind::kConv,
+        attrs_of(DwCase{1, 8, 10, 10, 3, 3, 1, {1, 1, 1, 1}, ""}, b.group, b.dilation),
+        {testing::in(random_tensor(Shape{1, 8, 10, 10}, 0)),
+         testing::constant(random_tensor(b.w, 1))},
+        1);
+    g.node(0).name = "dw";
+    g.outputs() = g.node(0).outputs;
     ASSERT_TRUE(g.infer_shapes().ok());
     const NodeId layers[] = {0};
     auto p = cpu::CpuProgram::compile(g, layers, pool, "tessera_depthwise_conv");

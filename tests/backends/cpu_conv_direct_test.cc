@@ -65,12 +65,7 @@ Attributes attrs_of(const DirectCase& c) {
   Attributes a;
   a.set("pads", c.pads);
   a.set("strides", Ints{c.stride, c.stride});
-  if (c.activation == "clip") {
-    a.set("activation_alpha", -0.2f);
-    a.set("activation_beta", 0.7f);
-  }
-  if (c.activation == "leaky_relu") a.set("activation_alpha", 0.1f);
-  if (!c.activation.empty()) a.set("activation", c.activation);
+  testing::set_fused_activation(a, c.activation, -0.2f, 0.7f);
   return a;
 }
 

@@ -51,11 +51,7 @@ Attributes attrs_of(const FcCase& c, bool gemm) {
     if (c.alpha != 1.f) a.set("alpha", c.alpha);
     if (c.beta != 1.f) a.set("beta", c.beta);
   }
-  if (c.activation == "clip") {
-    a.set("activation_alpha", -0.2f);
-    a.set("activation_beta", 0.7f);
-  }
-  if (!c.activation.empty()) a.set("activation", c.activation);
+  testing::set_fused_activation(a, c.activation, -0.2f, 0.7f);
   return a;
 }
 

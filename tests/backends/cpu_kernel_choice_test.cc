@@ -74,9 +74,14 @@ struct ConvGraph {
 
 ConvGraph conv_graph(int64_t cin, int64_t cout, int64_t hw, int64_t k, bool residual) {
   ConvGraph c;
-  const ValueId x = c.g.add_value("x", TensorInfo{DType::kF32, Shape{1, cin, hw, hw}});
-  c.g.inputs().push_back(x);
-  c.feeds.push_back(testing::random_tensor(Shape{1, cin, hw, hw}, 1));
+  // A graph input of shape [1, channels, hw, hw] and its random feed.
+  auto input = [&](const char* name, int64_t channels, uint32_t seed) {
+    const ValueId v = c.g.add_value(name, TensorInfo{DType::kF32, Shape{1, channels, hw, hw}});
+    c.g.inputs().push_back(v);
+    c.feeds.push_back(testing::random_tensor(Shape{1, channels, hw, hw}, seed));
+    return v;
+  };
+  const ValueId x = input("x", cin, 1);
   Node n;
   n.name = "conv";
   n.kind = OpKind::kConv;
@@ -88,9 +93,7 @@ ConvGraph conv_graph(int64_t cin, int64_t cout, int64_t hw, int64_t k, bool resi
   n.outputs = {c.g.add_value("y")};
   c.layers.push_back(c.g.add_node(n));
   if (residual) {
-    const ValueId r = c.g.add_value("r", TensorInfo{DType::kF32, Shape{1, cout, hw, hw}});
-    c.g.inputs().push_back(r);
-    c.feeds.push_back(testing::random_tensor(Shape{1, cout, hw, hw}, 4));
+    const ValueId r = input("r", cout, 4);
     Node add;
     add.name = "add";
     add.kind = OpKind::kAdd;

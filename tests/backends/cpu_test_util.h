@@ -2,9 +2,11 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backends/cpu/thread_pool.h"
+#include "ops/attributes.h"
 
 namespace tessera::testing {
 
@@ -15,6 +17,19 @@ inline std::shared_ptr<cpu::ThreadPool> cpu_pool_on_first_cores(int threads) {
   auto pool = cpu::ThreadPool::create(cpu::CoreSet(cores));
   if (!pool.ok()) return nullptr;
   return std::move(*pool);
+}
+
+// A fused activation on a node's attributes as the fusion passes write it ("" for none): clip
+// with bounds [clip_lo, clip_hi], leaky_relu with slope 0.1.
+inline void set_fused_activation(Attributes& a, const std::string& activation, float clip_lo,
+                                 float clip_hi) {
+  if (activation.empty()) return;
+  if (activation == "clip") {
+    a.set("activation_alpha", clip_lo);
+    a.set("activation_beta", clip_hi);
+  }
+  if (activation == "leaky_relu") a.set("activation_alpha", 0.1f);
+  a.set("activation", activation);
 }
 
 }  // namespace tessera::testing
