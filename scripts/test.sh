@@ -6,10 +6,38 @@
 #      include every bad-input test (malformed model files, ONNX files, .npy files, CLI misuse).
 # Installs missing Debian packages first (scripts/install-deps.sh). Compilation goes through
 # ccache when it is installed, so repeated runs on one machine rebuild only what changed.
+#
+# Under CI=true every run is a fresh-machine run: the exported models, the cpu kernel-choice
+# cache, Tessera's OpenCL program cache and PoCL's kernel cache all go to a new empty directory
+# that is removed at the end (ccache alone stays shared). Each stage prints its wall time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${TESSERA_JOBS:-$(nproc)}
 
+t_start=$SECONDS
+t_stage=$SECONDS
+stage() {
+  local now=$SECONDS
+  if [ -n "${stage_name:-}" ]; then echo "== ${stage_name}: $((now - t_stage)) s"; fi
+  stage_name=$1
+  t_stage=$now
+  if [ -n "$1" ]; then echo "== $1"; fi
+}
+finish() {
+  stage ""
+  echo "== total: $((SECONDS - t_start)) s"
+}
+
+if [ "${CI:-}" = "true" ]; then
+  fresh=$(mktemp -d "${TMPDIR:-/tmp}/tessera-ci-cache.XXXXXX")
+  trap 'rm -rf "$fresh"' EXIT
+  export XDG_CACHE_HOME=$fresh/xdg POCL_CACHE_DIR=$fresh/pocl
+  export TESSERA_MODEL_CACHE=$fresh/models TESSERA_CPU_KERNEL_CACHE=$fresh/cpu-kernels.tsv
+  mkdir -p "$XDG_CACHE_HOME" "$POCL_CACHE_DIR" "$TESSERA_MODEL_CACHE"
+  echo "CI: fresh caches under $fresh"
+fi
+
+stage "install dependencies"
 scripts/install-deps.sh
 
 # Every backend whose packages install-deps.sh provides must run its tests here, not skip:
@@ -23,27 +51,30 @@ if command -v ccache >/dev/null 2>&1; then
   export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 fi
 
-echo "== format check"
+stage "format check"
 git ls-files '*.h' '*.cc' | xargs clang-format --dry-run --Werror
 
-echo "== release build"
+stage "release build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSERA_WERROR=ON "${launcher[@]}"
 cmake --build build -j "$jobs"
 
-echo "== sanitizer build"
+stage "sanitizer build"
 # -O1 with line tables only: readable sanitizer reports at a fraction of a debug build's cost.
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O1 -g1" \
   -DCMAKE_C_FLAGS="-O1 -g1" -DTESSERA_WERROR=ON -DTESSERA_SANITIZE=ON -DTESSERA_MODEL_TESTS=OFF \
   -DTESSERA_BUILD_BENCHMARKS=OFF "${launcher[@]}"
 cmake --build build-asan -j "$jobs"
 
-echo "== unit tests under ASan+UBSan"
+stage "unit tests under ASan+UBSan"
 # use_tls=0: LeakSanitizer (GCC 12) crashes in its tracer on a stale dynamic-TLS entry left by the
 # GPU/NPU driver libraries that device probing loads; leaks are still checked, but pointers held
-# only in thread-local storage do not count as roots.
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=use_tls=0 \
+# only in thread-local storage do not count as roots. Leaks inside the GPU/OpenCL driver libraries
+# themselves (PoCL, LLVM, lavapipe) are suppressed by library name in scripts/sanitizers/lsan.supp.
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+  LSAN_OPTIONS=use_tls=0:suppressions=$PWD/scripts/sanitizers/lsan.supp:print_suppressions=0 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan -L unit --output-on-failure -j "$jobs"
 
-echo "== all tests (release): unit and model"
+stage "all tests (release): unit and model"
 ctest --test-dir build --output-on-failure -j "$jobs"
+finish
