@@ -4,6 +4,32 @@
 
 namespace tessera {
 
+const char* device_kind_name(DeviceKind kind) {
+  switch (kind) {
+    case DeviceKind::kCpu:
+      return "cpu";
+    case DeviceKind::kGpu:
+      return "gpu";
+    case DeviceKind::kNpu:
+      return "npu";
+    case DeviceKind::kRemote:
+      return "remote";
+    case DeviceKind::kSplit:
+      return "split";
+  }
+  return "unknown";
+}
+
+Status RunOptions::check(std::string_view where) const {
+  if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
+    return cancelled(std::string(where) + ": cancelled");
+  }
+  if (deadline != Clock::time_point::max() && Clock::now() >= deadline) {
+    return deadline_exceeded(std::string(where) + ": deadline exceeded");
+  }
+  return Status();
+}
+
 void slice_boundary(const Graph& g, std::span<const NodeId> layers, std::vector<ValueId>* inputs,
                     std::vector<ValueId>* outputs) {
   std::vector<bool> in_slice(static_cast<size_t>(g.num_nodes()), false);

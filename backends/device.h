@@ -1,23 +1,36 @@
-// The backend contract: a Device is one compute resource with one memory space.
+// The backend contract, version 2: a Device is one compute resource with one memory space.
 //
-// A device answers three separate questions about work the scheduler proposes:
-//   capabilities(node)   can it run this node (op, dtypes, attributes)? If not, why not.
-//   memory_capacity()    how many bytes of weights and activations it can hold.
-//   compile(layers)      prepare kernels and upload weights for a set of layers -> Program.
+// A device answers separate questions about work the scheduler proposes:
+//   info()               what it is: kind, memory, how many programs can truly overlap;
+//   capabilities(node)   can it run this node (op, dtypes, attributes)? If not, why not;
+//   memory_capacity()    how many bytes of weights and activations it can hold;
+//   compile(layers)      prepare kernels and upload weights for a set of layers -> Program;
+//   extension(name)      optional capabilities, looked up by name (ggml's get_proc_address):
+//                        the contract stays small and a device adds what only it has.
 // What a layer *costs* on a device is measured by the profiler (scheduler/), not guessed here.
 //
 // A Program runs on host tensors: it uploads its inputs, runs its layers and downloads its
 // outputs, all on its device. `upload`/`download` expose the raw transfers so that their cost
 // can be measured per byte (seed 000 eq. 1-2).
 //
+// Thread rule. A Device may be used from several threads: info(), capabilities(),
+// memory_capacity(), compile(), upload(), download() and extension() are safe to call
+// concurrently. A Program is run by one thread at a time (callers serialise the runs of one
+// Program); Programs of one Device may run from different threads at once, the device
+// serialising whatever its hardware cannot overlap (DeviceInfo::concurrency says how many runs
+// truly overlap). A Program must not outlive its Device.
+//
 // Device names follow one scheme (backends/registry.h): reference, cpu, cpu:0-1, opencl:0,
 // vulkan:0, npu:0, remote:HOST:PORT.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -25,6 +38,64 @@
 #include "graph/graph.h"
 
 namespace tessera {
+
+// The version of this contract. 2: DeviceInfo, CompileOptions, RunOptions (deadline,
+// cancellation and per-layer timing in one run call), extension(), the thread rule above.
+inline constexpr int kDeviceApiVersion = 2;
+
+// What kind of resource a device is (planners and the pricer treat kinds alike; the kind is
+// for people, traces and policies such as "remote stages pack their hops").
+enum class DeviceKind { kCpu, kGpu, kNpu, kRemote, kSplit };
+const char* device_kind_name(DeviceKind kind);
+
+struct DeviceInfo {
+  DeviceKind kind = DeviceKind::kCpu;
+  // Bytes of weights and activations the device can hold (memory_capacity()).
+  uint64_t memory_bytes = 0;
+  // Whether the host reads and writes the device's memory directly (CPU devices, integrated
+  // GPUs mapping host memory): a hop from such a device costs no copy over a bus.
+  bool host_visible_memory = false;
+  // How many Programs of this device truly run at once (1: runs from several threads take
+  // turns; 0: no limit, each run computes on its caller's thread). A cpu device on a core set
+  // is 1: its pinned pool runs one program at a time.
+  int concurrency = 1;
+};
+
+// Options fixed when a set of layers is compiled.
+struct CompileOptions {
+  std::string model_hash;  // the model's hash (lets a device cache or check what it compiled)
+  int mhz = 0;             // DVFS level the program will run at; 0: the current level
+  std::string packing;     // packing policy of a remote hop ("" for none)
+};
+
+// Options of one run of a Program.
+struct RunOptions {
+  using Clock = std::chrono::steady_clock;
+  // The run fails with DeadlineExceeded once this time has passed (checked between layers).
+  Clock::time_point deadline = Clock::time_point::max();
+  // The run fails with Cancelled once this flag is set (checked between layers); may be null.
+  const std::atomic<bool>* cancel = nullptr;
+  // When set, the program sets (*layer_ms)[i] to the wall-clock milliseconds of its i-th layer
+  // (compile order), timed inside the chained run: with the caches as the previous layers left
+  // them, and with the allocation and any layout conversion a layer needs charged to it. Copying
+  // the program's inputs in and outputs out is the slice boundary and charged to no layer. A
+  // backend that cannot time layers inside a run returns Unimplemented.
+  std::vector<double>* layer_ms = nullptr;
+
+  static RunOptions timed(std::vector<double>* layer_ms) {
+    RunOptions o;
+    o.layer_ms = layer_ms;
+    return o;
+  }
+  // Whether the run must stop now (cancelled, or past its deadline). Cheap: one atomic load
+  // and, when a deadline is set, one clock read; kernels' loops call it between layers.
+  bool stop_requested() const {
+    return (cancel != nullptr && cancel->load(std::memory_order_relaxed)) ||
+           (deadline != Clock::time_point::max() && Clock::now() >= deadline);
+  }
+  // OK, or Cancelled / DeadlineExceeded naming `where`.
+  Status check(std::string_view where) const;
+};
 
 // Whether a device can run a node, and if not, why (shown to users and planners).
 struct Capability {
@@ -42,7 +113,7 @@ class Buffer {
   virtual size_t byte_size() const = 0;
 };
 
-// A compiled set of layers on one device.
+// A compiled set of layers on one device. Run by one thread at a time (see the thread rule).
 class Program {
  public:
   virtual ~Program() = default;
@@ -51,26 +122,24 @@ class Program {
   virtual const std::vector<ValueId>& input_values() const = 0;
   virtual const std::vector<ValueId>& output_values() const = 0;
   // Runs the layers. `outputs` are allocated by the program when undefined, or written in place
-  // when they already have the right dtype and shape.
-  virtual Status run(std::span<const Tensor> inputs, std::span<Tensor> outputs) = 0;
-  // (optional) Runs like run() and sets (*layer_ms)[i] to the wall-clock milliseconds of the
-  // i-th layer of the program (compile order), timed inside the chained run: with the caches as
-  // the previous layers left them, and with the allocation and any layout conversion a layer
-  // needs charged to it. Copying the program's inputs in and outputs out is the slice boundary
-  // and charged to no layer. The profiler times layers this way so that their costs add up to
-  // the time of a slice; it times each layer alone where a backend returns Unimplemented.
-  virtual Status run_timed(std::span<const Tensor> inputs, std::span<Tensor> outputs,
-                           std::vector<double>* layer_ms) {
-    (void)inputs;
-    (void)outputs;
-    (void)layer_ms;
-    return unimplemented("this backend does not time layers inside a run");
+  // when they already have the right dtype and shape. Fails with Cancelled or DeadlineExceeded
+  // as `options` say (checked before the run and between layers), and times layers when
+  // options.layer_ms is set.
+  Status run(std::span<const Tensor> inputs, std::span<Tensor> outputs,
+             const RunOptions& options = {}) {
+    if (options.stop_requested()) return options.check("program");
+    return execute(inputs, outputs, options);
   }
   // (optional) One line per step naming the kernel that runs it, for diagnostics and tests.
   virtual std::string describe() const { return {}; }
   // Bytes the program holds while it runs: its activation memory (the arena, for backends that
   // plan one) plus weights it packed for its kernels. 0 when the backend does not know.
   virtual uint64_t peak_memory_bytes() const { return 0; }
+
+ protected:
+  // The backend's run (see run()): the cancellation and deadline are already checked once.
+  virtual Status execute(std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                         const RunOptions& options) = 0;
 };
 
 class Device {
@@ -82,15 +151,41 @@ class Device {
   // One line for `tessera devices`: what it is (library, core set, memory).
   virtual std::string description() const = 0;
 
+  virtual DeviceInfo info() const = 0;
   virtual Capability capabilities(const Graph& g, const Node& node) const = 0;
   virtual uint64_t memory_capacity() const = 0;
 
   // Compiles `layers` (node ids of `g`, in topological order). `g` must outlive the Program.
-  virtual Result<std::unique_ptr<Program>> compile(const Graph& g,
-                                                   std::span<const NodeId> layers) = 0;
+  Result<std::unique_ptr<Program>> compile(const Graph& g, std::span<const NodeId> layers,
+                                           const CompileOptions& options = {}) {
+    return compile_program(g, layers, options);
+  }
 
   virtual Result<std::unique_ptr<Buffer>> upload(const Tensor& host) = 0;
   virtual Status download(const Buffer& device, Tensor* host) = 0;
+
+  // (optional) An optional capability by name (extension names are listed below), or null
+  // when this device does not have it. The pointer stays valid while the device lives.
+  virtual void* extension(std::string_view /*name*/) { return nullptr; }
+
+ protected:
+  virtual Result<std::unique_ptr<Program>> compile_program(const Graph& g,
+                                                           std::span<const NodeId> layers,
+                                                           const CompileOptions& options) = 0;
+};
+
+// Extension names for Device::extension(). Each names the interface the returned pointer has.
+//   kExtensionDvfs: DvfsControl* — set the device's frequency level before a stage runs.
+inline constexpr std::string_view kExtensionDvfs = "tessera.dvfs";
+
+// The DVFS governor hook of a device that can change its own frequency.
+class DvfsControl {
+ public:
+  virtual ~DvfsControl() = default;
+  // The levels (MHz) the device offers, ascending.
+  virtual std::vector<int> levels() const = 0;
+  // Sets the level; fails when the level is not offered or the device refuses.
+  virtual Status set_mhz(int mhz) = 0;
 };
 
 // The values a set of layers reads from outside the set (non-constant) and produces for outside

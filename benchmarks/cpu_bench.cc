@@ -70,6 +70,7 @@
 #include <random>
 #include <thread>
 
+#include "api/tessera.h"
 #include "backends/cpu/cpu_program.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernel_table.h"
@@ -78,7 +79,6 @@
 #include "backends/cpu/simd.h"
 #include "backends/registry.h"
 #include "core/npy.h"
-#include "core/tessera.h"
 #include "graph/layer_graph.h"
 #include "graph/onnx/onnx_import.h"
 #include "graph/passes.h"

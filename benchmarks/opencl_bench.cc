@@ -27,9 +27,9 @@
 #include <string>
 #include <vector>
 
+#include "api/tessera.h"
 #include "backends/registry.h"
 #include "core/npy.h"
-#include "core/tessera.h"
 #include "graph/graph.h"
 #include "graph/onnx/onnx_import.h"
 #include "graph/passes.h"

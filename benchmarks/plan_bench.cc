@@ -21,19 +21,26 @@
 //       one Executor::run of a plan cutting the model into <stages> equal stages, all on
 //       <device>: merged (the default) runs them as one program, unmerged pays every boundary
 //       through host memory. The gap is the per-stage overhead a same-device boundary would cost.
+//   BM_ExecutorOverhead/<model>/<device>
+//       the executor's cost on a one-stage plan: each iteration runs the whole-model Program
+//       directly (what a device Session did before it ran on the executor) and Executor::run of
+//       the one-stage plan, alternating which goes first. Counters: the median ms of each and
+//       `ratio` = executor / program (the bound: <= 1.02).
 //
 // Run: build/benchmarks/tessera_plan_bench --benchmark_repetitions=5
 //          --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
 
+#include "backends/registry.h"
 #include "graph/onnx/onnx_import.h"
 #include "scheduler/cost_model.h"
-#include "scheduler/executor.h"
+#include "scheduler/executor/executor.h"
 #include "scheduler/planners/slice.h"
 #include "tests/scheduler/profile_test_util.h"
 
@@ -233,6 +240,55 @@ void BM_ExecutorStages(benchmark::State& state, const std::string& model,
   state.counters["steps"] = static_cast<double>((*ex)->steps().size());
 }
 
+void BM_ExecutorOverhead(benchmark::State& state, const std::string& model,
+                         const std::string& device) {
+  ImportedModel imported;
+  auto lg = load_model(model, &imported);
+  if (!lg.ok()) return state.SkipWithError(lg.status().to_string().c_str());
+  const Graph& g = lg->graph();
+  auto dev = open_device(device);
+  if (!dev.ok()) return state.SkipWithError(dev.status().to_string().c_str());
+  std::vector<NodeId> all;
+  for (int l = 0; l < lg->num_layers(); ++l) all.push_back(lg->layer(l).node);
+  auto program = (*dev)->compile(g, all);
+  if (!program.ok()) return state.SkipWithError(program.status().to_string().c_str());
+  auto ex = Executor::create(*lg, plan_from_slices(lg->num_layers(), {{0, device}}).value());
+  if (!ex.ok()) return state.SkipWithError(ex.status().to_string().c_str());
+  std::vector<Tensor> inputs;
+  for (ValueId v : g.inputs()) {
+    inputs.push_back(Tensor::create(g.value(v).info.dtype, g.value(v).info.shape).value());
+  }
+  std::vector<Tensor> prog_out((*program)->output_values().size()), ex_out;
+  std::vector<double> direct, executor;
+  using Clock = std::chrono::steady_clock;
+  bool executor_first = false;
+  for (auto _ : state) {
+    for (int k = 0; k < 2; ++k) {
+      const bool run_executor = (k == 0) == executor_first;
+      const auto t0 = Clock::now();
+      Status st;
+      if (run_executor) {
+        st = (*ex)->run(inputs, &ex_out);
+      } else {
+        for (Tensor& t : prog_out) t = Tensor();  // fresh outputs, as a Session returns them
+        st = (*program)->run(inputs, prog_out);
+      }
+      const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+      if (!st.ok()) return state.SkipWithError(st.to_string().c_str());
+      (run_executor ? executor : direct).push_back(ms);
+    }
+    executor_first = !executor_first;
+  }
+  auto median = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  const double d = median(direct), e = median(executor);
+  state.counters["program_ms"] = d;
+  state.counters["executor_ms"] = e;
+  state.counters["ratio"] = e / d;
+}
+
 void register_all() {
   // Latency over 4 devices at one level; energy over 5 devices x 5 levels = 25 virtual devices.
   for (const char* planner : {"slice", "hca", "preferred"}) {
@@ -260,6 +316,16 @@ void register_all() {
     benchmark::RegisterBenchmark((std::string("BM_PlanModel/") + model).c_str(),
                                  [model](benchmark::State& s) { BM_PlanModel(s, model); })
         ->Unit(benchmark::kMicrosecond);
+  }
+  for (const char* model : {"mobilenet_v2", "resnet18", "squeezenet1_1"}) {
+    for (const char* device : {"cpu", "cpu:0", "reference"}) {
+      if (std::string(device) == "reference" && std::string(model) != "squeezenet1_1") continue;
+      benchmark::RegisterBenchmark(
+          (std::string("BM_ExecutorOverhead/") + model + "/" + device).c_str(),
+          [model, device](benchmark::State& s) { BM_ExecutorOverhead(s, model, device); })
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+    }
   }
   for (const char* model : {"mobilenet_v2", "resnet18"}) {
     for (const char* device : {"cpu", "npu:0"}) {

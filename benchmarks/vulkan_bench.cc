@@ -21,10 +21,10 @@
 #include <filesystem>
 #include <random>
 
+#include "api/tessera.h"
 #include "backends/registry.h"
 #include "backends/vulkan/vulkan_program.h"
 #include "core/npy.h"
-#include "core/tessera.h"
 #include "graph/onnx/onnx_import.h"
 #include "graph/passes.h"
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "core/status.h"
@@ -31,6 +32,9 @@ inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 // kHugePageBytes), or to kHugePageBytes and advised as huge pages from kHugePageBytes on; null
 // when the allocation fails. Free it with std::free.
 void* allocate_aligned(size_t bytes, size_t alignment = kTensorAlignment);
+
+// Host physical memory in bytes (sysconf), or 0 if unknown.
+uint64_t host_memory_bytes();
 
 // Rounds `n` up to a multiple of `align` (a power of two).
 constexpr size_t align_up(size_t n, size_t align) {

@@ -30,6 +30,8 @@ enum class StatusCode {
   kFailedPrecondition,  // an object used in the wrong state
   kInternal,            // a bug in Tessera or a backend library
   kIoError,             // reading or writing a file failed
+  kCancelled,           // the caller (or a shutdown) cancelled the work
+  kDeadlineExceeded,    // the work did not finish before its deadline
 };
 
 const char* status_code_name(StatusCode code);
@@ -84,6 +86,12 @@ inline Status internal_error(std::string msg) {
 }
 inline Status io_error(std::string msg) {
   return Status(StatusCode::kIoError, std::move(msg));
+}
+inline Status cancelled(std::string msg) {
+  return Status(StatusCode::kCancelled, std::move(msg));
+}
+inline Status deadline_exceeded(std::string msg) {
+  return Status(StatusCode::kDeadlineExceeded, std::move(msg));
 }
 
 // A value of type T, or the Status explaining why there is none.

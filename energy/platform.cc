@@ -8,9 +8,9 @@
 #include <sstream>
 
 #include "backends/cpu/topology.h"
-#include "backends/reference/reference_device.h"
 #include "backends/registry.h"
-#include "energy/json_fields.h"
+#include "core/allocator.h"
+#include "core/json.h"
 #include "energy/sysfs.h"
 
 namespace tessera {

@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
-#include "energy/json_fields.h"
+#include "core/json.h"
 
 namespace tessera {
 
@@ -48,7 +49,18 @@ bool Stage::contiguous() const {
 namespace {
 
 std::string stage_notation(const Stage& s) {
-  return s.placement.label() + "[" + std::to_string(s.first()) + "]";
+  std::string n = s.placement.label();
+  if (s.contiguous()) {
+    n += "[" + std::to_string(s.first()) + "]";
+  } else {
+    n += "{";
+    for (size_t i = 0; i < s.layers.size(); ++i) {
+      n += (i ? "," : "") + std::to_string(s.layers[i]);
+    }
+    n += "}";
+  }
+  if (s.actor >= 0) n += "#a" + std::to_string(s.actor);
+  return n;
 }
 
 std::string stage_name(const Plan& p, size_t i) {
@@ -106,27 +118,139 @@ Result<Plan> plan_from_slices(int num_layers,
   return p;
 }
 
+namespace {
+
+// One token of the notation: PLACEMENT[first] or PLACEMENT{l0,l1,...}, then optionally #aN.
+struct NotationToken {
+  std::string placement;
+  bool listed = false;  // {..}: the layers are given; [..]: a range from `layers[0]`
+  std::vector<int> layers;
+  int actor = -1;
+};
+
+Result<int> parse_notation_number(const std::string& n, const std::string& tok, const char* what) {
+  if (n.empty() || n.size() > 9 || !std::all_of(n.begin(), n.end(), ::isdigit)) {
+    return invalid_argument("plan notation: '" + tok + "': " + what + " must be a number");
+  }
+  return std::stoi(n);
+}
+
+Result<NotationToken> parse_notation_token(const std::string& tok) {
+  NotationToken t;
+  std::string body = tok;
+  const size_t hash = body.rfind("#a");
+  if (hash != std::string::npos && hash > 0 && (body[hash - 1] == ']' || body[hash - 1] == '}')) {
+    ASSIGN_OR_RETURN(t.actor, parse_notation_number(body.substr(hash + 2), tok, "the actor"));
+    body.resize(hash);
+  }
+  const char close = body.empty() ? '\0' : body.back();
+  const char open_ch = close == ']' ? '[' : '{';
+  const size_t open = body.rfind(open_ch);
+  if ((close != ']' && close != '}') || open == std::string::npos || open == 0) {
+    return invalid_argument("plan notation: '" + tok +
+                            "' is not DEVICE[first], DEVICE{l0,l1,..} or either with #aN");
+  }
+  t.placement = body.substr(0, open);
+  const std::string inner = body.substr(open + 1, body.size() - open - 2);
+  if (close == ']') {
+    ASSIGN_OR_RETURN(int first, parse_notation_number(inner, tok, "the first layer"));
+    t.layers.push_back(first);
+    return t;
+  }
+  t.listed = true;
+  std::istringstream in(inner);
+  std::string n;
+  while (std::getline(in, n, ',')) {
+    ASSIGN_OR_RETURN(int l, parse_notation_number(n, tok, "every listed layer"));
+    t.layers.push_back(l);
+  }
+  if (t.layers.empty()) return invalid_argument("plan notation: '" + tok + "': no layers listed");
+  return t;
+}
+
+// "cpu:0+opencl:0@700/output_channels" -> devices with equal ratios (the notation has none).
+Result<Placement> parse_placement_label(const std::string& label) {
+  Placement p;
+  std::string devices = label;
+  const size_t slash = label.find('/');
+  if (slash != std::string::npos) {
+    p.split = label.substr(slash + 1);
+    devices = label.substr(0, slash);
+    if (p.split.empty()) return invalid_argument("'" + label + "': no split dimension after '/'");
+  }
+  std::istringstream in(devices);
+  std::string d;
+  while (std::getline(in, d, '+')) {
+    ASSIGN_OR_RETURN(DeviceShare share, parse_label(d));
+    p.devices.push_back(share);
+  }
+  if (p.devices.empty()) return invalid_argument("'" + label + "': no device name");
+  for (DeviceShare& share : p.devices) share.ratio = 1.0 / static_cast<double>(p.devices.size());
+  return p;
+}
+
+}  // namespace
+
 Result<Plan> parse_plan_notation(const std::string& text, int num_layers) {
   std::istringstream in(text);
   std::string tok;
-  std::vector<std::pair<int, std::string>> starts;
+  std::vector<NotationToken> tokens;
   while (in >> tok) {
-    const size_t open = tok.rfind('[');
-    if (open == std::string::npos || tok.back() != ']' || open + 2 > tok.size() - 1) {
-      return invalid_argument("plan notation: '" + tok +
-                              "' is not DEVICE[first] or DEVICE@MHz[first]");
-    }
-    const std::string n = tok.substr(open + 1, tok.size() - open - 2);
-    if (n.size() > 9 || !std::all_of(n.begin(), n.end(), ::isdigit)) {
-      return invalid_argument("plan notation: '" + tok + "': the first layer must be a number");
-    }
-    starts.emplace_back(std::stoi(n), tok.substr(0, open));
+    ASSIGN_OR_RETURN(NotationToken t, parse_notation_token(tok));
+    tokens.push_back(std::move(t));
   }
-  if (starts.empty()) return invalid_argument("plan notation: no stages");
-  if (starts.front().first != 0) {
-    return invalid_argument("plan notation: the first stage must start at layer 0");
+  if (tokens.empty()) return invalid_argument("plan notation: no stages");
+  const bool simple = std::all_of(tokens.begin(), tokens.end(), [](const NotationToken& t) {
+    return !t.listed && t.actor < 0 && t.placement.find_first_of("+/") == std::string::npos;
+  });
+  if (simple) {  // seed 000's form: every stage runs to the next one's first layer
+    std::vector<std::pair<int, std::string>> starts;
+    for (const NotationToken& t : tokens) starts.emplace_back(t.layers[0], t.placement);
+    if (starts.front().first != 0) {
+      return invalid_argument("plan notation: the first stage must start at layer 0");
+    }
+    return plan_from_slices(num_layers, starts);
   }
-  return plan_from_slices(num_layers, starts);
+  // The general form: a [first] stage runs from its first layer to the next [first] stage's
+  // first layer (or the end), leaving out the layers that {..} stages list.
+  std::set<int> listed;
+  for (const NotationToken& t : tokens) {
+    if (t.listed) listed.insert(t.layers.begin(), t.layers.end());
+  }
+  Plan p;
+  p.num_layers = num_layers;
+  p.planner = "manual";
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const NotationToken& t = tokens[i];
+    const std::string where = "plan notation: stage " + std::to_string(i);
+    Stage s;
+    auto placement = parse_placement_label(t.placement);
+    if (!placement.ok()) return placement.status().with_context(where);
+    s.placement = std::move(placement).value();
+    s.actor = t.actor;
+    if (t.listed) {
+      s.layers = t.layers;
+    } else {
+      int end = num_layers;
+      for (size_t j = i + 1; j < tokens.size(); ++j) {
+        if (!tokens[j].listed) {
+          end = tokens[j].layers[0];
+          break;
+        }
+      }
+      if (t.layers[0] >= num_layers || end <= t.layers[0]) {
+        return invalid_argument(where + ": first layers of [..] stages must ascend within 0.." +
+                                std::to_string(num_layers - 1));
+      }
+      for (int l = t.layers[0]; l < end; ++l) {
+        if (!listed.count(l)) s.layers.push_back(l);
+      }
+    }
+    if (t.actor >= 0) p.mode = PlanMode::kStreaming;
+    p.stages.push_back(std::move(s));
+  }
+  RETURN_IF_ERROR(p.validate(num_layers, {}, false).with_context("plan notation"));
+  return p;
 }
 
 // ---- validation ----
@@ -137,7 +261,12 @@ Status Plan::validate(int nl, const std::vector<std::string>& available,
     return invalid_argument("plan is for " + std::to_string(num_layers) +
                             " layers, the model has " + std::to_string(nl));
   }
-  if (stages.empty()) return invalid_argument("plan has no stages");
+  if (stages.empty() && nl > 0) return invalid_argument("plan has no stages");
+  if (queue_capacity < 1 || queue_capacity > 1024) {
+    return invalid_argument("queue_capacity: " + std::to_string(queue_capacity) +
+                            " is outside 1..1024");
+  }
+  std::map<int, const Stage*> actor_first;  // by actor id: the first stage on it
   std::vector<int> owner(static_cast<size_t>(nl), -1);
   int prev_last = -1;
   for (size_t i = 0; i < stages.size(); ++i) {
@@ -164,6 +293,18 @@ Status Plan::validate(int nl, const std::vector<std::string>& available,
         for (const std::string& a : available) list += (list.empty() ? "" : ", ") + a;
         return not_found(name + ": device '" + d.device + "' is not available (available: " + list +
                          ")");
+      }
+    }
+    if (s.actor < -1 || s.actor > kMaxActorId) {
+      return invalid_argument(name + ": actor " + std::to_string(s.actor) + " is outside -1.." +
+                              std::to_string(kMaxActorId));
+    }
+    if (s.actor >= 0) {
+      auto [it, inserted] = actor_first.emplace(s.actor, &s);
+      if (!inserted && !(it->second->placement == s.placement)) {
+        return invalid_argument(name + ": actor " + std::to_string(s.actor) +
+                                " also runs a stage on " + it->second->placement.label() +
+                                "; the stages of one actor share one placement");
       }
     }
     if (std::abs(ratio_sum - 1.0) > 1e-6) {
@@ -217,6 +358,7 @@ std::string Plan::to_json_text() const {
   j["mode"] = plan_mode_name(mode);
   j["planner"] = planner;
   j["objective"] = objective;
+  j["queue_capacity"] = queue_capacity;
   j["notation"] = notation();
   Json st = Json::array();
   for (const Stage& s : stages) {
@@ -231,6 +373,7 @@ std::string Plan::to_json_text() const {
       devs.push_back({{"device", d.device}, {"mhz", d.mhz}, {"ratio", d.ratio}});
     }
     js["placement"] = {{"devices", devs}, {"split", s.placement.split}};
+    js["actor"] = s.actor;
     js["packing"] = s.packing;
     js["estimate"] = {{"exec_ms", s.estimate.exec_ms},
                       {"transfer_ms", s.estimate.transfer_ms},
@@ -238,7 +381,14 @@ std::string Plan::to_json_text() const {
     st.push_back(std::move(js));
   }
   j["stages"] = std::move(st);
-  j["estimate"] = {{"latency_ms", estimated_latency_ms}, {"energy_mj", estimated_energy_mj}};
+  Json load = Json::array();
+  for (const DeviceLoad& d : device_load) {
+    load.push_back({{"device", d.device}, {"busy_ms", d.busy_ms}});
+  }
+  j["estimate"] = {{"latency_ms", estimated_latency_ms},
+                   {"energy_mj", estimated_energy_mj},
+                   {"period_ms", estimated_period_ms},
+                   {"device_load", std::move(load)}};
   return j.dump(2) + "\n";
 }
 
@@ -257,8 +407,8 @@ Result<Plan> parse_plan(const Json& j) {
     return invalid_argument("format: '" + format + "' is not tessera-plan");
   }
   ASSIGN_OR_RETURN(int64_t version, json::int_field(j, "", "version", 1, 1 << 20));
-  if (version != Plan::kVersion) {
-    return invalid_argument("version: " + std::to_string(version) + " is not supported (only " +
+  if (version != 1 && version != Plan::kVersion) {
+    return invalid_argument("version: " + std::to_string(version) + " is not supported (1 or " +
                             std::to_string(Plan::kVersion) + ")");
   }
   Plan p;
@@ -277,6 +427,11 @@ Result<Plan> parse_plan(const Json& j) {
   }
   ASSIGN_OR_RETURN(p.planner, json::string_field(j, "", "planner", false));
   ASSIGN_OR_RETURN(p.objective, json::string_field(j, "", "objective", false));
+  if (version >= 2) {
+    ASSIGN_OR_RETURN(int64_t capacity, json::int_field(j, "", "queue_capacity", 1, 1024, false,
+                                                       Plan::kDefaultQueueCapacity));
+    p.queue_capacity = static_cast<int>(capacity);
+  }
   ASSIGN_OR_RETURN(const Json* stages, json::array_field(j, "", "stages"));
   for (size_t i = 0; i < stages->size(); ++i) {
     const std::string sp = json::index_path("stages", i);
@@ -317,6 +472,11 @@ Result<Plan> parse_plan(const Json& j) {
     }
     ASSIGN_OR_RETURN(s.placement.split, json::string_field(*pl, pp, "split", false));
     ASSIGN_OR_RETURN(s.packing, json::string_field(js, sp, "packing", false));
+    if (version >= 2) {
+      ASSIGN_OR_RETURN(int64_t actor,
+                       json::int_field(js, sp, "actor", -1, Plan::kMaxActorId, false, -1));
+      s.actor = static_cast<int>(actor);
+    }
     if (auto e = js.find("estimate"); e != js.end()) {
       const std::string ep = json::member_path(sp, "estimate");
       ASSIGN_OR_RETURN(s.estimate.exec_ms, json::number_field(*e, ep, "exec_ms", 0, 1e12, false));
@@ -332,6 +492,21 @@ Result<Plan> parse_plan(const Json& j) {
                      json::number_field(*e, "estimate", "latency_ms", 0, 1e12, false));
     ASSIGN_OR_RETURN(p.estimated_energy_mj,
                      json::number_field(*e, "estimate", "energy_mj", 0, 1e15, false));
+    if (version >= 2) {
+      ASSIGN_OR_RETURN(p.estimated_period_ms,
+                       json::number_field(*e, "estimate", "period_ms", 0, 1e12, false));
+      if (e->contains("device_load")) {
+        ASSIGN_OR_RETURN(const Json* load, json::array_field(*e, "estimate", "device_load"));
+        for (size_t k = 0; k < load->size(); ++k) {
+          const std::string lp = json::index_path("estimate.device_load", k);
+          RETURN_IF_ERROR(json::require_object((*load)[k], lp));
+          DeviceLoad d;
+          ASSIGN_OR_RETURN(d.device, json::string_field((*load)[k], lp, "device"));
+          ASSIGN_OR_RETURN(d.busy_ms, json::number_field((*load)[k], lp, "busy_ms", 0, 1e12));
+          p.device_load.push_back(std::move(d));
+        }
+      }
+    }
   }
   // Structure (not devices: the executor checks those against what it can open).
   RETURN_IF_ERROR(p.validate(p.num_layers, {}, false));

@@ -13,13 +13,24 @@
 // A Plan is plain data: it prints as one line in the notation of seed 000 Tables III/IV, one
 // entry per stage, DEVICE[first layer] with @MHz for a DVFS level, e.g.
 //     cpu[0] opencl:0@600[5] cpu[12]
-// and saves as JSON (version 1):
-//   {"format": "tessera-plan", "version": 1, "model": {"name", "hash", "layers"},
-//    "mode": "sequential"|"streaming", "planner", "objective",
+// A stage whose layers are not one range prints them all, DEVICE{0,2,5}; a stage on a shared
+// actor (streaming, below) appends #aN: cpu:0[0]#a0 cpu:1[4] cpu:0[9]#a0.
+// It saves as JSON (version 2; version 1 files, which have no actors, queue capacity or period,
+// still load):
+//   {"format": "tessera-plan", "version": 2, "model": {"name", "hash", "layers"},
+//    "mode": "sequential"|"streaming", "planner", "objective", "queue_capacity",
 //    "stages": [{"layers": [first, last) as {"first", "last"} or a list [..],
 //                "placement": {"devices": [{"device", "mhz", "ratio"}], "split": ""},
-//                "packing": "", "estimate": {"exec_ms", "transfer_ms", "energy_mj"}}],
-//    "estimate": {"latency_ms", "energy_mj"}}
+//                "actor": -1, "packing": "",
+//                "estimate": {"exec_ms", "transfer_ms", "energy_mj"}}],
+//    "estimate": {"latency_ms", "energy_mj", "period_ms",
+//                 "device_load": [{"device", "busy_ms"}]}}
+//
+// Streaming: every stage runs on an actor, one thread of the executor. A stage's actor is its
+// own (-1) unless several stages name the same actor id: those run on one thread, in plan
+// order, as the phases of one cyclo-static actor (seed 003). The order of `stages` is always a
+// valid sequential order (every stage reads only what the same or earlier stages produce), which
+// gives the sequential run and a deadlock-free stream.
 #pragma once
 
 #include <cstdint>
@@ -69,6 +80,7 @@ struct StageEstimate {
 struct Stage {
   std::vector<int> layers;  // LayerGraph layer indices, ascending
   Placement placement;
+  int actor = -1;       // streaming: -1 for an actor of its own, else an actor id shared by stages
   std::string packing;  // remote hop packing policy; "" for none
   StageEstimate estimate;
 
@@ -78,8 +90,18 @@ struct Stage {
   bool operator==(const Stage&) const = default;
 };
 
+// Busy time of one device per frame (the pricer's load table): where two stages share a device,
+// its load is their sum, so a repeated-device bottleneck is visible.
+struct DeviceLoad {
+  std::string device;  // placement label, "cpu:0" or "cpu:0@1800"
+  double busy_ms = 0;
+  bool operator==(const DeviceLoad&) const = default;
+};
+
 struct Plan {
-  static constexpr int kVersion = 1;
+  static constexpr int kVersion = 2;
+  static constexpr int kDefaultQueueCapacity = 2;
+  static constexpr int kMaxActorId = 1 << 20;
 
   std::string model_name;
   std::string model_hash;
@@ -88,8 +110,13 @@ struct Plan {
   std::string planner;    // which planner made it ("slice", "preferred", "hca", "manual"...)
   std::string objective;  // "latency" | "energy" | ""
   std::vector<Stage> stages;
-  double estimated_latency_ms = 0;
-  double estimated_energy_mj = 0;
+  // Streaming: frames that may wait between actors (the executor keeps capacity + actors
+  // frames in flight, each with its own boundary buffers).
+  int queue_capacity = kDefaultQueueCapacity;
+  double estimated_latency_ms = 0;  // one frame, end to end
+  double estimated_energy_mj = 0;   // per frame
+  double estimated_period_ms = 0;   // streaming: time between frames at steady state
+  std::vector<DeviceLoad> device_load;
 
   // Seed 000 notation: "cpu[0] opencl:0@600[5] cpu[12]".
   std::string notation() const;
@@ -97,7 +124,8 @@ struct Plan {
   // Checks the plan against a model of `num_layers` layers and the devices that may be used
   // (empty: any device name). Every layer in exactly one stage, every stage non-empty with
   // ascending layers, each placement naming an available device with ratios that sum to 1, and
-  // (when `require_contiguous`) every stage a contiguous range, stages in layer order. Messages
+  // (when `require_contiguous`) every stage a contiguous range, stages in layer order; actors
+  // -1 or >= 0, the stages of one actor on one placement; a queue capacity of 1..1024. Messages
   // name the stage: "stage 2 (opencl:0[5]): layer 7 is also in stage 1".
   Status validate(int num_layers, const std::vector<std::string>& available_devices,
                   bool require_contiguous) const;

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "backends/registry.h"
-#include "energy/json_fields.h"
+#include "core/json.h"
 #include "ops/op.h"
 
 namespace tessera {

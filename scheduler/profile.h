@@ -3,7 +3,7 @@
 // planned and simulated anywhere. The CostModel (scheduler/cost_model.h) turns it into estimates.
 //
 // Per device and DVFS level it holds
-//   layer_chain_ms[l]   the time of layer l inside a chained run (Program::run_timed over the
+//   layer_chain_ms[l]   the time of layer l inside a chained run (a timed Program::run over the
 //                       longest runs of layers the device supports, usually the whole model):
 //                       with the caches as the previous layers leave them, without the slice's
 //                       copy in and out; the statistic of the repeats, scaled so that a chain's

@@ -93,7 +93,7 @@ struct LayerRun {
   }
 };
 
-// Layers [first, last) compiled as one program and timed layer by layer (Program::run_timed).
+// Layers [first, last) compiled as one program and timed layer by layer (a timed Program::run).
 struct ChainRun {
   int first = 0;
   int last = 0;

@@ -5,9 +5,9 @@
 // result is a Profile (scheduler/profile.h).
 //
 // Layers are timed where they will run: inside one program holding the longest run of layers
-// the device supports (Program::run_timed), so that a layer pays for the cold caches and the
-// allocation it meets in a chain. A layer timed alone runs with its weights hot and, summed,
-// underpredicts a chained run by 8-40% (docs/cost-model.md). Layers of backends that cannot
+// the device supports (Program::run with RunOptions::layer_ms), so that a layer pays for the cold
+// caches and the allocation it meets in a chain. A layer timed alone runs with its weights hot and,
+// summed, underpredicts a chained run by 8-40% (docs/cost-model.md). Layers of backends that cannot
 // time inside a run are timed alone. Then a few random slices are compiled and timed whole
 // (calibration runs) so that the cost model can fit what a slice costs beyond its layers: the
 // program launch and the copy/layout conversion of its boundary tensors.
@@ -68,7 +68,7 @@ struct SliceProgram {
   static Result<SliceProgram> compile(const LayerGraph& lg, Device& device, int first, int last);
   Status run() { return program->run(inputs, outputs); }
   Status run_timed(std::vector<double>* layer_ms) {
-    return program->run_timed(inputs, outputs, layer_ms);
+    return program->run(inputs, outputs, RunOptions::timed(layer_ms));
   }
 };
 

@@ -3,7 +3,8 @@
 #   1. a Release build with warnings as errors: unit tests, then the model tests (PyTorch
 #      reference models exported into ~/.cache/tessera/models, or $TESSERA_MODEL_CACHE);
 #   2. an AddressSanitizer + UndefinedBehaviorSanitizer build running the unit tests, which
-#      include every bad-input test (malformed model files, ONNX files, .npy files, CLI misuse).
+#      include every bad-input test (malformed model files, ONNX files, .npy files, CLI misuse);
+#   3. a ThreadSanitizer build of the executor's streaming, session and C API stream tests.
 # Installs missing Debian packages first (scripts/install-deps.sh). Compilation goes through
 # ccache when it is installed, so repeated runs on one machine rebuild only what changed.
 #
@@ -74,6 +75,16 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
   LSAN_OPTIONS=use_tls=0:suppressions=$PWD/scripts/sanitizers/lsan.supp:print_suppressions=0 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan -L unit --output-on-failure -j "$jobs"
+
+stage "ThreadSanitizer build (executor, sessions, streams)"
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O1 -g1" \
+  -DCMAKE_C_FLAGS="-O1 -g1" -DTESSERA_WERROR=ON -DTESSERA_TSAN=ON -DTESSERA_MODEL_TESTS=OFF \
+  -DTESSERA_BUILD_BENCHMARKS=OFF -DTESSERA_NPU_REFERENCE=OFF "${launcher[@]}"
+cmake --build build-tsan -j "$jobs" --target tessera_stream_tests tessera_c_stream
+
+stage "streaming tests under TSan"
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/scripts/sanitizers/tsan.supp \
+  ctest --test-dir build-tsan -L tsan --output-on-failure -j "$jobs"
 
 stage "all tests (release): unit and model"
 ctest --test-dir build --output-on-failure -j "$jobs"

@@ -1,7 +1,10 @@
 #include "tools/cli.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
+
+#include "tools/commands.h"
 
 namespace tessera::cli {
 
@@ -89,3 +92,12 @@ std::string usage(const std::vector<FlagSpec>& specs) {
 }
 
 }  // namespace tessera::cli
+
+namespace tessera::tools {
+
+int report_error(const char* command, const Status& s) {
+  std::fprintf(stderr, "tessera %s: error: %s\n", command, s.to_string().c_str());
+  return 1;
+}
+
+}  // namespace tessera::tools

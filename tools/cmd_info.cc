@@ -1,7 +1,7 @@
 // tessera info model.tsr
 #include <cstdio>
 
-#include "core/tessera.h"
+#include "api/internal.h"
 #include "graph/format/model_file.h"
 #include "graph/layer_graph.h"
 #include "ops/activation.h"
@@ -42,7 +42,7 @@ int cmd_info(int argc, char** argv) {
   if (!loaded.ok()) return report_error("info", loaded.status());
   auto model = Model::from_graph(std::move(loaded->graph));
   if (!model.ok()) return report_error("info", model.status().with_context(path));
-  const Graph& g = (*model)->graph();
+  const Graph& g = model_graph(**model);
   auto lg = LayerGraph::build(g);
   if (!lg.ok()) return report_error("info", lg.status());
 

@@ -6,10 +6,11 @@
 #include <filesystem>
 #include <sstream>
 
-#include "core/tessera.h"
+#include "api/internal.h"
 #include "graph/layer_graph.h"
 #include "scheduler/cost_model.h"
 #include "scheduler/planners/slice.h"
+#include "scheduler/pricer.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 
@@ -62,7 +63,7 @@ int cmd_plan(int argc, char** argv) {
   const std::string path = args->positional[0];
   auto model = Model::load(path);
   if (!model.ok()) return report_error("plan", model.status());
-  auto lg = LayerGraph::build((*model)->graph());
+  auto lg = LayerGraph::build(model_graph(**model));
   if (!lg.ok()) return report_error("plan", lg.status());
   auto hash = model_file_hash(path);
   if (!hash.ok()) return report_error("plan", hash.status());
@@ -83,6 +84,9 @@ int cmd_plan(int argc, char** argv) {
   if (!plan.ok()) return report_error("plan", plan.status());
   plan->model_name = std::filesystem::path(path).stem().string();
   plan->model_hash = *hash;
+  // The one pricer fills the plan-level estimates (period, device load) the planner leaves out.
+  Status priced = price_plan(*cm, *lg, &*plan);
+  if (!priced.ok()) return report_error("plan", priced);
   print_plan_table(*plan, *lg);
 
   // For comparison: every requested device alone at its top level.

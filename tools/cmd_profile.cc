@@ -14,13 +14,13 @@
 #include <sstream>
 #include <tuple>
 
+#include "api/internal.h"
 #include "backends/registry.h"
-#include "core/tessera.h"
 #include "energy/platform.h"
 #include "graph/format/model_file.h"
 #include "graph/layer_graph.h"
 #include "scheduler/cost_model.h"
-#include "scheduler/executor.h"
+#include "scheduler/executor/executor.h"
 #include "scheduler/plan.h"
 #include "scheduler/profiler.h"
 #include "tools/cli.h"
@@ -96,7 +96,7 @@ Result<LoadedGraph> load(const std::string& path) {
   auto model = Model::from_graph(std::move(loaded.graph));
   if (!model.ok()) return model.status().with_context(path);
   out.model = std::move(*model);
-  ASSIGN_OR_RETURN(LayerGraph lg, LayerGraph::build(out.model->graph()));
+  ASSIGN_OR_RETURN(LayerGraph lg, LayerGraph::build(model_graph(*out.model)));
   out.lg = std::make_unique<LayerGraph>(std::move(lg));
   ASSIGN_OR_RETURN(out.hash, model_file_hash(path));
   out.name = std::filesystem::path(path).stem().string();

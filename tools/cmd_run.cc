@@ -1,15 +1,22 @@
 // tessera run model.tsr --input x.npy --output y.npy [--device NAME] [--repeat N] [--top K]
 // tessera run model.tsr --plan plan.json [--trace trace.json] ...   (a plan over several devices)
+// tessera run model.tsr --plan plan.json --stream N [--queue C] [--warmup W]   (a stream)
+//
+// --device and --plan share one path: a device is the one-stage plan of the whole model on it,
+// run by the same executor.
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <numeric>
 
+#include "api/internal.h"
 #include "core/npy.h"
-#include "core/tessera.h"
 #include "graph/layer_graph.h"
-#include "scheduler/executor.h"
+#include "scheduler/executor/executor.h"
 #include "scheduler/plan.h"
 #include "scheduler/profile.h"
 #include "tools/cli.h"
@@ -21,21 +28,62 @@ namespace {
 
 const std::vector<cli::FlagSpec> kFlags = {
     {"--input", "-i", true, true,
-     "input .npy (one per model input, in order; or NAME=PATH); default: zeros"},
-    {"--output", "-o", true, true, "write output .npy (one per model output, in order)"},
+     "input .npy (one per model input, in order; or NAME=PATH); for a one-input model, several "
+     "files or a directory of .npy files are frames, run in order; default: zeros"},
+    {"--output", "-o", true, true,
+     "write output .npy (one per model output, in order) of the last frame; a %d in the name "
+     "writes every frame's"},
     {"--device", "-d", true, false, "device to run on (default: reference; see `tessera devices`)"},
     {"--repeat", "-r", true, false, "timed runs after the warm-up runs (default 1)"},
     {"--warmup", "", true, false, "untimed runs before the timed ones (default 1)"},
     {"--times", "", false, false, "print every timed run's latency, in run order"},
     {"--top", "", true, false, "print the K largest entries of the first output"},
     {"--plan", "", true, false, "run by this plan (from `tessera plan`) instead of on one device"},
-    {"--trace", "", true, false, "with --plan: write a Chrome trace (open in Perfetto)"},
+    {"--trace", "", true, false, "write a Chrome trace (open in Perfetto)"},
+    {"--stream", "", true, false,
+     "stream N frames through the plan (stages overlap); prints frames/s, busy shares, queue "
+     "occupancy and the measured against the estimated period"},
+    {"--queue", "", true, false,
+     "with --stream: frames that may wait between actors (default: "
+     "the plan's queue_capacity)"},
     {"--help", "-h", false, false, "show this help"},
 };
 
-Result<std::vector<Tensor>> gather_inputs(const Model& model, const cli::Args& args) {
+Result<Tensor> read_input(const TensorDesc& d, const std::string& path) {
+  ASSIGN_OR_RETURN(Tensor t, read_npy(path));
+  if (t.dtype() != d.dtype || t.shape() != d.shape) {
+    return invalid_argument(path + ": input '" + d.name + "' expects " + dtype_name(d.dtype) +
+                            d.shape.to_string() + ", the file holds " + t.describe());
+  }
+  return t;
+}
+
+// The frames to run, each one tensor per model input. One frame from one file per input (or
+// NAME=PATH); for a one-input model, several files or a directory of .npy files (sorted by name)
+// are one frame each.
+Result<std::vector<std::vector<Tensor>>> gather_frames(const Model& model, const cli::Args& args) {
   const auto& descs = model.inputs();
-  const auto& specs = args.all("--input");
+  std::vector<std::string> specs = args.all("--input");
+  if (descs.size() == 1 && specs.size() == 1 && std::filesystem::is_directory(specs[0])) {
+    const std::string dir = specs[0];
+    specs.clear();
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      if (e.is_regular_file() && e.path().extension() == ".npy") specs.push_back(e.path());
+    }
+    std::sort(specs.begin(), specs.end());
+    if (specs.empty()) return not_found(dir + ": no .npy files in the directory");
+  }
+  std::vector<std::vector<Tensor>> frames;
+  if (descs.size() == 1 && specs.size() > 1) {
+    for (const std::string& path : specs) {
+      if (path.find('=') != std::string::npos) {
+        return invalid_argument("--input " + path + ": NAME=PATH takes one file per input");
+      }
+      ASSIGN_OR_RETURN(Tensor t, read_input(descs[0], path));
+      frames.push_back({std::move(t)});
+    }
+    return frames;
+  }
   std::vector<Tensor> inputs(descs.size());
   std::vector<bool> given(descs.size(), false);
   size_t next_positional = 0;
@@ -57,12 +105,7 @@ Result<std::vector<Tensor>> gather_inputs(const Model& model, const cli::Args& a
       return invalid_argument("more --input files than model inputs (" +
                               std::to_string(descs.size()) + ")");
     }
-    ASSIGN_OR_RETURN(inputs[index], read_npy(path));
-    const TensorDesc& d = descs[index];
-    if (inputs[index].dtype() != d.dtype || inputs[index].shape() != d.shape) {
-      return invalid_argument(path + ": input '" + d.name + "' expects " + dtype_name(d.dtype) +
-                              d.shape.to_string() + ", the file holds " + inputs[index].describe());
-    }
+    ASSIGN_OR_RETURN(inputs[index], read_input(descs[index], path));
     given[index] = true;
   }
   for (size_t i = 0; i < descs.size(); ++i) {
@@ -70,14 +113,39 @@ Result<std::vector<Tensor>> gather_inputs(const Model& model, const cli::Args& a
     std::fprintf(stderr, "note: input '%s' not given, using zeros\n", descs[i].name.c_str());
     ASSIGN_OR_RETURN(inputs[i], Tensor::create(descs[i].dtype, descs[i].shape));
   }
-  return inputs;
+  frames.push_back(std::move(inputs));
+  return frames;
 }
 
-// Writes the outputs and prints the top-K of the first (both run paths).
-int finish(const Model& model, const cli::Args& args, const std::vector<Tensor>& outputs, int top) {
-  const auto& out_paths = args.all("--output");
-  for (size_t i = 0; i < out_paths.size(); ++i) {
-    Status st = write_npy(out_paths[i], outputs[i]);
+// "out%d.npy" with frame 7 -> "out7.npy"; names without %d are returned as they are.
+std::string frame_path(const std::string& pattern, uint64_t frame) {
+  const size_t at = pattern.find("%d");
+  if (at == std::string::npos) return pattern;
+  return pattern.substr(0, at) + std::to_string(frame) + pattern.substr(at + 2);
+}
+
+bool has_frame_pattern(const cli::Args& args) {
+  for (const std::string& p : args.all("--output")) {
+    if (p.find("%d") != std::string::npos) return true;
+  }
+  return false;
+}
+
+Status write_frame_outputs(const cli::Args& args, uint64_t frame,
+                           const std::vector<Tensor>& outputs) {
+  const auto& paths = args.all("--output");
+  for (size_t i = 0; i < paths.size() && i < outputs.size(); ++i) {
+    RETURN_IF_ERROR(write_npy(frame_path(paths[i], frame), outputs[i]));
+  }
+  return Status();
+}
+
+// Writes the last frame's outputs (unless every frame's were written) and prints the top-K of
+// the first output.
+int finish(const Model& model, const cli::Args& args, uint64_t frame,
+           const std::vector<Tensor>& outputs, int top) {
+  if (!has_frame_pattern(args)) {
+    Status st = write_frame_outputs(args, frame, outputs);
     if (!st.ok()) return report_error("run", st);
   }
   if (top > 0 && !outputs.empty() && outputs[0].dtype() == DType::kF32) {
@@ -118,28 +186,21 @@ Result<std::vector<double>> timed_runs(const cli::Args& args, int warmup, int re
   return ms;
 }
 
-Result<std::vector<Tensor>> run_plan(const std::string& path, const Model& model,
-                                     const std::vector<Tensor>& inputs, const cli::Args& args,
-                                     int warmup, int repeat) {
-  ASSIGN_OR_RETURN(Plan plan, Plan::load(args.get("--plan")));
-  ASSIGN_OR_RETURN(std::string hash, model_file_hash(path));
-  if (!plan.model_hash.empty() && plan.model_hash != hash) {
-    return failed_precondition(args.get("--plan") + ": the plan is for model " + plan.model_hash +
-                               ", " + path + " is " + hash);
-  }
-  ASSIGN_OR_RETURN(LayerGraph lg, LayerGraph::build(model.graph()));
-  ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex, Executor::create(lg, plan));
-  print_plan_table(plan, lg);
-  std::vector<Tensor> outputs;
-  ASSIGN_OR_RETURN(std::vector<double> ms,
-                   timed_runs(args, warmup, repeat, [&] { return ex->run(inputs, &outputs); }));
-  // Per step (adjacent stages on one device run as one program): the mean over the timed runs
-  // (the warm-up runs left out) next to the sum of its stages' estimates.
-  const std::vector<double> step_ms = ex->mean_step_ms(warmup);
+double cpu_seconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+// The per-step table of a sequential run: the mean over the timed runs (the warm-up runs left
+// out) next to the sum of its stages' estimates.
+void print_step_table(const Executor& ex, const Plan& plan, int first_run) {
+  const std::vector<double> step_ms = ex.mean_step_ms(first_run);
   std::printf("%5s  %-7s %-20s %12s %12s\n", "step", "stages", "device", "measured ms",
               "estimated ms");
-  for (size_t i = 0; i < ex->steps().size(); ++i) {
-    const ExecutorStep& step = ex->steps()[i];
+  for (size_t i = 0; i < ex.steps().size(); ++i) {
+    const ExecutorStep& step = ex.steps()[i];
     double estimated = 0;
     for (int k = step.first_stage; k <= step.last_stage; ++k) {
       const StageEstimate& e = plan.stages[static_cast<size_t>(k)].estimate;
@@ -152,14 +213,81 @@ Result<std::vector<Tensor>> run_plan(const std::string& path, const Model& model
     std::printf("%5zu  %-7s %-20s %12.3f %12.3f\n", i, stages.c_str(), step.device.c_str(),
                 step_ms[i], estimated);
   }
-  std::printf("plan %s: latency median %.3f ms, min %.3f ms over %d run(s); estimated %.3f ms\n",
-              plan.notation().c_str(), ms[ms.size() / 2], ms.front(), repeat,
-              plan.estimated_latency_ms);
-  if (args.has("--trace")) {
-    RETURN_IF_ERROR(ex->write_trace(args.get("--trace")));
-    std::printf("wrote trace %s\n", args.get("--trace").c_str());
+}
+
+// Streams `warmup` then `count` frames (cycling through `frames`), keeping every slot busy; prints
+// throughput, busy shares, queue occupancy and the period against the plan's estimate. Returns
+// the last frame's id and outputs.
+Result<std::pair<uint64_t, std::vector<Tensor>>> run_stream(
+    Executor& ex, const Plan& plan, const std::vector<std::vector<Tensor>>& frames,
+    const cli::Args& args, int warmup, int count) {
+  const int total = warmup + count;
+  int submitted = 0, received = 0, failed = 0;
+  uint64_t last_id = 0;
+  std::vector<Tensor> last;
+  auto t0 = std::chrono::steady_clock::now();
+  double cpu0 = cpu_seconds();
+  uint64_t timed_from = 0;
+  while (received < total) {
+    while (submitted < total && submitted - received < ex.num_slots()) {
+      ASSIGN_OR_RETURN(uint64_t id,
+                       ex.submit(frames[static_cast<size_t>(submitted) % frames.size()]));
+      if (submitted == warmup) timed_from = id;
+      ++submitted;
+    }
+    ASSIGN_OR_RETURN(FrameResult r, ex.next());
+    if (received == warmup - 1) {
+      // The warm-up frames are out: the timed window starts now.
+      t0 = std::chrono::steady_clock::now();
+      cpu0 = cpu_seconds();
+    }
+    if (!r.status.ok()) {
+      ++failed;
+      std::fprintf(stderr, "frame %llu: %s\n", static_cast<unsigned long long>(r.frame),
+                   r.status.to_string().c_str());
+    } else {
+      if (has_frame_pattern(args)) RETURN_IF_ERROR(write_frame_outputs(args, r.frame, r.outputs));
+      last_id = r.frame;
+      last = std::move(r.outputs);
+    }
+    ++received;
   }
-  return outputs;
+  const double wall_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const double cpu_s = cpu_seconds() - cpu0;
+  ex.close();
+  // With warm-up frames, the timed window starts when the last warm-up frame came out, so the
+  // pipeline is already full; without, it includes the fill.
+  std::printf("plan %s: streamed %d frame(s) (%d warm-up) with %d slot(s), %d actor(s)\n",
+              plan.notation().c_str(), count, warmup, ex.num_slots(), ex.num_actors());
+  std::printf("throughput %.2f frames/s, period %.3f ms (estimated %s), cpu time / wall %.2f\n",
+              1000.0 * count / wall_ms, wall_ms / count,
+              plan.estimated_period_ms > 0
+                  ? (std::to_string(plan.estimated_period_ms) + " ms").c_str()
+                  : "n/a",
+              cpu_s * 1000.0 / wall_ms);
+  // Busy share of each step over the timed frames, and how long its actor waited for inputs.
+  std::vector<double> busy(ex.steps().size(), 0), blocked(ex.steps().size(), 0);
+  for (const StepRun& r : ex.step_runs()) {
+    if (static_cast<uint64_t>(r.run) < timed_from || !r.ok) continue;
+    busy[static_cast<size_t>(r.step)] += r.ms;
+    blocked[static_cast<size_t>(r.step)] += r.blocked_in;
+  }
+  std::printf("%5s  %5s  %-20s %10s %12s %14s\n", "step", "actor", "device", "busy %", "busy ms/fr",
+              "wait-in ms/fr");
+  for (size_t i = 0; i < ex.steps().size(); ++i) {
+    const ExecutorStep& s = ex.steps()[i];
+    std::printf("%5zu  %5d  %-20s %10.1f %12.3f %14.3f\n", i, s.actor, s.device.c_str(),
+                100.0 * busy[i] / wall_ms, busy[i] / count, blocked[i] / count);
+  }
+  for (const QueueOccupancy& q : ex.queue_occupancy()) {
+    std::printf("actor %d: frames waiting when it took one: mean %.2f\n", q.actor, q.mean());
+  }
+  if (failed > 0) {
+    return internal_error(std::to_string(failed) + " of " + std::to_string(total) +
+                          " frame(s) failed");
+  }
+  return std::make_pair(last_id, std::move(last));
 }
 
 }  // namespace
@@ -169,7 +297,8 @@ int cmd_run(int argc, char** argv) {
   if (!args.ok()) return report_error("run", args.status());
   if (args->has("--help") || args->positional.size() != 1) {
     std::printf(
-        "usage: tessera run MODEL.tsr [--input x.npy] [--output y.npy] [--device NAME]\n\n%s",
+        "usage: tessera run MODEL.tsr [--input x.npy] [--output y.npy] [--device NAME | --plan "
+        "PLAN.json [--stream N]]\n\n%s",
         cli::usage(kFlags).c_str());
     return args->has("--help") ? 0 : 2;
   }
@@ -179,41 +308,92 @@ int cmd_run(int argc, char** argv) {
   if (!warmup.ok()) return report_error("run", warmup.status());
   auto top = args->get_int("--top", 0, 0, 1000000);
   if (!top.ok()) return report_error("run", top.status());
+  auto stream = args->get_int("--stream", 0, 1, 100000000);
+  if (!stream.ok()) return report_error("run", stream.status());
+  auto queue = args->get_int("--queue", 0, 1, 1024);
+  if (!queue.ok()) return report_error("run", queue.status());
+  if (args->has("--queue") && !args->has("--stream")) {
+    return report_error("run", invalid_argument("--queue needs --stream"));
+  }
+  if (args->has("--plan") && args->has("--device")) {
+    return report_error("run", invalid_argument("give --device or --plan, not both"));
+  }
 
-  auto model = Model::load(args->positional[0]);
+  const std::string& path = args->positional[0];
+  auto model = Model::load(path);
   if (!model.ok()) return report_error("run", model.status());
   if (args->all("--output").size() > (*model)->outputs().size()) {
     return report_error("run", invalid_argument("more --output files than model outputs"));
   }
-  auto inputs = gather_inputs(**model, *args);
-  if (!inputs.ok()) return report_error("run", inputs.status());
-  if (args->has("--plan")) {
-    if (args->has("--device")) {
-      return report_error("run", invalid_argument("give --device or --plan, not both"));
-    }
-    auto outputs = run_plan(args->positional[0], **model, *inputs, *args, *warmup, *repeat);
-    if (!outputs.ok()) return report_error("run", outputs.status());
-    return finish(**model, *args, *outputs, *top);
-  }
+  auto frames = gather_frames(**model, *args);
+  if (!frames.ok()) return report_error("run", frames.status());
+  auto lg = LayerGraph::build(model_graph(**model));
+  if (!lg.ok()) return report_error("run", lg.status());
+
+  // One path for both: a device is the one-stage plan of the whole model on it.
+  const bool by_plan = args->has("--plan");
   const std::string device = args->get("--device", "reference");
-  auto session = Session::create(*model, device);
-  if (!session.ok()) return report_error("run", session.status());
-
-  std::vector<Tensor> outputs;
-  auto ms = timed_runs(*args, *warmup, *repeat, [&]() -> Status {
-    ASSIGN_OR_RETURN(outputs, (*session)->run(*inputs));
-    return Status::ok_status();
-  });
-  if (!ms.ok()) return report_error("run", ms.status());
-  std::printf("device %s: latency median %.3f ms, min %.3f ms over %d run(s)\n", device.c_str(),
-              (*ms)[ms->size() / 2], ms->front(), *repeat);
-  if ((*session)->peak_memory_bytes() > 0) {
-    std::printf("device %s: peak memory %.1f MiB (activation arena + packed weights)\n",
-                device.c_str(),
-                static_cast<double>((*session)->peak_memory_bytes()) / (1024.0 * 1024.0));
+  Plan plan;
+  if (by_plan) {
+    auto loaded = Plan::load(args->get("--plan"));
+    if (!loaded.ok()) return report_error("run", loaded.status());
+    plan = std::move(*loaded);
+    if (!plan.model_hash.empty() && plan.model_hash != (*model)->hash()) {
+      return report_error(
+          "run", failed_precondition(args->get("--plan") + ": the plan is for model " +
+                                     plan.model_hash + ", " + path + " is " + (*model)->hash()));
+    }
+  } else {
+    auto p = plan_from_slices(lg->num_layers(), {{0, device}});
+    if (!p.ok()) return report_error("run", p.status());
+    plan = std::move(*p);
   }
+  ExecutorOptions options;
+  options.queue_capacity = args->has("--queue") ? *queue : 0;
+  options.compile.model_hash = (*model)->hash();
+  auto ex = Executor::create(*lg, plan, options);
+  if (!ex.ok()) return report_error("run", ex.status());
+  if (by_plan) print_plan_table(plan, *lg);
 
-  return finish(**model, *args, outputs, *top);
+  uint64_t last_frame = 0;
+  std::vector<Tensor> outputs;
+  if (args->has("--stream")) {
+    auto r = run_stream(**ex, plan, *frames, *args, *warmup, *stream);
+    if (!r.ok()) return report_error("run", r.status());
+    last_frame = r->first;
+    outputs = std::move(r->second);
+  } else {
+    uint64_t run_index = 0;
+    auto ms = timed_runs(*args, *warmup, *repeat, [&]() -> Status {
+      const auto& in = (*frames)[run_index % frames->size()];
+      RETURN_IF_ERROR((*ex)->run(in, &outputs));
+      if (has_frame_pattern(*args)) RETURN_IF_ERROR(write_frame_outputs(*args, run_index, outputs));
+      last_frame = run_index++;
+      return Status();
+    });
+    if (!ms.ok()) return report_error("run", ms.status());
+    if (by_plan) {
+      print_step_table(**ex, plan, *warmup);
+      std::printf(
+          "plan %s: latency median %.3f ms, min %.3f ms over %d run(s); estimated %.3f ms\n",
+          plan.notation().c_str(), (*ms)[ms->size() / 2], ms->front(), *repeat,
+          plan.estimated_latency_ms);
+    } else {
+      std::printf("device %s: latency median %.3f ms, min %.3f ms over %d run(s)\n", device.c_str(),
+                  (*ms)[ms->size() / 2], ms->front(), *repeat);
+    }
+  }
+  if ((*ex)->peak_memory_bytes() > 0) {
+    std::printf("%s: peak memory %.1f MiB (activation arenas + packed weights)\n",
+                by_plan ? "plan" : ("device " + device).c_str(),
+                static_cast<double>((*ex)->peak_memory_bytes()) / (1024.0 * 1024.0));
+  }
+  if (args->has("--trace")) {
+    Status st = (*ex)->write_trace(args->get("--trace"));
+    if (!st.ok()) return report_error("run", st);
+    std::printf("wrote trace %s\n", args->get("--trace").c_str());
+  }
+  return finish(**model, *args, last_frame, outputs, *top);
 }
 
 }  // namespace tessera::tools

@@ -22,15 +22,6 @@ const char kUsage[] =
 
 }  // namespace
 
-namespace tessera::tools {
-
-int report_error(const char* command, const Status& s) {
-  std::fprintf(stderr, "tessera %s: error: %s\n", command, s.to_string().c_str());
-  return 1;
-}
-
-}  // namespace tessera::tools
-
 int main(int argc, char** argv) {
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
       !std::strcmp(argv[1], "help")) {

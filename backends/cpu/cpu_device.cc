@@ -6,7 +6,7 @@
 #include "backends/cpu/kernel_table.h"
 #include "backends/cpu/openblas.h"
 #include "backends/cpu/xnn_util.h"
-#include "backends/reference/reference_device.h"
+#include "core/allocator.h"
 
 namespace tessera::cpu {
 
@@ -85,8 +85,13 @@ uint64_t CpuDevice::memory_capacity() const {
   return host_memory_bytes();
 }
 
-Result<std::unique_ptr<Program>> CpuDevice::compile(const Graph& g,
-                                                    std::span<const NodeId> layers) {
+DeviceInfo CpuDevice::info() const {
+  return DeviceInfo{DeviceKind::kCpu, memory_capacity(), true, 1};
+}
+
+Result<std::unique_ptr<Program>> CpuDevice::compile_program(const Graph& g,
+                                                            std::span<const NodeId> layers,
+                                                            const CompileOptions& /*options*/) {
   RETURN_IF_ERROR(check_capabilities(*this, g, layers));
   ASSIGN_OR_RETURN(std::unique_ptr<CpuProgram> p, CpuProgram::compile(g, layers, pool_));
   return std::unique_ptr<Program>(std::move(p));

@@ -25,13 +25,18 @@ class CpuDevice final : public Device {
   // Every registered op runs; `detail` names the kernel (an optimised one, or "reference ..."
   // for the fallback).
   Capability capabilities(const Graph& g, const Node& node) const override;
+  // Host memory; concurrency 1: the device's pinned pool runs one program at a time.
+  DeviceInfo info() const override;
   uint64_t memory_capacity() const override;
-  Result<std::unique_ptr<Program>> compile(const Graph& g, std::span<const NodeId> layers) override;
   Result<std::unique_ptr<Buffer>> upload(const Tensor& host) override;
   Status download(const Buffer& device, Tensor* host) override;
 
   const CoreSet& cores() const { return pool_->cores(); }
   ThreadPool& pool() { return *pool_; }
+
+ protected:
+  Result<std::unique_ptr<Program>> compile_program(const Graph& g, std::span<const NodeId> layers,
+                                                   const CompileOptions& options) override;
 
  private:
   CpuDevice(std::string name, std::shared_ptr<ThreadPool> pool)

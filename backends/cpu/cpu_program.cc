@@ -5,7 +5,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "backends/cpu/arena.h"
+#include "backends/arena.h"
 #include "backends/cpu/kernel_table.h"
 #include "backends/cpu/layout.h"
 #include "core/allocator.h"
@@ -447,25 +447,23 @@ Status CpuProgram::allocate_and_bind() {
   return Status();
 }
 
-Status CpuProgram::run(std::span<const Tensor> inputs, std::span<Tensor> outputs) {
+Status CpuProgram::execute(std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                           const RunOptions& options) {
   RETURN_IF_ERROR(check_and_allocate(inputs, outputs));
+  if (options.layer_ms != nullptr) {
+    options.layer_ms->assign(num_layers_, 0.0);
+    return pool_->run([&]() { return run_steps(inputs, outputs, options); });
+  }
   return pool_->run([&]() {
     const bool workers = choice_.next(pool_->num_threads());
     pool_->set_use_workers(workers);
     const auto t0 = std::chrono::steady_clock::now();
-    Status st = run_steps(inputs, outputs, nullptr);
+    Status st = run_steps(inputs, outputs, options);
     choice_.record(
         workers,
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     return st;
   });
-}
-
-Status CpuProgram::run_timed(std::span<const Tensor> inputs, std::span<Tensor> outputs,
-                             std::vector<double>* layer_ms) {
-  RETURN_IF_ERROR(check_and_allocate(inputs, outputs));
-  layer_ms->assign(num_layers_, 0.0);
-  return pool_->run([&]() { return run_steps(inputs, outputs, layer_ms); });
 }
 
 Status CpuProgram::check_and_allocate(std::span<const Tensor> inputs, std::span<Tensor> outputs) {
@@ -494,8 +492,9 @@ Status CpuProgram::check_and_allocate(std::span<const Tensor> inputs, std::span<
 }
 
 Status CpuProgram::run_steps(std::span<const Tensor> inputs, std::span<Tensor> outputs,
-                             std::vector<double>* layer_ms) {
+                             const RunOptions& options) {
   using Clock = std::chrono::steady_clock;
+  std::vector<double>* layer_ms = options.layer_ms;
   ThreadPool& pool = *pool_;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Buf& b = bufs_[static_cast<size_t>(input_bufs_[i])];
@@ -512,6 +511,9 @@ Status CpuProgram::run_steps(std::span<const Tensor> inputs, std::span<Tensor> o
   size_t layer = 0;
   Clock::time_point t0 = layer_ms != nullptr ? Clock::now() : Clock::time_point();
   for (Step& s : steps_) {
+    if (s.node != kNoNode && options.stop_requested()) {
+      return options.check("node '" + g_.node(s.node).name + "'");
+    }
     Status st = s.kernel->run(pool);
     if (layer_ms != nullptr && s.node != kNoNode) {
       const Clock::time_point t1 = Clock::now();

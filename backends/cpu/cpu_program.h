@@ -29,14 +29,6 @@ class CpuProgram final : public Program {
 
   const std::vector<ValueId>& input_values() const override { return inputs_; }
   const std::vector<ValueId>& output_values() const override { return outputs_; }
-  // Runs on all the pool's threads or on its leader alone, whichever has been faster lately
-  // (ThreadChoice: a loaded machine can make the workers' fork/joins the bottleneck).
-  Status run(std::span<const Tensor> inputs, std::span<Tensor> outputs) override;
-  // Times each layer's step (always on all the pool's threads), with the layout conversions before
-  // it (not the copy-in/out). A residual Add fused into a convolution (fuse_residual_adds) is
-  // timed with that convolution; its own step takes ~0 ms.
-  Status run_timed(std::span<const Tensor> inputs, std::span<Tensor> outputs,
-                   std::vector<double>* layer_ms) override;
   uint64_t peak_memory_bytes() const override { return arena_bytes_ + owned_bytes_; }
 
   uint64_t arena_bytes() const { return arena_bytes_; }
@@ -46,6 +38,15 @@ class CpuProgram final : public Program {
   int num_conversions() const;
   // Concat inputs written in place into their Concat's output (place_concat_inputs).
   int num_in_place_concat_inputs() const;
+
+ protected:
+  // Runs on all the pool's threads or on its leader alone, whichever has been faster lately
+  // (ThreadChoice: a loaded machine can make the workers' fork/joins the bottleneck). Timed
+  // (options.layer_ms): each layer's step (always on all the pool's threads), with the layout
+  // conversions before it (not the copy-in/out). A residual Add fused into a convolution
+  // (fuse_residual_adds) is timed with that convolution; its own step takes ~0 ms.
+  Status execute(std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                 const RunOptions& options) override;
 
  private:
   struct Buf {
@@ -95,7 +96,7 @@ class CpuProgram final : public Program {
                           std::vector<std::unique_ptr<Kernel>>* kernels);
   Status allocate_and_bind();
   Status run_steps(std::span<const Tensor> inputs, std::span<Tensor> outputs,
-                   std::vector<double>* layer_ms);
+                   const RunOptions& options);
   Status check_and_allocate(std::span<const Tensor> inputs, std::span<Tensor> outputs);
   void* address(int buf) const { return arena_.get() + bufs_[static_cast<size_t>(buf)].offset; }
 

@@ -260,16 +260,17 @@ class NpuProgramImpl final : public NpuProgram {
   tnpu_prepared prepared_handle() const override { return p_; }
   const tnpu_driver_api& driver_api() const override { return h_->api(); }
 
-  Status run(std::span<const Tensor> inputs, std::span<Tensor> outputs) override {
-    return run_impl(inputs, outputs, nullptr);
-  }
-
-  // Layer i is node i of the prepared subgraph, timed by the driver inside the run (HAL 1.1
-  // execute_profiled). The conversions in and out are the slice boundary, charged to no layer.
-  Status run_timed(std::span<const Tensor> inputs, std::span<Tensor> outputs,
-                   std::vector<double>* layer_ms) override {
+ protected:
+  // The subgraph runs as one driver call: cancellation and the deadline are checked when the
+  // run starts (Program::run). Timed (options.layer_ms): layer i is node i of the prepared
+  // subgraph, timed by the driver inside the run (HAL 1.1 execute_profiled). The conversions in
+  // and out are the slice boundary, charged to no layer.
+  Status execute(std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                 const RunOptions& options) override {
+    std::vector<double>* layer_ms = options.layer_ms;
+    if (layer_ms == nullptr) return run_impl(inputs, outputs, nullptr);
     if (!TNPU_HAS_SLOT(&h_->api(), execute_profiled)) {
-      return unimplemented(where("run_timed") + ": driver '" + h_->driver->info().name + "' (HAL " +
+      return unimplemented(where("timed run") + ": driver '" + h_->driver->info().name + "' (HAL " +
                            std::to_string(TNPU_VERSION_MAJOR(h_->api().api_version)) + "." +
                            std::to_string(TNPU_VERSION_MINOR(h_->api().api_version)) +
                            ") has no execute_profiled, so layers cannot be timed inside a run");
@@ -278,7 +279,7 @@ class NpuProgramImpl final : public NpuProgram {
   }
 
  private:
-  // run() and run_timed(): converts the inputs, executes (profiled when `layer_ms`), converts
+  // Plain and timed runs: converts the inputs, executes (profiled when `layer_ms`), converts
   // the outputs back.
   Status run_impl(std::span<const Tensor> inputs, std::span<Tensor> outputs,
                   std::vector<double>* layer_ms) {
@@ -688,8 +689,13 @@ Capability NpuDevice::capabilities(const Graph& g, const Node& node) const {
   return Capability::yes();
 }
 
-Result<std::unique_ptr<Program>> NpuDevice::compile(const Graph& g,
-                                                    std::span<const NodeId> layers) {
+DeviceInfo NpuDevice::info() const {
+  return DeviceInfo{DeviceKind::kNpu, memory_capacity(), false, 1};
+}
+
+Result<std::unique_ptr<Program>> NpuDevice::compile_program(const Graph& g,
+                                                            std::span<const NodeId> layers,
+                                                            const CompileOptions& /*options*/) {
   return compile_slice(g, layers, nullptr);
 }
 
@@ -770,9 +776,9 @@ Result<std::vector<NpuBoundaryRun>> NpuDevice::time_boundary(uint64_t f32_bytes,
   const bool profiled = TNPU_HAS_SLOT(&handle_->api(), execute_profiled);
   std::vector<NpuBoundaryRun> runs;
   for (int r = 0; r < warmup + repeat; ++r) {
-    RETURN_IF_ERROR(profiled
-                        ? program->run_timed(std::span<const Tensor>(&input, 1), outputs, &layer_ms)
-                        : program->run(std::span<const Tensor>(&input, 1), outputs));
+    RETURN_IF_ERROR(profiled ? program->run(std::span<const Tensor>(&input, 1), outputs,
+                                            RunOptions::timed(&layer_ms))
+                             : program->run(std::span<const Tensor>(&input, 1), outputs));
     const NpuRunStats& st = program->last_run();
     if (!st.driver_counters) {
       return unimplemented("device '" + name_ + "': driver '" + handle_->driver->info().name +

@@ -85,8 +85,9 @@ class NpuDevice final : public Device {
   const std::string& name() const override { return name_; }
   std::string description() const override;
   Capability capabilities(const Graph& g, const Node& node) const override;
+  // The driver's memory cap; concurrency 1 (the HAL device is used by one thread at a time).
+  DeviceInfo info() const override;
   uint64_t memory_capacity() const override;
-  Result<std::unique_ptr<Program>> compile(const Graph& g, std::span<const NodeId> layers) override;
   Result<std::unique_ptr<Buffer>> upload(const Tensor& host) override;
   Status download(const Buffer& device, Tensor* host) override;
 
@@ -98,9 +99,13 @@ class NpuDevice final : public Device {
   Result<std::vector<NpuBoundaryRun>> time_boundary(uint64_t f32_bytes, int warmup, int repeat);
 
   const NpuDriver& driver() const;
-  const tnpu_device_info& info() const { return info_; }
+  const tnpu_device_info& hal_info() const { return info_; }
   const std::vector<tnpu_op_support>& ops() const { return ops_; }
   uint32_t precision() const { return precision_; }
+
+ protected:
+  Result<std::unique_ptr<Program>> compile_program(const Graph& g, std::span<const NodeId> layers,
+                                                   const CompileOptions& options) override;
 
  private:
   NpuDevice() = default;

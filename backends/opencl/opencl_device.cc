@@ -65,19 +65,14 @@ class OpenCLProgram final : public Program {
 
   const std::vector<ValueId>& input_values() const override { return inputs_; }
   const std::vector<ValueId>& output_values() const override { return outputs_; }
-  Status run(std::span<const Tensor> inputs, std::span<Tensor> outputs) override {
-    return run_layers(inputs, outputs, nullptr);
-  }
-  // Waits for each layer's kernels before timing the next (host clock around clFinish).
-  Status run_timed(std::span<const Tensor> inputs, std::span<Tensor> outputs,
-                   std::vector<double>* layer_ms) override {
-    layer_ms->assign(layer_launch_end_.size(), 0.0);
-    return run_layers(inputs, outputs, layer_ms);
-  }
+
+ protected:
+  // Timed (options.layer_ms): waits for each layer's kernels before timing the next (host clock
+  // around clFinish).
+  Status execute(std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                 const RunOptions& options) override;
 
  private:
-  Status run_layers(std::span<const Tensor> inputs, std::span<Tensor> outputs,
-                    std::vector<double>* layer_ms);
   OpenCLProgram(std::shared_ptr<opencl::Runtime> rt, const Graph& g) : rt_(std::move(rt)), g_(g) {}
   Status plan(std::span<const NodeId> layers);
   Status allocate(size_t num_layers);
@@ -268,9 +263,13 @@ Status OpenCLProgram::lower(std::span<const NodeId> layers) {
   return Status();
 }
 
-Status OpenCLProgram::run_layers(std::span<const Tensor> inputs, std::span<Tensor> outputs,
-                                 std::vector<double>* layer_ms) {
+Status OpenCLProgram::execute(std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                              const RunOptions& options) {
+  // Kernels are queued at once and run asynchronously: cancellation and the deadline are checked
+  // when the run starts (Program::run), not between layers.
   using Clock = std::chrono::steady_clock;
+  std::vector<double>* layer_ms = options.layer_ms;
+  if (layer_ms != nullptr) layer_ms->assign(layer_launch_end_.size(), 0.0);
   if (inputs.size() != inputs_.size() || outputs.size() != outputs_.size()) {
     return invalid_argument("program takes " + std::to_string(inputs_.size()) + " inputs and " +
                             std::to_string(outputs_.size()) + " outputs, got " +
@@ -420,8 +419,13 @@ Capability OpenCLDevice::capabilities(const Graph& g, const Node& node) const {
   return Capability::yes();
 }
 
-Result<std::unique_ptr<Program>> OpenCLDevice::compile(const Graph& g,
-                                                       std::span<const NodeId> layers) {
+DeviceInfo OpenCLDevice::info() const {
+  return DeviceInfo{DeviceKind::kGpu, memory_capacity(), false, 1};
+}
+
+Result<std::unique_ptr<Program>> OpenCLDevice::compile_program(const Graph& g,
+                                                               std::span<const NodeId> layers,
+                                                               const CompileOptions& /*options*/) {
   RETURN_IF_ERROR(check_capabilities(*this, g, layers));
   Result<std::unique_ptr<OpenCLProgram>> p = OpenCLProgram::create(rt_, g, layers);
   if (!p.ok()) return p.status().with_context("compiling for " + name_);

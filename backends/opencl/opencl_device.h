@@ -34,14 +34,19 @@ class OpenCLDevice final : public Device {
   const std::string& name() const override { return name_; }
   std::string description() const override;
   Capability capabilities(const Graph& g, const Node& node) const override;
+  // Device memory; concurrency 1 (one compute device, kernels of programs take turns).
+  DeviceInfo info() const override;
   uint64_t memory_capacity() const override;
-  Result<std::unique_ptr<Program>> compile(const Graph& g, std::span<const NodeId> layers) override;
   Result<std::unique_ptr<Buffer>> upload(const Tensor& host) override;
   Status download(const Buffer& device, Tensor* host) override;
 
   // CL_DEVICE_MAX_MEM_ALLOC_SIZE: no single tensor may be larger.
   uint64_t max_allocation() const;
   opencl::Runtime& runtime() const { return *rt_; }
+
+ protected:
+  Result<std::unique_ptr<Program>> compile_program(const Graph& g, std::span<const NodeId> layers,
+                                                   const CompileOptions& options) override;
 
  private:
   explicit OpenCLDevice(std::shared_ptr<opencl::Runtime> rt);

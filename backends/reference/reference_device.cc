@@ -1,18 +1,11 @@
 #include "backends/reference/reference_device.h"
 
-#include <unistd.h>
+#include "core/allocator.h"
 
 #include <chrono>
 #include <cstring>
 
 namespace tessera {
-
-uint64_t host_memory_bytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long page = sysconf(_SC_PAGE_SIZE);
-  if (pages <= 0 || page <= 0) return 0;
-  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
-}
 
 namespace {
 
@@ -44,21 +37,14 @@ class ReferenceProgram final : public Program {
   const std::vector<ValueId>& input_values() const override { return inputs_; }
   const std::vector<ValueId>& output_values() const override { return outputs_; }
 
-  Status run(std::span<const Tensor> inputs, std::span<Tensor> outputs) override {
-    return run_layers(inputs, outputs, nullptr);
-  }
-  Status run_timed(std::span<const Tensor> inputs, std::span<Tensor> outputs,
-                   std::vector<double>* layer_ms) override {
-    layer_ms->assign(layers_.size(), 0.0);
-    return run_layers(inputs, outputs, layer_ms);
-  }
-
  private:
   using Clock = std::chrono::steady_clock;
 
-  // Runs the layers; with `layer_ms`, times each (its output allocation included).
-  Status run_layers(std::span<const Tensor> inputs, std::span<Tensor> outputs,
-                    std::vector<double>* layer_ms) {
+  // Runs the layers; with options.layer_ms, times each (its output allocation included).
+  Status execute(std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                 const RunOptions& options) override {
+    std::vector<double>* layer_ms = options.layer_ms;
+    if (layer_ms != nullptr) layer_ms->assign(layers_.size(), 0.0);
     if (inputs.size() != inputs_.size() || outputs.size() != outputs_.size()) {
       return invalid_argument("program takes " + std::to_string(inputs_.size()) + " inputs and " +
                               std::to_string(outputs_.size()) + " outputs, got " +
@@ -78,6 +64,7 @@ class ReferenceProgram final : public Program {
     for (size_t li = 0; li < layers_.size(); ++li) {
       const Clock::time_point t0 = layer_ms != nullptr ? Clock::now() : Clock::time_point();
       const Node& n = g_.node(layers_[li]);
+      if (li > 0 && options.stop_requested()) return options.check("node '" + n.name + "'");
       ins.clear();
       outs.clear();
       for (ValueId v : n.inputs) {
@@ -147,8 +134,13 @@ uint64_t ReferenceDevice::memory_capacity() const {
   return host_memory_bytes();
 }
 
-Result<std::unique_ptr<Program>> ReferenceDevice::compile(const Graph& g,
-                                                          std::span<const NodeId> layers) {
+DeviceInfo ReferenceDevice::info() const {
+  // The reference kernels run on the calling thread: runs from several threads overlap.
+  return DeviceInfo{DeviceKind::kCpu, memory_capacity(), true, 0};
+}
+
+Result<std::unique_ptr<Program>> ReferenceDevice::compile_program(
+    const Graph& g, std::span<const NodeId> layers, const CompileOptions& /*options*/) {
   RETURN_IF_ERROR(check_capabilities(*this, g, layers));
   return std::unique_ptr<Program>(
       new ReferenceProgram(g, std::vector<NodeId>(layers.begin(), layers.end())));

@@ -14,19 +14,20 @@ class ReferenceDevice final : public Device {
   ReferenceDevice();
   const std::string& name() const override { return name_; }
   std::string description() const override;
+  DeviceInfo info() const override;
   Capability capabilities(const Graph& g, const Node& node) const override;
   uint64_t memory_capacity() const override;
-  Result<std::unique_ptr<Program>> compile(const Graph& g, std::span<const NodeId> layers) override;
   Result<std::unique_ptr<Buffer>> upload(const Tensor& host) override;
   Status download(const Buffer& device, Tensor* host) override;
+
+ protected:
+  Result<std::unique_ptr<Program>> compile_program(const Graph& g, std::span<const NodeId> layers,
+                                                   const CompileOptions& options) override;
 
  private:
   std::string name_ = "reference";
 };
 
 extern const Backend kReferenceBackend;
-
-// Host physical memory in bytes (sysconf), or 0 if unknown.
-uint64_t host_memory_bytes();
 
 }  // namespace tessera

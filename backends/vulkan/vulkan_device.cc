@@ -105,8 +105,16 @@ uint64_t VulkanDevice::memory_capacity() const {
   return gpu_->physical().device_local_bytes();
 }
 
-Result<std::unique_ptr<Program>> VulkanDevice::compile(const Graph& g,
-                                                       std::span<const NodeId> layers) {
+DeviceInfo VulkanDevice::info() const {
+  const auto type = gpu_->physical().properties.deviceType;
+  const bool host_visible =
+      type == VK_PHYSICAL_DEVICE_TYPE_CPU || type == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU;
+  return DeviceInfo{DeviceKind::kGpu, memory_capacity(), host_visible, 1};
+}
+
+Result<std::unique_ptr<Program>> VulkanDevice::compile_program(const Graph& g,
+                                                               std::span<const NodeId> layers,
+                                                               const CompileOptions& /*options*/) {
   RETURN_IF_ERROR(check_capabilities(*this, g, layers));
   ASSIGN_OR_RETURN(std::unique_ptr<VulkanProgram> p, VulkanProgram::create(gpu_, g, layers));
   return std::unique_ptr<Program>(std::move(p));

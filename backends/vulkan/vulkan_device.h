@@ -24,14 +24,19 @@ class VulkanDevice final : public Device {
   const std::string& name() const override { return name_; }
   std::string description() const override;
   Capability capabilities(const Graph& g, const Node& node) const override;
+  // Device memory (host-visible on integrated GPUs and lavapipe); concurrency 1 (one queue).
+  DeviceInfo info() const override;
   uint64_t memory_capacity() const override;
-  Result<std::unique_ptr<Program>> compile(const Graph& g, std::span<const NodeId> layers) override;
   Result<std::unique_ptr<Buffer>> upload(const Tensor& host) override;
   Status download(const Buffer& device, Tensor* host) override;
 
   VulkanGpu& gpu() { return *gpu_; }
   // Limits the planner reads: the largest single tensor, the workgroup limits, the heaps.
   std::string limits_summary() const;
+
+ protected:
+  Result<std::unique_ptr<Program>> compile_program(const Graph& g, std::span<const NodeId> layers,
+                                                   const CompileOptions& options) override;
 
  private:
   std::shared_ptr<VulkanGpu> gpu_;

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <map>
 
-#include "backends/cpu/arena.h"
+#include "backends/arena.h"
 #include "backends/vulkan/pipelines/kernel.h"
 
 namespace tessera {
@@ -133,7 +133,7 @@ Result<std::unique_ptr<VulkanProgram>> VulkanProgram::create(std::shared_ptr<Vul
   // node li runs at step li + 1, step |layers| + 1 copies the outputs out. Reshape-like nodes
   // share their input's buffer and extend its lifetime to their own consumers.
   std::vector<ValueId> root(static_cast<size_t>(g.num_values()), kNoValue);
-  std::vector<cpu::ArenaRequest> requests;
+  std::vector<ArenaRequest> requests;
   std::vector<ValueId> owners;  // the value of each request
   std::vector<int> request_of(static_cast<size_t>(g.num_values()), -1);
   auto define = [&](ValueId v, int step) {
@@ -144,7 +144,7 @@ Result<std::unique_ptr<VulkanProgram>> VulkanProgram::create(std::shared_ptr<Vul
   };
   auto use = [&](ValueId v, int step) {
     if (v == kNoValue || root[v] == kNoValue) return;  // constants are not in the arena
-    cpu::ArenaRequest& r = requests[static_cast<size_t>(request_of[root[v]])];
+    ArenaRequest& r = requests[static_cast<size_t>(request_of[root[v]])];
     r.last_step = std::max(r.last_step, step);
   };
   for (ValueId v : p->inputs_) define(v, 0);
@@ -168,7 +168,7 @@ Result<std::unique_ptr<VulkanProgram>> VulkanProgram::create(std::shared_ptr<Vul
     for (ValueId v : n.outputs) define(v, step);
   }
   for (ValueId v : p->outputs_) use(v, static_cast<int>(layers.size()) + 1);
-  const cpu::ArenaPlan arena = cpu::plan_arena(requests, dev.buffer_alignment(), 0);
+  const ArenaPlan arena = plan_arena(requests, dev.buffer_alignment(), 0);
   p->memory_.arena_bytes = arena.total_bytes;
   p->memory_.separate_bytes = arena.sum_bytes;
   ASSIGN_OR_RETURN(impl.arena, dev.allocate_memory(arena.total_bytes));
@@ -382,7 +382,22 @@ uint64_t VulkanProgram::peak_memory_bytes() const {
          (impl.output_staging ? impl.output_staging->size() : 0);
 }
 
-Status VulkanProgram::run(std::span<const Tensor> inputs, std::span<Tensor> outputs) {
+Status VulkanProgram::execute(std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                              const RunOptions& options) {
+  if (options.layer_ms == nullptr) return run_untimed(inputs, outputs);
+  if (impl_->query_pool == VK_NULL_HANDLE) {
+    return unimplemented("this Vulkan queue has no timestamps to time layers with");
+  }
+  chained_ms_.clear();
+  RETURN_IF_ERROR(run_untimed(inputs, outputs));
+  if (chained_ms_.size() != layers_.size()) {
+    return unimplemented("the timestamps of this run could not be read");
+  }
+  *options.layer_ms = chained_ms_;
+  return Status();
+}
+
+Status VulkanProgram::run_untimed(std::span<const Tensor> inputs, std::span<Tensor> outputs) {
   if (inputs.size() != inputs_.size() || outputs.size() != outputs_.size()) {
     return invalid_argument("program takes " + std::to_string(inputs_.size()) + " inputs and " +
                             std::to_string(outputs_.size()) + " outputs, got " +
@@ -438,20 +453,6 @@ Status VulkanProgram::run(std::span<const Tensor> inputs, std::span<Tensor> outp
       }
     }
   }
-  return Status();
-}
-
-Status VulkanProgram::run_timed(std::span<const Tensor> inputs, std::span<Tensor> outputs,
-                                std::vector<double>* layer_ms) {
-  if (impl_->query_pool == VK_NULL_HANDLE) {
-    return unimplemented("this Vulkan queue has no timestamps to time layers with");
-  }
-  chained_ms_.clear();
-  RETURN_IF_ERROR(run(inputs, outputs));
-  if (chained_ms_.size() != layers_.size()) {
-    return unimplemented("the timestamps of this run could not be read");
-  }
-  *layer_ms = chained_ms_;
   return Status();
 }
 

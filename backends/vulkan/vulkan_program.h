@@ -3,7 +3,7 @@
 // Phases:
 //   create: give every value the slice computes a device-local buffer (reshapes share their
 //           input's), all bound into one arena where values whose lifetimes do not overlap
-//           share memory (cpu::plan_arena, as the cpu backend plans host memory); upload
+//           share memory (plan_arena, as the cpu backend plans host memory); upload
 //           constants once; let each node's kernel plan its dispatches; create pipelines and
 //           descriptor sets; record ONE command buffer: staging -> inputs, the dispatches with
 //           barriers only where a dispatch touches bytes written since the last barrier (or
@@ -43,12 +43,6 @@ class VulkanProgram final : public Program {
 
   const std::vector<ValueId>& input_values() const override { return inputs_; }
   const std::vector<ValueId>& output_values() const override { return outputs_; }
-  Status run(std::span<const Tensor> inputs, std::span<Tensor> outputs) override;
-  // From the timestamps: each layer runs from the end of the previous layer's dispatches (the
-  // first from its own start) to the end of its own, so barriers between layers are charged to
-  // the layer that waits. Unimplemented when the queue has no timestamps.
-  Status run_timed(std::span<const Tensor> inputs, std::span<Tensor> outputs,
-                   std::vector<double>* layer_ms) override;
   // The activation arena, the constants and the staging buffers.
   uint64_t peak_memory_bytes() const override;
 
@@ -59,8 +53,18 @@ class VulkanProgram final : public Program {
 
   struct Impl;  // buffers, staging, descriptor and query pools, the command buffer
 
+ protected:
+  // The layers are recorded into one command buffer and submitted at once: cancellation and the
+  // deadline are checked when the run starts (Program::run). Timed (options.layer_ms): from the
+  // timestamps, each layer runs from the end of the previous layer's dispatches (the first from
+  // its own start) to the end of its own, so barriers between layers are charged to the layer
+  // that waits. Unimplemented when the queue has no timestamps.
+  Status execute(std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                 const RunOptions& options) override;
+
  private:
   VulkanProgram(std::shared_ptr<VulkanGpu> gpu, const Graph& g);
+  Status run_untimed(std::span<const Tensor> inputs, std::span<Tensor> outputs);
 
   std::shared_ptr<VulkanGpu> gpu_;
   const Graph& g_;
@@ -68,7 +72,7 @@ class VulkanProgram final : public Program {
   std::vector<ValueId> inputs_;
   std::vector<ValueId> outputs_;
   std::vector<VulkanNodeTime> node_times_;
-  std::vector<double> chained_ms_;  // per layer, see run_timed()
+  std::vector<double> chained_ms_;  // per layer, see execute()
   int num_dispatches_ = 0;
   VulkanProgramMemory memory_;
   std::unique_ptr<Impl> impl_;

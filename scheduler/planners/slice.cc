@@ -334,29 +334,6 @@ Plan slicing_to_plan(const CostModel& cm, const Slicing& s, const std::vector<in
   return p;
 }
 
-Status estimate_plan(const CostModel& cm, Plan* plan) {
-  RETURN_IF_ERROR(plan->validate(cm.num_layers(), {}, true));
-  plan->estimated_latency_ms = 0;
-  plan->estimated_energy_mj = 0;
-  for (size_t i = 0; i < plan->stages.size(); ++i) {
-    Stage& st = plan->stages[i];
-    const std::string where = "stage " + std::to_string(i) + " (" + st.placement.label() + "[" +
-                              std::to_string(st.first()) + "])";
-    if (!st.placement.single()) return unimplemented(where + ": split placements are not priced");
-    auto vd = cm.find(st.placement.devices[0].label());
-    if (!vd.ok()) return vd.status().with_context(where);
-    const int first = st.layers.front(), last = st.layers.back() + 1;
-    if (!cm.can_run_slice(*vd, first, last)) {
-      return failed_precondition(where +
-                                 ": the device cannot run these layers (op support or memory)");
-    }
-    st.estimate = estimate_stage(cm, *vd, first, last);
-    plan->estimated_latency_ms += st.estimate.exec_ms + st.estimate.transfer_ms;
-    plan->estimated_energy_mj += st.estimate.energy_mj;
-  }
-  return Status();
-}
-
 Result<Plan> make_slice_plan(const CostModel& cm, const SlicePlanRequest& req) {
   // Options: the virtual devices of the requested devices.
   std::vector<int> vds;

@@ -114,7 +114,4 @@ Result<Plan> make_slice_plan(const CostModel& cm, const SlicePlanRequest& reques
 // The Plan of a slicing over virtual devices `vds` (option o -> vds[o]), with estimates.
 Plan slicing_to_plan(const CostModel& cm, const Slicing& s, const std::vector<int>& vds);
 
-// Estimates of an arbitrary contiguous plan (placements must name profiled levels).
-Status estimate_plan(const CostModel& cm, Plan* plan);
-
 }  // namespace tessera

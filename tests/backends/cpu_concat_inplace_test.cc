@@ -142,7 +142,7 @@ Compiled check(Net& net, int threads, std::vector<NodeId> layers = {},
   // The per-layer timing path runs the same steps.
   std::vector<Tensor> timed(got.size());
   std::vector<double> layer_ms;
-  st = (*prog)->run_timed(feeds, timed, &layer_ms);
+  st = (*prog)->run(feeds, timed, RunOptions::timed(&layer_ms));
   EXPECT_TRUE(st.ok()) << st.to_string();
   EXPECT_EQ(layer_ms.size(), layers.size());
   for (double ms : layer_ms) EXPECT_GE(ms, 0.0);

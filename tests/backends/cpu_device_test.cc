@@ -13,7 +13,7 @@
 #include <set>
 #include <thread>
 
-#include "backends/cpu/arena.h"
+#include "backends/arena.h"
 #include "backends/cpu/cpu_device.h"
 #include "backends/cpu/cpu_program.h"
 #include "backends/cpu/kernel_table.h"

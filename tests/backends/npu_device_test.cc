@@ -11,10 +11,10 @@
 #include <fstream>
 #include <random>
 
+#include "api/tessera.h"
 #include "backends/npu/npu_device.h"
 #include "backends/reference/reference_device.h"
 #include "backends/registry.h"
-#include "core/tessera.h"
 #include "tests/backends/npu_test_util.h"
 #include "tests/ops/op_test_util.h"
 

@@ -1,4 +1,4 @@
-// Timing on the `npu` device: layers timed inside a run (NpuProgram::run_timed over HAL 1.1
+// Timing on the `npu` device: layers timed inside a run (a timed NpuProgram::run over HAL 1.1
 // execute_profiled), the fallback for HAL 1.0 drivers, drivers that report bad node counts, the
 // boundary conversion the profiler fits as the NPU's transfer cost, and a profile of npu:0.
 //
@@ -80,7 +80,7 @@ TEST(NpuRunTimed, TimesEveryLayerInsideTheRun) {
   std::vector<Tensor> plain(1), timed(1);
   ASSERT_TRUE(c.program->run(in, plain).ok());
   std::vector<double> ms = {42.0};  // replaced, not appended to
-  const Status st = c.program->run_timed(in, timed, &ms);
+  const Status st = c.program->run(in, timed, RunOptions::timed(&ms));
   ASSERT_TRUE(st.ok()) << st.to_string();
   ASSERT_EQ(ms.size(), 3u);
   for (double t : ms) EXPECT_GT(t, 0.0);
@@ -119,7 +119,7 @@ TEST(NpuRunTimed, Hal10DriverRunsButDoesNotTimeLayers) {
   std::vector<Tensor> out(1);
   ASSERT_TRUE(c.program->run(in, out).ok());
   std::vector<double> ms;
-  const Status st = c.program->run_timed(in, out, &ms);
+  const Status st = c.program->run(in, out, RunOptions::timed(&ms));
   EXPECT_EQ(st.code(), StatusCode::kUnimplemented);
   EXPECT_TRUE(has(st.message(), "execute_profiled")) << st.message();
   EXPECT_TRUE(has(st.message(), "1.0")) << st.message();
@@ -138,7 +138,7 @@ TEST(NpuRunTimed, BadNodeCountIsAnError) {
   const std::vector<Tensor> in = {random_tensor(Shape{1, 8, 12, 12}, 5)};
   std::vector<Tensor> out(1);
   std::vector<double> ms;
-  const Status st = c.program->run_timed(in, out, &ms);
+  const Status st = c.program->run(in, out, RunOptions::timed(&ms));
   EXPECT_EQ(st.code(), StatusCode::kInternal);
   EXPECT_TRUE(has(st.message(), "timed 4 nodes of a subgraph of 3")) << st.message();
   EXPECT_TRUE(has(st.message(), "npu:0")) << st.message();

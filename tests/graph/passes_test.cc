@@ -6,7 +6,7 @@
 
 #include <random>
 
-#include "core/tessera.h"
+#include "api/tessera.h"
 #include "graph/layer_graph.h"
 #include "ops/activation.h"
 #include "tests/ops/op_test_util.h"

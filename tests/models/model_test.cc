@@ -16,8 +16,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "api/internal.h"
 #include "core/npy.h"
-#include "core/tessera.h"
 #include "graph/format/model_file.h"
 #include "graph/layer_graph.h"
 #include "graph/onnx/onnx_import.h"
@@ -95,7 +95,7 @@ TEST_P(ModelTest, MatchesPyTorch) {
   auto model = Model::load(tsr);
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   std::remove(tsr.c_str());
-  auto lg = LayerGraph::build((*model)->graph());
+  auto lg = LayerGraph::build(model_graph(**model));
   ASSERT_TRUE(lg.ok());
   EXPECT_GT(lg->total_flops(), 1e7);
 

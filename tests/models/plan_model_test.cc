@@ -26,7 +26,7 @@
 #include "core/npy.h"
 #include "graph/layer_graph.h"
 #include "graph/onnx/onnx_import.h"
-#include "scheduler/executor.h"
+#include "scheduler/executor/executor.h"
 #include "scheduler/plan.h"
 
 namespace tessera {

@@ -1,4 +1,4 @@
-#include "scheduler/executor.h"
+#include "scheduler/executor/executor.h"
 
 #include <gtest/gtest.h>
 

@@ -53,7 +53,44 @@ TEST(PlanTest, JsonRoundTrip) {
   auto qb = Plan::from_json_text(q.to_json_text(), "q.json");
   ASSERT_TRUE(qb.ok()) << qb.status().to_string();
   EXPECT_EQ(*qb, q);
-  EXPECT_EQ(q.notation(), "cpu:0[0] cpu:1+opencl:0@700/output_channels[1]");
+  EXPECT_EQ(q.notation(), "cpu:0{0,2} cpu:1+opencl:0@700/output_channels{1,3}");
+  // The notation carries no ratios: a split parses back with equal shares.
+  auto qn = parse_plan_notation(q.notation(), 4);
+  ASSERT_TRUE(qn.ok()) << qn.status().to_string();
+  ASSERT_EQ(qn->stages.size(), 2u);
+  EXPECT_EQ(qn->stages[0].layers, (std::vector<int>{0, 2}));
+  EXPECT_EQ(qn->stages[1].layers, (std::vector<int>{1, 3}));
+  EXPECT_EQ(qn->stages[1].placement.split, "output_channels");
+  ASSERT_EQ(qn->stages[1].placement.devices.size(), 2u);
+  EXPECT_EQ(qn->stages[1].placement.devices[1].label(), "opencl:0@700");
+  EXPECT_DOUBLE_EQ(qn->stages[1].placement.devices[1].ratio, 0.5);
+}
+
+TEST(PlanTest, NotationWithActorsAndListedLayersParsesBack) {
+  // Stages 0 and 2 are phases of actor 0; a [first] stage runs to the next [first] stage's
+  // first layer, leaving out the layers a {..} stage lists.
+  auto p = parse_plan_notation("cpu:0[0]#a0 cpu:1[4] cpu:0[9]#a0", 12);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  EXPECT_EQ(p->mode, PlanMode::kStreaming);
+  ASSERT_EQ(p->stages.size(), 3u);
+  EXPECT_EQ(p->stages[0].actor, 0);
+  EXPECT_EQ(p->stages[1].actor, -1);
+  EXPECT_EQ(p->stages[1].layers, (std::vector<int>{4, 5, 6, 7, 8}));
+  EXPECT_EQ(p->stages[2].layers, (std::vector<int>{9, 10, 11}));
+  EXPECT_EQ(p->notation(), "cpu:0[0]#a0 cpu:1[4] cpu:0[9]#a0");
+
+  auto mixed = parse_plan_notation("cpu:0[0] cpu:1{2,5} cpu:0[4]", 7);
+  ASSERT_TRUE(mixed.ok()) << mixed.status().to_string();
+  EXPECT_EQ(mixed->stages[0].layers, (std::vector<int>{0, 1, 3}));
+  EXPECT_EQ(mixed->stages[1].layers, (std::vector<int>{2, 5}));
+  EXPECT_EQ(mixed->stages[2].layers, (std::vector<int>{4, 6}));
+
+  EXPECT_FALSE(parse_plan_notation("cpu:0[0]#ax", 3).ok());              // actor not a number
+  EXPECT_FALSE(parse_plan_notation("cpu:0{0,,1} cpu:1[2]", 3).ok());     // empty list entry
+  EXPECT_FALSE(parse_plan_notation("cpu:0{} cpu:1[0]", 3).ok());         // nothing listed
+  EXPECT_FALSE(parse_plan_notation("cpu:0{0,1} cpu:1{1,2}", 3).ok());    // layer 1 twice
+  EXPECT_FALSE(parse_plan_notation("cpu:0[0]#a0 cpu:1[1]#a0", 3).ok());  // one actor, two places
+  EXPECT_FALSE(parse_plan_notation("cpu:0+cpu:1/[0]", 3).ok());          // no split dimension
 }
 
 TEST(PlanTest, ValidationNamesTheStage) {
@@ -86,7 +123,7 @@ TEST(PlanTest, ValidationNamesTheStage) {
   EXPECT_TRUE(gap.validate(10, {}, false).ok());
   auto g = gap.validate(10, {}, true);
   ASSERT_FALSE(g.ok());
-  EXPECT_NE(g.to_string().find("stage 1 (opencl:0@600[4]): layers are not one contiguous"),
+  EXPECT_NE(g.to_string().find("stage 1 (opencl:0@600{4,6}): layers are not one contiguous"),
             std::string::npos)
       << g.to_string();
 

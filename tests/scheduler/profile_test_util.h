@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "core/tessera.h"
+#include "api/internal.h"
 #include "energy/platform.h"
 #include "graph/graph.h"
 #include "graph/layer_graph.h"
@@ -69,7 +69,7 @@ struct TestModel {
 inline TestModel make_model(Graph g) {
   TestModel t;
   t.model = Model::from_graph(std::move(g)).value();
-  t.lg = std::make_unique<LayerGraph>(LayerGraph::build(t.model->graph()).value());
+  t.lg = std::make_unique<LayerGraph>(LayerGraph::build(model_graph(*t.model)).value());
   return t;
 }
 

@@ -121,7 +121,7 @@ TEST(ProfilerTest, ProfilesEveryLayerOnTheReferenceDevice) {
   EXPECT_GT(*whole, 0);
 }
 
-// Program::run_timed gives one time per layer, no more than the run took, and the same outputs
+// A timed Program::run gives one time per layer, no more than the run took, and the same outputs
 // as run(), on every backend here that times layers in a run.
 TEST(ProfilerTest, ChainTimingKeepsOutputsAndAddsUp) {
   auto m = testing::make_model(testing::skip_graph());
@@ -139,7 +139,7 @@ TEST(ProfilerTest, ChainTimingKeepsOutputsAndAddsUp) {
     ASSERT_TRUE((*program)->run(inputs, plain).ok());
     std::vector<double> ms;
     const auto t0 = std::chrono::steady_clock::now();
-    Status st = (*program)->run_timed(inputs, timed_out, &ms);
+    Status st = (*program)->run(inputs, timed_out, RunOptions::timed(&ms));
     const double wall =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (st.code() == StatusCode::kUnimplemented) continue;

@@ -1,4 +1,5 @@
 #include "scheduler/planners/slice.h"
+#include "scheduler/pricer.h"
 
 #include <gtest/gtest.h>
 
@@ -240,7 +241,7 @@ TEST(SliceTest, CostModelPlansMatchExhaustiveOnRealModels) {
         EXPECT_TRUE(dp->validate(n, {"cpu:0-1", "npu:0"}, true).ok());
         // Re-pricing the plan gives the planner's estimate.
         Plan again = *dp;
-        ASSERT_TRUE(estimate_plan(*cm, &again).ok());
+        ASSERT_TRUE(price_plan(*cm, *m.lg, &again).ok());
         EXPECT_NEAR(again.estimated_latency_ms, dp->estimated_latency_ms, 1e-9);
         EXPECT_NEAR(again.estimated_energy_mj, dp->estimated_energy_mj, 1e-9);
         if (obj == Objective::kLatency) {
@@ -457,6 +458,67 @@ TEST(SliceTest, RequestErrors) {
   auto one = make_slice_plan(cm, req);
   ASSERT_TRUE(one.ok()) << one.status().to_string();
   EXPECT_EQ(one->notation(), "cpu:0-1@1000[0]");
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// The pricer on streaming plans: the period is the busiest device or actor, the latency one
+// frame's critical path, the energy adds each device's static power over its idle time.
+TEST(PricerTest, StreamingPeriodLatencyAndEnergy) {
+  std::mt19937 rng(21);
+  auto m = testing::make_model(testing::matmul_chain(6));
+  Profile p = random_profile(*m.lg, rng, 1000000000);
+  p.devices[1].unsupported.clear();
+  auto cm = CostModel::build(p, *m.lg);
+  ASSERT_TRUE(cm.ok()) << cm.status().to_string();
+  auto two = plan_from_slices(6, {{0, "cpu:0-1@2000"}, {3, "npu:0"}}).value();
+  ASSERT_TRUE(price_plan(*cm, *m.lg, &two).ok());
+  const double a = two.stages[0].estimate.exec_ms + two.stages[0].estimate.transfer_ms;
+  const double b = two.stages[1].estimate.exec_ms + two.stages[1].estimate.transfer_ms;
+  EXPECT_NEAR(two.estimated_latency_ms, a + b, 1e-12);
+  const double seq_energy = two.estimated_energy_mj;
+  ASSERT_EQ(two.device_load.size(), 2u);
+  EXPECT_EQ(two.device_load[0].device, "cpu:0-1");
+  EXPECT_NEAR(two.device_load[1].busy_ms, b, 1e-12);
+
+  two.mode = PlanMode::kStreaming;
+  ASSERT_TRUE(price_plan(*cm, *m.lg, &two).ok());
+  EXPECT_NEAR(two.estimated_period_ms, std::max(a, b), 1e-12);
+  EXPECT_NEAR(two.estimated_latency_ms, a + b, 1e-12);  // stage 1 waits for stage 0
+  const double idle_energy = (std::max(a, b) - a) * 0.5 + (std::max(a, b) - b) * 0.1;
+  EXPECT_NEAR(two.estimated_energy_mj, seq_energy + idle_energy, 1e-9);
+
+  // One device hosting two stages (at two levels) pays both.
+  auto same = plan_from_slices(6, {{0, "cpu:0-1@2000"}, {3, "cpu:0-1@1000"}}).value();
+  same.mode = PlanMode::kStreaming;
+  ASSERT_TRUE(price_plan(*cm, *m.lg, &same).ok());
+  const double s0 = same.stages[0].estimate.exec_ms + same.stages[0].estimate.transfer_ms;
+  const double s1 = same.stages[1].estimate.exec_ms + same.stages[1].estimate.transfer_ms;
+  EXPECT_NEAR(same.estimated_period_ms, s0 + s1, 1e-12);
+  ASSERT_EQ(same.device_load.size(), 1u);
+
+  // Stages 0 and 2 on one actor: the actor's summed load bounds the period.
+  auto csdf = plan_from_slices(6, {{0, "npu:0"}, {2, "cpu:0-1@2000"}, {4, "npu:0"}}).value();
+  csdf.mode = PlanMode::kStreaming;
+  csdf.stages[0].actor = 0;
+  csdf.stages[2].actor = 0;
+  ASSERT_TRUE(price_plan(*cm, *m.lg, &csdf).ok());
+  double actor0 = 0;
+  for (int i : {0, 2}) {
+    actor0 += csdf.stages[static_cast<size_t>(i)].estimate.exec_ms +
+              csdf.stages[static_cast<size_t>(i)].estimate.transfer_ms;
+  }
+  EXPECT_GE(csdf.estimated_period_ms, actor0 - 1e-12);
+
+  // A split placement or an unprofiled device is refused, naming the stage.
+  auto bad = plan_from_slices(6, {{0, "opencl:0"}}).value();
+  const Status st = price_plan(*cm, *m.lg, &bad);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("stage 0"), std::string::npos) << st.to_string();
 }
 
 }  // namespace

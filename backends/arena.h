@@ -10,7 +10,7 @@
 #include <span>
 #include <vector>
 
-namespace tessera::cpu {
+namespace tessera {
 
 struct ArenaRequest {
   uint64_t bytes = 0;
@@ -28,4 +28,4 @@ struct ArenaPlan {
 // slack XNNPACK needs past its inputs).
 ArenaPlan plan_arena(std::span<const ArenaRequest> requests, uint64_t alignment, uint64_t padding);
 
-}  // namespace tessera::cpu
+}  // namespace tessera

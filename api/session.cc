@@ -1,26 +1,40 @@
-// The public C++ API (core/tessera.h): Model and Session.
-//
-// A Session today runs the whole model as one stage on one device; plans with several stages
-// reuse the same compile/run path per stage.
-#include <algorithm>
+// The public C++ API (api/tessera.h): Model and Session. A Session is a Plan run by the executor
+// (scheduler/executor/): a device session is the one-stage plan of the whole model on it.
+#include <mutex>
 
+#include "api/internal.h"
 #include "backends/registry.h"
-#include "core/tessera.h"
 #include "graph/format/model_file.h"
 #include "graph/graph.h"
+#include "graph/layer_graph.h"
 #include "graph/passes.h"
+#include "scheduler/executor/executor.h"
+#include "scheduler/profile.h"
 
 namespace tessera {
+
+const char* version_string() {
+  return TESSERA_VERSION_STRING;
+}
+
+const Graph& model_graph(const Model& model) {
+  return *model.graph_;
+}
 
 Model::Model() = default;
 Model::~Model() = default;
 
 Result<std::shared_ptr<const Model>> Model::from_graph(Graph graph) {
+  return make(std::move(graph), "");
+}
+
+Result<std::shared_ptr<const Model>> Model::make(Graph graph, std::string hash) {
   RETURN_IF_ERROR(graph.validate());
   // Infers shapes; shape arithmetic left in the graph (not converted by `tessera convert`) is
   // evaluated here once, since shapes are static.
   RETURN_IF_ERROR(fold_constants(graph, nullptr));
   std::shared_ptr<Model> m(new Model());
+  m->hash_ = std::move(hash);
   m->graph_ = std::make_unique<Graph>(std::move(graph));
   const Graph& g = *m->graph_;
   for (ValueId v : g.inputs()) {
@@ -34,78 +48,79 @@ Result<std::shared_ptr<const Model>> Model::from_graph(Graph graph) {
 
 Result<std::shared_ptr<const Model>> Model::load(const std::string& path) {
   ASSIGN_OR_RETURN(LoadedModel loaded, load_model_file(path));
-  Result<std::shared_ptr<const Model>> m = from_graph(std::move(loaded.graph));
+  ASSIGN_OR_RETURN(std::string hash, model_file_hash(path));
+  Result<std::shared_ptr<const Model>> m = make(std::move(loaded.graph), std::move(hash));
   if (!m.ok()) return m.status().with_context(path);
   return m;
 }
 
 struct Session::Impl {
-  std::unique_ptr<Device> device;
-  std::unique_ptr<Program> program;
+  LayerGraph lg;
+  std::unique_ptr<Executor> executor;
+  std::string name;  // device name or plan notation
+  std::mutex mu;     // guards the named-input state below
   std::vector<Tensor> inputs;
   std::vector<bool> input_set;
   std::vector<Tensor> outputs;
-  // Resolved once at create(): program input j is model input program_input_from[j]; model output
-  // i is a constant, a model input passed straight through, or a program output.
-  struct OutputSource {
-    enum Kind { kConstant, kModelInput, kProgramOutput } kind;
-    size_t index = 0;
-  };
-  std::vector<size_t> program_input_from;
-  std::vector<OutputSource> output_from;
-  std::vector<Tensor> program_inputs;
-  std::vector<Tensor> program_outputs;
 };
 
 Session::Session(std::shared_ptr<const Model> model) : model_(std::move(model)) {}
 Session::~Session() = default;
 
 const std::string& Session::device_name() const {
-  return impl_->device->name();
+  return impl_->name;
+}
+
+const Plan& Session::plan() const {
+  return impl_->executor->plan();
 }
 
 uint64_t Session::peak_memory_bytes() const {
-  return impl_->program->peak_memory_bytes();
+  return impl_->executor->peak_memory_bytes();
 }
 
 Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> model,
                                                  const std::string& device) {
+  SessionOptions options;
+  options.device = device;
+  return create(std::move(model), options);
+}
+
+Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> model,
+                                                 const SessionOptions& options) {
   if (!model) return invalid_argument("Session::create: null model");
+  if (options.plan && !options.plan_path.empty()) {
+    return invalid_argument("Session::create: give a plan or a plan_path, not both");
+  }
   std::unique_ptr<Session> s(new Session(std::move(model)));
   s->impl_ = std::make_unique<Impl>();
-  ASSIGN_OR_RETURN(s->impl_->device, open_device(device));
-  const Graph& g = s->model_->graph();
-  std::vector<NodeId> all(static_cast<size_t>(g.num_nodes()));
-  for (int i = 0; i < g.num_nodes(); ++i) all[static_cast<size_t>(i)] = i;
-  ASSIGN_OR_RETURN(s->impl_->program, s->impl_->device->compile(g, all));
   Impl& impl = *s->impl_;
+  const Graph& g = model_graph(*s->model_);
+  ASSIGN_OR_RETURN(impl.lg, LayerGraph::build(g));
+  Plan plan;
+  if (options.plan) {
+    plan = *options.plan;
+  } else if (!options.plan_path.empty()) {
+    ASSIGN_OR_RETURN(plan, Plan::load(options.plan_path));
+  } else {
+    if (impl.lg.num_layers() > 0) {
+      ASSIGN_OR_RETURN(plan, plan_from_slices(impl.lg.num_layers(), {{0, options.device}}));
+    }
+    RETURN_IF_ERROR(parse_device_name(options.device).status());
+    plan.planner = "device";
+  }
+  const bool device_session = !options.plan && options.plan_path.empty();
+  if (!device_session && !plan.model_hash.empty() && !s->model_->hash().empty() &&
+      plan.model_hash != s->model_->hash()) {
+    return failed_precondition("the plan is for model " + plan.model_hash + ", this model is " +
+                               s->model_->hash());
+  }
+  ExecutorOptions eo;
+  eo.queue_capacity = options.queue_capacity;
+  ASSIGN_OR_RETURN(impl.executor, Executor::create(impl.lg, plan, eo));
+  impl.name = device_session ? options.device : plan.notation();
   impl.inputs.resize(g.inputs().size());
   impl.input_set.assign(g.inputs().size(), false);
-  auto position = [](const std::vector<ValueId>& list, ValueId v) {
-    return static_cast<size_t>(std::find(list.begin(), list.end(), v) - list.begin());
-  };
-  for (ValueId v : impl.program->input_values()) {
-    size_t i = position(g.inputs(), v);
-    if (i == g.inputs().size()) {
-      return internal_error("program input '" + g.value(v).name + "' is not a model input");
-    }
-    impl.program_input_from.push_back(i);
-  }
-  for (ValueId v : g.outputs()) {
-    using Source = Impl::OutputSource;
-    if (g.value(v).is_constant) {
-      impl.output_from.push_back({Source::kConstant, 0});
-    } else if (size_t j = position(impl.program->output_values(), v);
-               j < impl.program->output_values().size()) {
-      impl.output_from.push_back({Source::kProgramOutput, j});
-    } else if (size_t i = position(g.inputs(), v); i < g.inputs().size()) {
-      impl.output_from.push_back({Source::kModelInput, i});
-    } else {
-      return internal_error("output '" + g.value(v).name + "' is not computed by the program");
-    }
-  }
-  impl.program_inputs.resize(impl.program_input_from.size());
-  impl.program_outputs.resize(impl.program->output_values().size());
   return s;
 }
 
@@ -117,6 +132,7 @@ Status Session::set_input(const std::string& name, const Tensor& tensor) {
       return invalid_argument("input '" + name + "' expects " + dtype_name(descs[i].dtype) +
                               descs[i].shape.to_string() + ", got " + tensor.describe());
     }
+    std::lock_guard<std::mutex> lk(impl_->mu);
     impl_->inputs[i] = tensor;
     impl_->input_set[i] = true;
     return Status();
@@ -128,33 +144,13 @@ Status Session::set_input(const std::string& name, const Tensor& tensor) {
 
 Status Session::run() {
   Impl& impl = *impl_;
+  std::lock_guard<std::mutex> lk(impl.mu);
   for (size_t i = 0; i < impl.inputs.size(); ++i) {
     if (!impl.input_set[i]) {
       return failed_precondition("input '" + model_->inputs()[i].name + "' was not set");
     }
   }
-  for (size_t j = 0; j < impl.program_input_from.size(); ++j) {
-    impl.program_inputs[j] = impl.inputs[impl.program_input_from[j]];
-  }
-  for (Tensor& t : impl.program_outputs) t = Tensor();
-  RETURN_IF_ERROR(impl.program->run(impl.program_inputs, impl.program_outputs));
-  const Graph& g = model_->graph();
-  impl.outputs.resize(impl.output_from.size());
-  for (size_t i = 0; i < impl.output_from.size(); ++i) {
-    const Impl::OutputSource& src = impl.output_from[i];
-    switch (src.kind) {
-      case Impl::OutputSource::kConstant:
-        impl.outputs[i] = g.value(g.outputs()[i]).data;
-        break;
-      case Impl::OutputSource::kModelInput:
-        impl.outputs[i] = impl.inputs[src.index];
-        break;
-      case Impl::OutputSource::kProgramOutput:
-        impl.outputs[i] = impl.program_outputs[src.index];
-        break;
-    }
-  }
-  return Status();
+  return impl.executor->run(impl.inputs, &impl.outputs);
 }
 
 Result<std::vector<Tensor>> Session::run(const std::vector<Tensor>& inputs) {
@@ -163,15 +159,29 @@ Result<std::vector<Tensor>> Session::run(const std::vector<Tensor>& inputs) {
     return invalid_argument("the model takes " + std::to_string(descs.size()) + " input(s), got " +
                             std::to_string(inputs.size()));
   }
-  for (size_t i = 0; i < inputs.size(); ++i) RETURN_IF_ERROR(set_input(descs[i].name, inputs[i]));
-  RETURN_IF_ERROR(run());
-  return impl_->outputs;
+  std::vector<Tensor> outputs;
+  RETURN_IF_ERROR(impl_->executor->run(inputs, &outputs));
+  return outputs;
+}
+
+Result<uint64_t> Session::submit(const std::vector<Tensor>& inputs) {
+  return impl_->executor->submit(inputs);
+}
+
+Result<Frame> Session::next() {
+  ASSIGN_OR_RETURN(FrameResult r, impl_->executor->next());
+  return Frame{r.frame, std::move(r.status), std::move(r.outputs)};
+}
+
+void Session::close() {
+  impl_->executor->close();
 }
 
 Result<Tensor> Session::output(const std::string& name) const {
   const auto& descs = model_->outputs();
   for (size_t i = 0; i < descs.size(); ++i) {
     if (descs[i].name != name) continue;
+    std::lock_guard<std::mutex> lk(impl_->mu);
     if (i >= impl_->outputs.size()) return failed_precondition("run() has not completed yet");
     return impl_->outputs[i];
   }

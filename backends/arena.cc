@@ -1,9 +1,9 @@
-#include "backends/cpu/arena.h"
+#include "backends/arena.h"
 
 #include <algorithm>
 #include <numeric>
 
-namespace tessera::cpu {
+namespace tessera {
 
 ArenaPlan plan_arena(std::span<const ArenaRequest> requests, uint64_t alignment, uint64_t padding) {
   const size_t n = requests.size();
@@ -46,4 +46,4 @@ ArenaPlan plan_arena(std::span<const ArenaRequest> requests, uint64_t alignment,
   return plan;
 }
 
-}  // namespace tessera::cpu
+}  // namespace tessera

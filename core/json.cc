@@ -1,4 +1,4 @@
-#include "energy/json_fields.h"
+#include "core/json.h"
 
 #include <cmath>
 #include <fstream>

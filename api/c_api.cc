@@ -1,0 +1,304 @@
+// The C API (api/tessera_c.h) over the C++ API. No exception crosses the C boundary: each entry
+// point catches what the C++ side might throw and reports it as an error.
+#include <cstring>
+#include <exception>
+
+#include "api/tessera.h"
+#include "api/tessera_c.h"
+
+struct tessera_model {
+  std::shared_ptr<const tessera::Model> model;
+};
+
+struct tessera_session {
+  std::unique_ptr<tessera::Session> session;
+  std::vector<tessera::Tensor> inputs;   // by model input; undefined until set
+  std::vector<tessera::Tensor> outputs;  // of the last run or next frame
+};
+
+namespace {
+
+thread_local std::string g_last_error;
+
+int fail(const tessera::Status& s) {
+  g_last_error = s.to_string();
+  return 1;
+}
+
+int fail(const std::string& msg) {
+  g_last_error = msg;
+  return 1;
+}
+
+int ok() {
+  g_last_error.clear();
+  return 0;
+}
+
+// Runs `body` (returning 0 or a fail()), turning any exception into an error.
+template <typename F>
+int guarded(const char* what, F&& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    return fail(std::string(what) + ": " + e.what());
+  } catch (...) {
+    return fail(std::string(what) + ": unknown exception");
+  }
+}
+
+bool valid_dtype(int d) {
+  return d >= 0 && d < tessera::kNumDTypes;
+}
+
+tessera_session* make_session(std::unique_ptr<tessera::Session> s) {
+  auto* h = new tessera_session{std::move(s), {}, {}};
+  h->inputs.resize(h->session->model().inputs().size());
+  return h;
+}
+
+int set_input(tessera_session* session, const char* name, tessera::DType dtype, const void* data,
+              const int64_t* shape, size_t rank) {
+  if (rank > static_cast<size_t>(tessera::kMaxRank)) return fail("rank exceeds the limit");
+  tessera::Shape s(std::vector<int64_t>(shape, shape + rank));
+  const auto& descs = session->session->model().inputs();
+  size_t index = descs.size();
+  for (size_t i = 0; i < descs.size(); ++i) {
+    if (descs[i].name == name) index = i;
+  }
+  if (index == descs.size()) return fail("the model has no input '" + std::string(name) + "'");
+  const tessera::TensorDesc& d = descs[index];
+  if (dtype != d.dtype || !(s == d.shape)) {
+    return fail("input '" + d.name + "' expects " + tessera::dtype_name(d.dtype) +
+                d.shape.to_string() + ", got " + tessera::dtype_name(dtype) + s.to_string());
+  }
+  auto t = tessera::Tensor::create(dtype, s);
+  if (!t.ok()) return fail(t.status());
+  if (t->byte_size() > 0) std::memcpy(t->raw(), data, t->byte_size());
+  session->inputs[index] = std::move(*t);
+  return ok();
+}
+
+int check_inputs_set(const tessera_session* session) {
+  for (size_t i = 0; i < session->inputs.size(); ++i) {
+    if (!session->inputs[i].defined()) {
+      return fail("input '" + session->session->model().inputs()[i].name + "' was not set");
+    }
+  }
+  return 0;
+}
+
+const tessera::Tensor* find_output(const tessera_session* session, const char* name) {
+  const auto& descs = session->session->model().outputs();
+  for (size_t i = 0; i < descs.size() && i < session->outputs.size(); ++i) {
+    if (descs[i].name == name) return &session->outputs[i];
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* tessera_last_error(void) {
+  return g_last_error.c_str();
+}
+
+const char* tessera_version(void) {
+  return tessera::version_string();
+}
+
+int tessera_c_api_version(void) {
+  return TESSERA_C_API_VERSION;
+}
+
+int tessera_model_load(const char* path, tessera_model** out) {
+  if (path == nullptr || out == nullptr) return fail("tessera_model_load: null argument");
+  return guarded("tessera_model_load", [&] {
+    auto m = tessera::Model::load(path);
+    if (!m.ok()) return fail(m.status());
+    *out = new tessera_model{std::move(m).value()};
+    return ok();
+  });
+}
+
+void tessera_model_free(tessera_model* model) {
+  delete model;
+}
+
+size_t tessera_model_num_inputs(const tessera_model* model) {
+  return model ? model->model->inputs().size() : 0;
+}
+
+size_t tessera_model_num_outputs(const tessera_model* model) {
+  return model ? model->model->outputs().size() : 0;
+}
+
+const char* tessera_model_input_name(const tessera_model* model, size_t i) {
+  if (model == nullptr || i >= model->model->inputs().size()) return nullptr;
+  return model->model->inputs()[i].name.c_str();
+}
+
+const char* tessera_model_output_name(const tessera_model* model, size_t i) {
+  if (model == nullptr || i >= model->model->outputs().size()) return nullptr;
+  return model->model->outputs()[i].name.c_str();
+}
+
+int tessera_session_create(const tessera_model* model, const char* device, tessera_session** out) {
+  if (model == nullptr || device == nullptr || out == nullptr) {
+    return fail("tessera_session_create: null argument");
+  }
+  return guarded("tessera_session_create", [&] {
+    auto s = tessera::Session::create(model->model, device);
+    if (!s.ok()) return fail(s.status());
+    *out = make_session(std::move(s).value());
+    return ok();
+  });
+}
+
+int tessera_session_create_with_plan(const tessera_model* model, const char* plan_path,
+                                     int queue_capacity, tessera_session** out) {
+  if (model == nullptr || plan_path == nullptr || out == nullptr) {
+    return fail("tessera_session_create_with_plan: null argument");
+  }
+  if (queue_capacity < 0) return fail("tessera_session_create_with_plan: negative queue capacity");
+  return guarded("tessera_session_create_with_plan", [&] {
+    tessera::SessionOptions options;
+    options.plan_path = plan_path;
+    options.queue_capacity = queue_capacity;
+    auto s = tessera::Session::create(model->model, options);
+    if (!s.ok()) return fail(s.status());
+    *out = make_session(std::move(s).value());
+    return ok();
+  });
+}
+
+void tessera_session_free(tessera_session* session) {
+  delete session;
+}
+
+int tessera_session_set_input(tessera_session* session, const char* name, tessera_dtype dtype,
+                              const void* data, const int64_t* shape, size_t rank) {
+  if (session == nullptr || name == nullptr || data == nullptr || (shape == nullptr && rank > 0)) {
+    return fail("tessera_session_set_input: null argument");
+  }
+  if (!valid_dtype(static_cast<int>(dtype))) {
+    return fail("tessera_session_set_input: unknown dtype " + std::to_string(dtype));
+  }
+  return guarded("tessera_session_set_input", [&] {
+    return set_input(session, name, static_cast<tessera::DType>(dtype), data, shape, rank);
+  });
+}
+
+int tessera_session_set_input_f32(tessera_session* session, const char* name, const float* data,
+                                  const int64_t* shape, size_t rank) {
+  if (session == nullptr || name == nullptr || data == nullptr || (shape == nullptr && rank > 0)) {
+    return fail("tessera_session_set_input_f32: null argument");
+  }
+  return guarded("tessera_session_set_input_f32",
+                 [&] { return set_input(session, name, tessera::DType::kF32, data, shape, rank); });
+}
+
+int tessera_session_run(tessera_session* session) {
+  if (session == nullptr) return fail("tessera_session_run: null session");
+  return guarded("tessera_session_run", [&] {
+    if (check_inputs_set(session) != 0) return 1;
+    auto out = session->session->run(session->inputs);
+    if (!out.ok()) return fail(out.status());
+    session->outputs = std::move(*out);
+    return ok();
+  });
+}
+
+int tessera_session_submit(tessera_session* session, uint64_t* frame) {
+  if (session == nullptr || frame == nullptr) return fail("tessera_session_submit: null argument");
+  return guarded("tessera_session_submit", [&] {
+    if (check_inputs_set(session) != 0) return 1;
+    auto id = session->session->submit(session->inputs);
+    if (!id.ok()) return fail(id.status());
+    *frame = *id;
+    return ok();
+  });
+}
+
+int tessera_session_next(tessera_session* session, uint64_t* frame) {
+  if (session == nullptr || frame == nullptr) return fail("tessera_session_next: null argument");
+  return guarded("tessera_session_next", [&] {
+    auto f = session->session->next();
+    if (!f.ok()) return fail(f.status());
+    *frame = f->id;
+    session->outputs.clear();
+    if (!f->status.ok()) return fail(f->status);
+    session->outputs = std::move(f->outputs);
+    return ok();
+  });
+}
+
+void tessera_session_close(tessera_session* session) {
+  if (session != nullptr) session->session->close();
+}
+
+int tessera_session_get_output(tessera_session* session, const char* name, tessera_dtype* dtype,
+                               void* data, size_t capacity, size_t* bytes, int64_t* shape,
+                               size_t max_rank, size_t* rank) {
+  if (session == nullptr || name == nullptr) {
+    return fail("tessera_session_get_output: null argument");
+  }
+  return guarded("tessera_session_get_output", [&] {
+    const tessera::Tensor* t = find_output(session, name);
+    if (t == nullptr || !t->defined()) {
+      return fail("no output '" + std::string(name) + "' (run or take a frame with next first)");
+    }
+    if (dtype) *dtype = static_cast<tessera_dtype>(t->dtype());
+    if (bytes) *bytes = t->byte_size();
+    if (rank) *rank = static_cast<size_t>(t->rank());
+    if (shape) {
+      for (size_t i = 0; i < max_rank && i < static_cast<size_t>(t->rank()); ++i) {
+        shape[i] = t->dim(static_cast<int>(i));
+      }
+    }
+    if (data != nullptr) {
+      if (capacity < t->byte_size()) {
+        return fail("output '" + std::string(name) + "' has " + std::to_string(t->byte_size()) +
+                    " bytes, the buffer holds " + std::to_string(capacity));
+      }
+      if (t->byte_size() > 0) std::memcpy(data, t->raw(), t->byte_size());
+    }
+    return ok();
+  });
+}
+
+int tessera_session_get_output_f32(tessera_session* session, const char* name, float* data,
+                                   size_t capacity, size_t* count, int64_t* shape, size_t max_rank,
+                                   size_t* rank) {
+  if (session == nullptr || name == nullptr) {
+    return fail("tessera_session_get_output_f32: null argument");
+  }
+  return guarded("tessera_session_get_output_f32", [&] {
+    const tessera::Tensor* t = find_output(session, name);
+    if (t == nullptr || !t->defined()) {
+      return fail("no output '" + std::string(name) + "' (run or take a frame with next first)");
+    }
+    if (t->dtype() != tessera::DType::kF32) {
+      return fail("output '" + std::string(name) + "' is not f32");
+    }
+    const size_t n = static_cast<size_t>(t->numel());
+    if (count) *count = n;
+    if (rank) *rank = static_cast<size_t>(t->rank());
+    if (shape) {
+      for (size_t i = 0; i < max_rank && i < static_cast<size_t>(t->rank()); ++i) {
+        shape[i] = t->dim(static_cast<int>(i));
+      }
+    }
+    if (data != nullptr) {
+      if (capacity < n) {
+        return fail("output '" + std::string(name) + "' has " + std::to_string(n) +
+                    " elements, buffer holds " + std::to_string(capacity));
+      }
+      std::memcpy(data, t->raw(), n * sizeof(float));
+    }
+    return ok();
+  });
+}
+
+}  // extern "C"

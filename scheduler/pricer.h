@@ -1,0 +1,29 @@
+// One pricer for any Plan (ARCHITECTURE.md, "Cost models"; wave2-spec Sect. 6.3).
+//
+// price_plan() fills every stage's estimate and the plan's estimates from a CostModel:
+//   - a stage: execution, transfers and per-slice overhead of its layers on its virtual device
+//     (seed 000 eq. 8; a stage whose layers are not one range is priced as the sum of its
+//     maximal ranges, each with its own boundary), and its energy;
+//   - sequential latency: the sum of the stages (one frame runs them in plan order);
+//   - streaming period: the largest summed busy time of any resource; the resources are the
+//     devices (a device hosting two stages, at any DVFS levels, pays both) and the actors (the
+//     stages of one actor run one after another on its thread);
+//   - streaming latency: one frame's critical path, where a stage starts when the stages it
+//     reads from have finished and the previous stage of its actor has;
+//   - energy per frame: the stage energies, plus in a streaming plan each device's static power
+//     over its idle share of the period.
+// On a contiguous sequential plan this equals the slicing planners' SliceTable costs exactly
+// (tests/scheduler/slice_test.cc).
+#pragma once
+
+#include "graph/layer_graph.h"
+#include "scheduler/cost_model.h"
+#include "scheduler/plan.h"
+
+namespace tessera {
+
+// `lg` is the model the CostModel was built for (its dependencies give the critical path).
+// Placements must name profiled devices (and levels); errors name the stage.
+Status price_plan(const CostModel& cm, const LayerGraph& lg, Plan* plan);
+
+}  // namespace tessera
