@@ -177,12 +177,12 @@ void tessera_session_free(tessera_session* session) {
   delete session;
 }
 
-int tessera_session_set_input(tessera_session* session, const char* name, tessera_dtype dtype,
+int tessera_session_set_input(tessera_session* session, const char* name, int32_t dtype,
                               const void* data, const int64_t* shape, size_t rank) {
   if (session == nullptr || name == nullptr || data == nullptr || (shape == nullptr && rank > 0)) {
     return fail("tessera_session_set_input: null argument");
   }
-  if (!valid_dtype(static_cast<int>(dtype))) {
+  if (!valid_dtype(dtype)) {
     return fail("tessera_session_set_input: unknown dtype " + std::to_string(dtype));
   }
   return guarded("tessera_session_set_input", [&] {
@@ -238,7 +238,7 @@ void tessera_session_close(tessera_session* session) {
   if (session != nullptr) session->session->close();
 }
 
-int tessera_session_get_output(tessera_session* session, const char* name, tessera_dtype* dtype,
+int tessera_session_get_output(tessera_session* session, const char* name, int32_t* dtype,
                                void* data, size_t capacity, size_t* bytes, int64_t* shape,
                                size_t max_rank, size_t* rank) {
   if (session == nullptr || name == nullptr) {
@@ -249,7 +249,7 @@ int tessera_session_get_output(tessera_session* session, const char* name, tesse
     if (t == nullptr || !t->defined()) {
       return fail("no output '" + std::string(name) + "' (run or take a frame with next first)");
     }
-    if (dtype) *dtype = static_cast<tessera_dtype>(t->dtype());
+    if (dtype) *dtype = static_cast<int32_t>(t->dtype());
     if (bytes) *bytes = t->byte_size();
     if (rank) *rank = static_cast<size_t>(t->rank());
     if (shape) {

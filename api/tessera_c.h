@@ -26,7 +26,9 @@ extern "C" {
 /* 2: plan sessions, streaming, tensors of any dtype, run-time version queries. */
 #define TESSERA_C_API_VERSION 2
 
-/* Element types (the values of Tessera's DType). */
+/* Element types (the values of Tessera's DType). Functions take and return them as int32_t, so
+ * that a value from another language that is none of these is an error, not undefined
+ * behaviour. */
 typedef enum tessera_dtype {
   TESSERA_DTYPE_F32 = 0,
   TESSERA_DTYPE_F16 = 1,
@@ -64,14 +66,14 @@ void tessera_session_free(tessera_session* session);
 int tessera_session_create_with_plan(const tessera_model* model, const char* plan_path,
                                      int queue_capacity, tessera_session** out);
 
-/* Copies a tensor of `dtype` and the given shape (`data` holds numel * element size bytes) into
- * the named input. */
-int tessera_session_set_input(tessera_session* session, const char* name, tessera_dtype dtype,
+/* Copies a tensor of `dtype` (a tessera_dtype value) and the given shape (`data` holds numel *
+ * element size bytes) into the named input. */
+int tessera_session_set_input(tessera_session* session, const char* name, int32_t dtype,
                               const void* data, const int64_t* shape, size_t rank);
 /* Reads the named output of the last run or next frame: its dtype, rank and dims (up to
  * max_rank); `*bytes` receives its size and, if `data` is not NULL, up to `capacity` bytes are
  * copied (an error when the output is larger). */
-int tessera_session_get_output(tessera_session* session, const char* name, tessera_dtype* dtype,
+int tessera_session_get_output(tessera_session* session, const char* name, int32_t* dtype,
                                void* data, size_t capacity, size_t* bytes, int64_t* shape,
                                size_t max_rank, size_t* rank);
 

@@ -36,7 +36,7 @@ def half_flops_cut(tessera, tsr):
     flops = []
     for line in run([tessera, "info", tsr]).splitlines():
         tok = line.split()
-        if len(tok) >= 7 and tok[0].isdigit():
+        if len(tok) >= 7 and tok[0].isdigit() and tok[1] != "layers,":
             flops.append(float(tok[-3]))
     total, acc = sum(flops), 0.0
     for i, f in enumerate(flops):

@@ -10,6 +10,22 @@
 #include <chrono>
 #include <cstring>
 
+// pthreadpool hands work to its threads and waits for them with its own atomics and futexes.
+// Under ThreadSanitizer the library is not instrumented, so those hand-offs are invisible and
+// every read a worker makes of what the caller wrote reads as a race. The hand-offs are stated
+// here instead: the caller releases the work's context before it parallelises and acquires it
+// after; each work item acquires it when it starts and releases it when it ends. Without
+// ThreadSanitizer these compile to nothing.
+#if defined(__SANITIZE_THREAD__)
+extern "C" void __tsan_acquire(void* addr);
+extern "C" void __tsan_release(void* addr);
+#define TESSERA_HANDOFF_ACQUIRE(addr) __tsan_acquire(addr)
+#define TESSERA_HANDOFF_RELEASE(addr) __tsan_release(addr)
+#else
+#define TESSERA_HANDOFF_ACQUIRE(addr) static_cast<void>(addr)
+#define TESSERA_HANDOFF_RELEASE(addr) static_cast<void>(addr)
+#endif
+
 namespace tessera::cpu {
 
 Status pin_current_thread(const CoreSet& cores) {
@@ -143,8 +159,10 @@ struct ForContext {
 };
 
 void for_tile(void* ctx, size_t begin, size_t count) {
+  TESSERA_HANDOFF_ACQUIRE(ctx);
   const auto* c = static_cast<const ForContext*>(ctx);
   (*c->fn)(begin, begin + count);
+  TESSERA_HANDOFF_RELEASE(ctx);
 }
 
 // A barrier for `count` parties that gives up after a deadline.
@@ -172,8 +190,10 @@ struct OnePerThread {
 };
 
 void one_per_thread_item(void* ctx, size_t i) {
+  TESSERA_HANDOFF_ACQUIRE(ctx);
   auto* c = static_cast<OnePerThread*>(ctx);
   (*c->fn)(static_cast<int>(i));
+  TESSERA_HANDOFF_RELEASE(ctx);
   c->barrier->arrive_and_wait();
 }
 
@@ -188,7 +208,9 @@ void ThreadPool::parallel_for(size_t n, size_t tile,
     return;
   }
   ForContext ctx{&fn, n};
+  TESSERA_HANDOFF_RELEASE(&ctx);
   pthreadpool_parallelize_1d_tile_1d(pool_, for_tile, &ctx, n, tile, 0);
+  TESSERA_HANDOFF_ACQUIRE(&ctx);
 }
 
 void ThreadPool::parallel_items(size_t n, const std::function<void(int, size_t)>& fn) {
@@ -264,8 +286,10 @@ bool ThreadPool::run_one_per_thread(const std::function<void(int)>& fn) {
   if (pool_ == nullptr) {
     one_per_thread_item(&ctx, 0);
   } else {
+    TESSERA_HANDOFF_RELEASE(&ctx);
     pthreadpool_parallelize_1d(pool_, one_per_thread_item, &ctx, static_cast<size_t>(num_threads()),
                                0);
+    TESSERA_HANDOFF_ACQUIRE(&ctx);
   }
   return !barrier.timed_out && barrier.arrived == barrier.count;
 }

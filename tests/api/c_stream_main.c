@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
     if (tessera_session_run(seq)) return fail("run");
     size_t bytes = 0, rank = 0;
     int64_t dims[8];
-    tessera_dtype dtype;
+    int32_t dtype;
     if (tessera_session_get_output(seq, out_name, &dtype, expected[f], sizeof(expected[f]), &bytes,
                                    dims, 8, &rank)) {
       return fail("get output");
