@@ -17,6 +17,7 @@ const char kUsage[] =
     "  devices   list the devices this machine offers\n"
     "  profile   measure every layer on every device; fit the cost models\n"
     "  plan      slice a model across devices from its profile (latency or energy)\n"
+    "  simulate  a discrete-event run of a plan over a profile's cost model\n"
     "\n"
     "Run `tessera <command> --help` for the options of a command.\n";
 
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
   if (cmd == "devices") return tessera::tools::cmd_devices(argc, argv);
   if (cmd == "profile") return tessera::tools::cmd_profile(argc, argv);
   if (cmd == "plan") return tessera::tools::cmd_plan(argc, argv);
+  if (cmd == "simulate") return tessera::tools::cmd_simulate(argc, argv);
   std::fprintf(stderr, "tessera: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
   return 2;
 }
