@@ -63,10 +63,6 @@ std::string stage_notation(const Stage& s) {
   return n;
 }
 
-std::string stage_name(const Plan& p, size_t i) {
-  return "stage " + std::to_string(i) + " (" + stage_notation(p.stages[i]) + ")";
-}
-
 // "cpu:0-3@1800" -> ("cpu:0-3", 1800).
 Result<DeviceShare> parse_label(const std::string& label) {
   DeviceShare d;
@@ -84,6 +80,10 @@ Result<DeviceShare> parse_label(const std::string& label) {
 }
 
 }  // namespace
+
+std::string Plan::stage_name(size_t i) const {
+  return "stage " + std::to_string(i) + " (" + stage_notation(stages[i]) + ")";
+}
 
 std::string Plan::notation() const {
   std::string s;
@@ -274,7 +274,7 @@ Status Plan::validate(int nl, const std::vector<std::string>& available,
     if (s.layers.empty()) {
       return invalid_argument("stage " + std::to_string(i) + ": no layers");
     }
-    const std::string name = stage_name(*this, i);
+    const std::string name = stage_name(i);
     if (s.placement.devices.empty()) return invalid_argument(name + ": placement names no device");
     if (s.placement.devices.size() > 1 && s.placement.split.empty()) {
       return invalid_argument(name + ": several devices but no split dimension");

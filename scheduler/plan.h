@@ -120,6 +120,8 @@ struct Plan {
 
   // Seed 000 notation: "cpu[0] opencl:0@600[5] cpu[12]".
   std::string notation() const;
+  // "stage 2 (opencl:0[5])": how every message about a stage names it.
+  std::string stage_name(size_t i) const;
 
   // Checks the plan against a model of `num_layers` layers and the devices that may be used
   // (empty: any device name). Every layer in exactly one stage, every stage non-empty with

@@ -7,12 +7,6 @@ namespace tessera {
 
 namespace {
 
-std::string stage_where(const Plan& p, size_t i) {
-  const Stage& st = p.stages[i];
-  return "stage " + std::to_string(i) + " (" + st.placement.label() + "[" +
-         std::to_string(st.first()) + "])";
-}
-
 // The maximal ranges [first, last) of an ascending layer list.
 std::vector<std::pair<int, int>> ranges(const std::vector<int>& layers) {
   std::vector<std::pair<int, int>> r;
@@ -40,7 +34,7 @@ Status price_plan(const CostModel& cm, const LayerGraph& lg, Plan* plan) {
   plan->estimated_energy_mj = 0;
   for (size_t i = 0; i < n; ++i) {
     Stage& st = plan->stages[i];
-    const std::string where = stage_where(*plan, i);
+    const std::string where = plan->stage_name(i);
     if (!st.placement.single()) return unimplemented(where + ": split placements are not priced");
     auto vd = cm.find(st.placement.devices[0].label());
     if (!vd.ok()) return vd.status().with_context(where);

@@ -7,12 +7,6 @@ namespace tessera {
 
 namespace {
 
-std::string stage_where(const Plan& p, size_t i) {
-  const Stage& s = p.stages[i];
-  return "stage " + std::to_string(i) + " (" + s.placement.label() + "[" +
-         std::to_string(s.first()) + "])";
-}
-
 // Every layer a stage reads from must run in the same or an earlier stage: sequential order.
 Status check_stage_order(const LayerGraph& lg, const Plan& plan) {
   const Graph& g = lg.graph();
@@ -29,9 +23,9 @@ Status check_stage_order(const LayerGraph& lg, const Plan& plan) {
       for (ValueId v : lg.layer(l).inputs) {
         const int p = producer[static_cast<size_t>(v)];
         if (p >= 0 && stage_of[static_cast<size_t>(p)] > static_cast<int>(i)) {
-          return invalid_argument(stage_where(plan, i) + ": layer " + std::to_string(l) +
-                                  " reads '" + g.value(v).name + "', produced by layer " +
-                                  std::to_string(p) + " in the later stage " +
+          return invalid_argument(plan.stage_name(i) + ": layer " + std::to_string(l) + " reads '" +
+                                  g.value(v).name + "', produced by layer " + std::to_string(p) +
+                                  " in the later stage " +
                                   std::to_string(stage_of[static_cast<size_t>(p)]));
         }
       }
@@ -94,7 +88,7 @@ std::vector<NodeId> step_nodes(const LayerGraph& lg, const Plan& plan, const Exe
 
 std::string step_where(const Plan& p, const ExecutorStep& step) {
   if (step.first_stage == step.last_stage)
-    return stage_where(p, static_cast<size_t>(step.first_stage));
+    return p.stage_name(static_cast<size_t>(step.first_stage));
   return "stages " + std::to_string(step.first_stage) + "-" + std::to_string(step.last_stage) +
          " (" + step.device + "[" +
          std::to_string(p.stages[static_cast<size_t>(step.first_stage)].first()) +
@@ -116,7 +110,7 @@ Result<StageGraph> build_stage_graph(
   std::vector<int> stage_device(plan.stages.size());
   for (size_t i = 0; i < plan.stages.size(); ++i) {
     const Stage& s = plan.stages[i];
-    const std::string where = stage_where(plan, i);
+    const std::string where = plan.stage_name(i);
     if (!s.placement.single()) {
       return unimplemented(where + ": split placements are not executed yet");
     }

@@ -13,16 +13,7 @@
 namespace tessera {
 namespace {
 
-std::vector<Tensor> random_inputs(const Graph& g, std::mt19937& rng) {
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<Tensor> in;
-  for (ValueId v : g.inputs()) {
-    Tensor t = Tensor::create(g.value(v).info.dtype, g.value(v).info.shape).value();
-    for (float& x : t.span<float>()) x = u(rng);
-    in.push_back(t);
-  }
-  return in;
-}
+using testing::random_inputs;
 
 std::vector<Tensor> run_plan(const LayerGraph& lg, const Plan& p, std::span<const Tensor> in) {
   auto ex = Executor::create(lg, p);
@@ -279,7 +270,7 @@ TEST(ExecutorTest, BadPlansNameTheStage) {
   s1.layers = {1};
   s1.placement = Placement::on("reference");
   order.stages = {s0, s1};
-  (void)expect_refused(*m.lg, order, {"stage 0 (reference[0])", "later stage 1"});
+  (void)expect_refused(*m.lg, order, {"stage 0 (reference{0,2,3})", "later stage 1"});
 
   Plan wrong_size = plan_from_slices(3, {{0, "reference"}}).value();
   EXPECT_FALSE(Executor::create(*m.lg, wrong_size).ok());

@@ -2,9 +2,9 @@
 #pragma once
 
 #include <memory>
-#include <vector>
-
+#include <random>
 #include <string>
+#include <vector>
 
 #include "api/internal.h"
 #include "energy/platform.h"
@@ -14,6 +14,18 @@
 #include "scheduler/profiler.h"
 
 namespace tessera::testing {
+
+// One f32 tensor per graph input, uniform in [-1, 1).
+inline std::vector<Tensor> random_inputs(const Graph& g, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<Tensor> in;
+  for (ValueId v : g.inputs()) {
+    Tensor t = Tensor::create(g.value(v).info.dtype, g.value(v).info.shape).value();
+    for (float& x : t.span<float>()) x = u(rng);
+    in.push_back(t);
+  }
+  return in;
+}
 
 // Profiler options for quick tests: no warm-up, two repeats, three transfer sizes, no sysfs.
 inline ProfileOptions quick_profile_options(int calibration_slices) {

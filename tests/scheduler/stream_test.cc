@@ -18,16 +18,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using testing::Fault;
 
-std::vector<Tensor> random_inputs(const Graph& g, std::mt19937& rng) {
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<Tensor> in;
-  for (ValueId v : g.inputs()) {
-    Tensor t = Tensor::create(g.value(v).info.dtype, g.value(v).info.shape).value();
-    for (float& x : t.span<float>()) x = u(rng);
-    in.push_back(t);
-  }
-  return in;
-}
+using testing::random_inputs;
 
 bool same_bytes(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
   if (a.size() != b.size()) return false;
