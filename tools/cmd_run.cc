@@ -1,6 +1,7 @@
 // tessera run model.tsr --input x.npy --output y.npy [--device NAME] [--repeat N] [--top K]
 // tessera run model.tsr --plan plan.json [--trace trace.json] ...   (a plan over several devices)
 // tessera run model.tsr --plan plan.json --stream N [--queue C] [--warmup W]   (a stream)
+// tessera run model.tsr --plan two_stage.json --stream N --adapt   (moving the cut as it runs)
 //
 // --device and --plan share one path: a device is the one-stage plan of the whole model on it,
 // run by the same executor.
@@ -16,6 +17,7 @@
 #include "api/internal.h"
 #include "core/npy.h"
 #include "graph/layer_graph.h"
+#include "scheduler/adapt/adaptive_stream.h"
 #include "scheduler/executor/executor.h"
 #include "scheduler/plan.h"
 #include "scheduler/profile.h"
@@ -46,6 +48,10 @@ const std::vector<cli::FlagSpec> kFlags = {
     {"--queue", "", true, false,
      "with --stream: frames that may wait between actors (default: "
      "the plan's queue_capacity)"},
+    {"--adapt", "", false, false,
+     "with --stream on a two-stage plan: move the cut while streaming when the measured period "
+     "or a stage's time drifts > 5% (seed 001 Algorithm 2); logs every decision"},
+    {"--adapt-window", "", true, false, "with --adapt: frames per measurement (default 30)"},
     {"--help", "-h", false, false, "show this help"},
 };
 
@@ -290,6 +296,70 @@ Result<std::pair<uint64_t, std::vector<Tensor>>> run_stream(
   return std::make_pair(last_id, std::move(last));
 }
 
+// Streams like run_stream, through an AdaptiveStream that may move the plan's cut; prints
+// throughput, every window's period and every adaptation decision. Checks that frames come out
+// exactly once and in order across the plan swaps.
+Result<std::pair<uint64_t, std::vector<Tensor>>> run_adaptive_stream(
+    const LayerGraph& lg, const Plan& plan, const ExecutorOptions& options,
+    const std::vector<std::vector<Tensor>>& frames, const cli::Args& args, int warmup, int count,
+    int window) {
+  AdaptOptions ao;
+  ao.window = window;
+  ASSIGN_OR_RETURN(std::unique_ptr<AdaptiveStream> s,
+                   AdaptiveStream::create(lg, plan, options, ao));
+  const int total = warmup + count;
+  int submitted = 0, received = 0, failed = 0;
+  uint64_t last_id = 0;
+  std::vector<Tensor> last;
+  auto t0 = std::chrono::steady_clock::now();
+  while (received < total) {
+    while (submitted < total && submitted - received < s->num_slots()) {
+      ASSIGN_OR_RETURN(uint64_t id,
+                       s->submit(frames[static_cast<size_t>(submitted) % frames.size()]));
+      if (id != static_cast<uint64_t>(submitted)) {
+        return internal_error("frame submitted as " + std::to_string(id) + ", expected " +
+                              std::to_string(submitted));
+      }
+      ++submitted;
+    }
+    ASSIGN_OR_RETURN(FrameResult r, s->next());
+    if (r.frame != static_cast<uint64_t>(received)) {
+      return internal_error("frame " + std::to_string(r.frame) + " came out where frame " +
+                            std::to_string(received) + " was due");
+    }
+    if (received == warmup - 1) t0 = std::chrono::steady_clock::now();
+    if (!r.status.ok()) {
+      ++failed;
+      std::fprintf(stderr, "frame %llu: %s\n", static_cast<unsigned long long>(r.frame),
+                   r.status.to_string().c_str());
+    } else {
+      if (has_frame_pattern(args)) RETURN_IF_ERROR(write_frame_outputs(args, r.frame, r.outputs));
+      last_id = r.frame;
+      last = std::move(r.outputs);
+    }
+    ++received;
+  }
+  const double wall_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  s->close();
+  std::printf("adaptive stream from %s: %d frame(s) (%d warm-up), each out once and in order\n",
+              plan.notation().c_str(), count, warmup);
+  std::printf("throughput %.2f frames/s over the timed frames; now running %s\n",
+              1000.0 * count / wall_ms, s->plan().notation().c_str());
+  for (const AdaptEvent& e : s->events()) {
+    std::printf("  frame %6llu  %-9s cut %3d  %s\n", static_cast<unsigned long long>(e.frame),
+                e.what.c_str(), e.cut, e.reason.c_str());
+  }
+  std::printf("window periods (cut: ms):");
+  for (const auto& [cut, ms] : s->windows()) std::printf(" %d:%.2f", cut, ms);
+  std::printf("\n");
+  if (failed > 0) {
+    return internal_error(std::to_string(failed) + " of " + std::to_string(total) +
+                          " frame(s) failed");
+  }
+  return std::make_pair(last_id, std::move(last));
+}
+
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
@@ -317,6 +387,13 @@ int cmd_run(int argc, char** argv) {
   }
   if (args->has("--plan") && args->has("--device")) {
     return report_error("run", invalid_argument("give --device or --plan, not both"));
+  }
+  auto adapt_window = args->get_int("--adapt-window", 30, 2, 100000);
+  if (!adapt_window.ok()) return report_error("run", adapt_window.status());
+  if ((args->has("--adapt") || args->has("--adapt-window")) &&
+      !(args->has("--stream") && args->has("--plan") && args->has("--adapt"))) {
+    return report_error("run", invalid_argument("--adapt needs --plan and --stream"
+                                                " (--adapt-window needs --adapt)"));
   }
 
   const std::string& path = args->positional[0];
@@ -351,6 +428,13 @@ int cmd_run(int argc, char** argv) {
   ExecutorOptions options;
   options.queue_capacity = args->has("--queue") ? *queue : 0;
   options.compile.model_hash = (*model)->hash();
+  if (args->has("--adapt")) {
+    print_plan_table(plan, *lg);
+    auto r =
+        run_adaptive_stream(*lg, plan, options, *frames, *args, *warmup, *stream, *adapt_window);
+    if (!r.ok()) return report_error("run", r.status());
+    return finish(**model, *args, r->first, r->second, *top);
+  }
   auto ex = Executor::create(*lg, plan, options);
   if (!ex.ok()) return report_error("run", ex.status());
   if (by_plan) print_plan_table(plan, *lg);
