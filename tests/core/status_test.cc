@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <new>
+#include <stdexcept>
 
 #include "core/dtype.h"
 #include "core/shape.h"
@@ -51,6 +53,32 @@ TEST(Shape, ValidatesLimits) {
   EXPECT_EQ(Shape(std::vector<int64_t>(kMaxRank + 1, 1)).validate().code(),
             StatusCode::kOutOfRange);
   EXPECT_EQ(Shape({}).numel(), 1);
+}
+
+// The API boundaries (CLI main, C API) turn any exception into a Status with this.
+TEST(Status, FromCurrentException) {
+  auto from = [](auto thrower) {
+    try {
+      thrower();
+    } catch (...) {
+      return status_from_current_exception("load");
+    }
+    return Status();
+  };
+  Status oom = from([] { throw std::bad_alloc(); });
+  EXPECT_EQ(oom.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(oom.message(), "load: out of memory (std::bad_alloc)");
+  Status len = from([] { throw std::length_error("vector::reserve"); });
+  EXPECT_EQ(len.code(), StatusCode::kInternal);
+  EXPECT_EQ(len.message(), "load: unexpected exception: vector::reserve");
+  Status odd = from([] { throw 42; });
+  EXPECT_EQ(odd.code(), StatusCode::kInternal);
+  EXPECT_EQ(odd.message(), "load: unexpected exception of unknown type");
+  try {
+    throw std::runtime_error("x");
+  } catch (...) {
+    EXPECT_EQ(status_from_current_exception("").message(), "unexpected exception: x");
+  }
 }
 
 TEST(Shape, NormalizesAxes) {
