@@ -310,11 +310,14 @@ Result<ResizeKernelParams> resize_kernel_params(const OpContext& ctx) {
   const Shape& in = ctx.input(0).shape;
   ResizeKernelParams k;
   k.linear = p.linear;
+  // An empty output needs no maps or taps; sized by its other dimensions they could be 2^31
+  // long each.
+  const bool empty = p.out_shape.numel() == 0;
   for (int d = 0; d < in.rank(); ++d) {
     const size_t ud = static_cast<size_t>(d);
-    const int64_t in_len = in[d], out_len = p.out_shape[d];
+    const int64_t in_len = in[d], out_len = empty ? 0 : p.out_shape[d];
     if (p.linear) {
-      k.taps.push_back(linear_taps(p, in_len, out_len, p.scales[ud]));
+      k.taps.push_back(empty ? LinearTaps() : linear_taps(p, in_len, out_len, p.scales[ud]));
       continue;
     }
     std::vector<int64_t> idx(static_cast<size_t>(out_len));

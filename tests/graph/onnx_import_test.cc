@@ -1042,5 +1042,22 @@ TEST(OnnxImport, ZeroElementInputsWithHugeDimsAreRefused) {
   }
 }
 
+// pad_index_map_bomb4.onnx: pads of 2^31 - 2 on every dimension of a [1, 1, 1, 1] input. Shape
+// inference used to build a 16 GiB index map for the first dimension before the element limit
+// refused the output; now the limit is checked first and no map is built.
+TEST(OnnxImport, PadBeyondTheElementLimitIsRefusedBeforeAnyMap) {
+  ModelProto m = make_model();
+  add_input(m.mutable_graph(), "x", {1, 1, 1, 1});
+  std::vector<int64_t> pads(8, 0);
+  for (size_t i = 4; i < 8; ++i) pads[i] = (int64_t{1} << 31) - 2;
+  set_raw(add_initializer(m.mutable_graph(), "p", TensorProto::INT64, {8}), pads);
+  add_node(m.mutable_graph(), "Pad", {"x", "p"}, {"y"}, "pad_bomb4");
+  add_output(m.mutable_graph(), "y");
+  Result<ImportedModel> imported = import_model(m);
+  ASSERT_TRUE(imported.ok()) << imported.status().to_string();
+  expect_error(infer_onnx_shapes(*imported), StatusCode::kInvalidArgument,
+               {"pad_bomb4", "element count", "exceeds the limit"});
+}
+
 }  // namespace
 }  // namespace tessera
