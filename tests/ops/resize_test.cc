@@ -253,6 +253,22 @@ TEST(Resize, Errors) {
             StatusCode::kUnimplemented);
 }
 
+// resize_linear_scratch_bomb.onnx: [1, 1, 1, 65536] to [1, 1, 65536, 1], 256 KiB in and out.
+// Resizing H before W used to go through a [1, 1, 65536, 65536] scratch (16 GiB); the shrinking
+// W pass now comes first, so the scratch holds one element.
+TEST(Resize, LinearScratchIsBoundedByInputAndOutput) {
+  const int64_t n = 65536;
+  const Tensor x = testing::random_tensor(Shape{1, 1, 1, n}, 28);
+  auto r = with_sizes(resize_attrs("linear"), x, {1, 1, n, 1});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  const Tensor& y = r.value()[0];
+  ASSERT_EQ(y.shape(), (Shape{1, 1, n, 1}));
+  // Half-pixel: the one output column samples x at 32767.5, which every output row repeats.
+  const float* xs = x.data<float>();
+  const float want = 0.5f * xs[n / 2 - 1] + 0.5f * xs[n / 2];
+  for (int64_t i = 0; i < n; ++i) ASSERT_FLOAT_EQ(y.data<float>()[i], want) << "at " << i;
+}
+
 // zero_dim_resize.onnx, within the limits: a [0, 2^31] input holds nothing, but its nearest maps
 // or linear taps used to be sized by its dimensions (16 and 48 GiB for the second one).
 TEST(Resize, EmptyOutputNeedsNoMapsOrTaps) {
