@@ -1,5 +1,6 @@
-// The C API (api/tessera_c.h) over the C++ API. No exception crosses the C boundary: each entry
-// point catches what the C++ side might throw and reports it as an error.
+// The C API (api/tessera_c.h) over the C++ API. No exception crosses the C boundary: the body of
+// every entry point that can throw (argument checks included: building a message allocates) runs
+// inside guarded(), which turns any exception into an error code and tessera_last_error().
 #include <cstring>
 #include <exception>
 
@@ -35,15 +36,19 @@ int ok() {
   return 0;
 }
 
-// Runs `body` (returning 0 or a fail()), turning any exception into an error.
+// Runs `body` (returning 0 or a fail()), turning any exception into an error naming `what`.
 template <typename F>
-int guarded(const char* what, F&& body) {
+int guarded(const char* what, F&& body) noexcept {
   try {
     return body();
-  } catch (const std::exception& e) {
-    return fail(std::string(what) + ": " + e.what());
   } catch (...) {
-    return fail(std::string(what) + ": unknown exception");
+    try {
+      return fail(tessera::status_from_current_exception(what));
+    } catch (...) {
+      // No memory even for the message: a short string fits the string's own storage.
+      g_last_error.assign("out of memory");
+      return 1;
+    }
   }
 }
 
@@ -113,8 +118,8 @@ int tessera_c_api_version(void) {
 }
 
 int tessera_model_load(const char* path, tessera_model** out) {
-  if (path == nullptr || out == nullptr) return fail("tessera_model_load: null argument");
   return guarded("tessera_model_load", [&] {
+    if (path == nullptr || out == nullptr) return fail("tessera_model_load: null argument");
     auto m = tessera::Model::load(path);
     if (!m.ok()) return fail(m.status());
     *out = new tessera_model{std::move(m).value()};
@@ -145,10 +150,10 @@ const char* tessera_model_output_name(const tessera_model* model, size_t i) {
 }
 
 int tessera_session_create(const tessera_model* model, const char* device, tessera_session** out) {
-  if (model == nullptr || device == nullptr || out == nullptr) {
-    return fail("tessera_session_create: null argument");
-  }
   return guarded("tessera_session_create", [&] {
+    if (model == nullptr || device == nullptr || out == nullptr) {
+      return fail("tessera_session_create: null argument");
+    }
     auto s = tessera::Session::create(model->model, device);
     if (!s.ok()) return fail(s.status());
     *out = make_session(std::move(s).value());
@@ -158,11 +163,13 @@ int tessera_session_create(const tessera_model* model, const char* device, tesse
 
 int tessera_session_create_with_plan(const tessera_model* model, const char* plan_path,
                                      int queue_capacity, tessera_session** out) {
-  if (model == nullptr || plan_path == nullptr || out == nullptr) {
-    return fail("tessera_session_create_with_plan: null argument");
-  }
-  if (queue_capacity < 0) return fail("tessera_session_create_with_plan: negative queue capacity");
   return guarded("tessera_session_create_with_plan", [&] {
+    if (model == nullptr || plan_path == nullptr || out == nullptr) {
+      return fail("tessera_session_create_with_plan: null argument");
+    }
+    if (queue_capacity < 0) {
+      return fail("tessera_session_create_with_plan: negative queue capacity");
+    }
     tessera::SessionOptions options;
     options.plan_path = plan_path;
     options.queue_capacity = queue_capacity;
@@ -179,29 +186,32 @@ void tessera_session_free(tessera_session* session) {
 
 int tessera_session_set_input(tessera_session* session, const char* name, int32_t dtype,
                               const void* data, const int64_t* shape, size_t rank) {
-  if (session == nullptr || name == nullptr || data == nullptr || (shape == nullptr && rank > 0)) {
-    return fail("tessera_session_set_input: null argument");
-  }
-  if (!valid_dtype(dtype)) {
-    return fail("tessera_session_set_input: unknown dtype " + std::to_string(dtype));
-  }
   return guarded("tessera_session_set_input", [&] {
+    if (session == nullptr || name == nullptr || data == nullptr ||
+        (shape == nullptr && rank > 0)) {
+      return fail("tessera_session_set_input: null argument");
+    }
+    if (!valid_dtype(dtype)) {
+      return fail("tessera_session_set_input: unknown dtype " + std::to_string(dtype));
+    }
     return set_input(session, name, static_cast<tessera::DType>(dtype), data, shape, rank);
   });
 }
 
 int tessera_session_set_input_f32(tessera_session* session, const char* name, const float* data,
                                   const int64_t* shape, size_t rank) {
-  if (session == nullptr || name == nullptr || data == nullptr || (shape == nullptr && rank > 0)) {
-    return fail("tessera_session_set_input_f32: null argument");
-  }
-  return guarded("tessera_session_set_input_f32",
-                 [&] { return set_input(session, name, tessera::DType::kF32, data, shape, rank); });
+  return guarded("tessera_session_set_input_f32", [&] {
+    if (session == nullptr || name == nullptr || data == nullptr ||
+        (shape == nullptr && rank > 0)) {
+      return fail("tessera_session_set_input_f32: null argument");
+    }
+    return set_input(session, name, tessera::DType::kF32, data, shape, rank);
+  });
 }
 
 int tessera_session_run(tessera_session* session) {
-  if (session == nullptr) return fail("tessera_session_run: null session");
   return guarded("tessera_session_run", [&] {
+    if (session == nullptr) return fail("tessera_session_run: null session");
     if (check_inputs_set(session) != 0) return 1;
     auto out = session->session->run(session->inputs);
     if (!out.ok()) return fail(out.status());
@@ -211,8 +221,9 @@ int tessera_session_run(tessera_session* session) {
 }
 
 int tessera_session_submit(tessera_session* session, uint64_t* frame) {
-  if (session == nullptr || frame == nullptr) return fail("tessera_session_submit: null argument");
   return guarded("tessera_session_submit", [&] {
+    if (session == nullptr || frame == nullptr)
+      return fail("tessera_session_submit: null argument");
     if (check_inputs_set(session) != 0) return 1;
     auto id = session->session->submit(session->inputs);
     if (!id.ok()) return fail(id.status());
@@ -222,8 +233,8 @@ int tessera_session_submit(tessera_session* session, uint64_t* frame) {
 }
 
 int tessera_session_next(tessera_session* session, uint64_t* frame) {
-  if (session == nullptr || frame == nullptr) return fail("tessera_session_next: null argument");
   return guarded("tessera_session_next", [&] {
+    if (session == nullptr || frame == nullptr) return fail("tessera_session_next: null argument");
     auto f = session->session->next();
     if (!f.ok()) return fail(f.status());
     *frame = f->id;
@@ -235,16 +246,20 @@ int tessera_session_next(tessera_session* session, uint64_t* frame) {
 }
 
 void tessera_session_close(tessera_session* session) {
-  if (session != nullptr) session->session->close();
+  // void: an exception here (a thread that cannot be joined) is left in tessera_last_error().
+  (void)guarded("tessera_session_close", [&] {
+    if (session != nullptr) session->session->close();
+    return 0;
+  });
 }
 
 int tessera_session_get_output(tessera_session* session, const char* name, int32_t* dtype,
                                void* data, size_t capacity, size_t* bytes, int64_t* shape,
                                size_t max_rank, size_t* rank) {
-  if (session == nullptr || name == nullptr) {
-    return fail("tessera_session_get_output: null argument");
-  }
   return guarded("tessera_session_get_output", [&] {
+    if (session == nullptr || name == nullptr) {
+      return fail("tessera_session_get_output: null argument");
+    }
     const tessera::Tensor* t = find_output(session, name);
     if (t == nullptr || !t->defined()) {
       return fail("no output '" + std::string(name) + "' (run or take a frame with next first)");
@@ -271,10 +286,10 @@ int tessera_session_get_output(tessera_session* session, const char* name, int32
 int tessera_session_get_output_f32(tessera_session* session, const char* name, float* data,
                                    size_t capacity, size_t* count, int64_t* shape, size_t max_rank,
                                    size_t* rank) {
-  if (session == nullptr || name == nullptr) {
-    return fail("tessera_session_get_output_f32: null argument");
-  }
   return guarded("tessera_session_get_output_f32", [&] {
+    if (session == nullptr || name == nullptr) {
+      return fail("tessera_session_get_output_f32: null argument");
+    }
     const tessera::Tensor* t = find_output(session, name);
     if (t == nullptr || !t->defined()) {
       return fail("no output '" + std::string(name) + "' (run or take a frame with next first)");

@@ -12,6 +12,12 @@ Result<Json> parse(std::string_view text, const std::string& origin) {
   } catch (const Json::parse_error& e) {
     return invalid_argument(origin + ": malformed JSON at byte " + std::to_string(e.byte) + ": " +
                             e.what());
+  } catch (const Json::out_of_range& e) {
+    // A number that does not fit a double (1e999): nlohmann refuses it rather than make an
+    // infinity, which no Tessera field accepts anyway.
+    return invalid_argument(origin + ": number out of range: " + e.what());
+  } catch (const Json::exception& e) {
+    return invalid_argument(origin + ": cannot parse JSON: " + e.what());
   }
 }
 

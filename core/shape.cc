@@ -3,9 +3,15 @@
 namespace tessera {
 
 int64_t Shape::numel() const {
+  // A zero anywhere makes the product 0 whatever the other dimensions are; for a validated shape
+  // the remaining product cannot overflow (validate bounds the product of the non-zero dims).
   int64_t n = 1;
-  for (int64_t d : dims_) n *= d;
-  return n;
+  bool overflow = false;
+  for (int64_t d : dims_) {
+    if (d == 0) return 0;
+    overflow = __builtin_mul_overflow(n, d, &n) || overflow;
+  }
+  return overflow ? INT64_MAX : n;  // INT64_MAX: not a valid shape
 }
 
 Status Shape::validate() const {
@@ -13,6 +19,10 @@ Status Shape::validate() const {
     return out_of_range("rank " + std::to_string(rank()) + " exceeds the limit of " +
                         std::to_string(kMaxRank) + " in shape " + to_string());
   }
+  // The element limit applies to the product of the non-zero dimensions, so that it does not
+  // depend on the order of the dimensions: [0, 2^31, 2^31, 2^31] holds no element, but code
+  // multiplying any subset of its dimensions (the rows of a Flatten, the inner block of a
+  // Softmax) would overflow.
   uint64_t n = 1;
   for (int64_t d : dims_) {
     if (d < 0) return invalid_argument("negative dimension in shape " + to_string());
@@ -20,12 +30,28 @@ Status Shape::validate() const {
       return out_of_range("dimension " + std::to_string(d) + " exceeds the limit of " +
                           std::to_string(kMaxDim) + " in shape " + to_string());
     }
+    if (d == 0) continue;
     if (!checked_mul(n, static_cast<uint64_t>(d), &n) || n > static_cast<uint64_t>(kMaxElements)) {
-      return out_of_range("element count of shape " + to_string() + " exceeds the limit of " +
-                          std::to_string(kMaxElements));
+      return out_of_range("element count of shape " + to_string() +
+                          (numel() == 0 ? " (without its zero dimensions)" : "") +
+                          " exceeds the limit of " + std::to_string(kMaxElements));
     }
   }
   return Status();
+}
+
+Result<int64_t> checked_dims_product(const Shape& shape, int begin, int end) {
+  uint64_t n = 1;
+  for (int d = begin; d < end; ++d) {
+    const int64_t x = shape[d];
+    if (x < 0 || !checked_mul(n, static_cast<uint64_t>(x), &n) ||
+        n > static_cast<uint64_t>(kMaxElements)) {
+      return out_of_range("the product of dimensions [" + std::to_string(begin) + ", " +
+                          std::to_string(end) + ") of shape " + shape.to_string() +
+                          " exceeds the limit of " + std::to_string(kMaxElements));
+    }
+  }
+  return static_cast<int64_t>(n);
 }
 
 std::string Shape::to_string() const {

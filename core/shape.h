@@ -29,9 +29,12 @@ class Shape {
   const std::vector<int64_t>& dims() const { return dims_; }
   std::vector<int64_t>& dims() { return dims_; }
 
-  // Product of the dimensions (1 for a scalar). Only meaningful for a validated shape.
+  // Product of the dimensions (1 for a scalar; 0 when any dimension is 0). Only meaningful for a
+  // validated shape (INT64_MAX when the product overflows).
   int64_t numel() const;
-  // Checks rank, each dimension and the element count against the limits above.
+  // Checks rank, each dimension and the element count against the limits above. The element
+  // limit bounds the product of the non-zero dimensions, so every product of a subset of the
+  // dimensions of a valid shape is within kMaxElements too, even for a shape holding nothing.
   Status validate() const;
 
   // "[1, 3, 224, 224]"
@@ -44,6 +47,9 @@ class Shape {
   std::vector<int64_t> dims_;
 };
 
+// Product of dims [begin, end) of `shape`, failing (naming the shape) if a dimension is negative
+// or the product exceeds kMaxElements: for shape arithmetic on dims not known to be validated.
+Result<int64_t> checked_dims_product(const Shape& shape, int begin, int end);
 // numel * dtype_size, failing on overflow or limit violation.
 Result<uint64_t> checked_byte_size(const Shape& shape, DType dtype);
 // a * b with overflow detection (both non-negative).

@@ -1,5 +1,8 @@
 #include "core/status.h"
 
+#include <exception>
+#include <new>
+
 namespace tessera {
 
 const char* status_code_name(StatusCode code) {
@@ -47,6 +50,19 @@ std::string Status::to_string() const {
 Status Status::with_context(const std::string& context) const {
   if (ok()) return *this;
   return Status(code(), context + ": " + message());
+}
+
+Status status_from_current_exception(const char* where) {
+  const std::string prefix = where != nullptr && *where != '\0' ? std::string(where) + ": " : "";
+  try {
+    throw;
+  } catch (const std::bad_alloc& e) {
+    return resource_exhausted(prefix + "out of memory (" + e.what() + ")");
+  } catch (const std::exception& e) {
+    return internal_error(prefix + "unexpected exception: " + e.what());
+  } catch (...) {
+    return internal_error(prefix + "unexpected exception of unknown type");
+  }
 }
 
 }  // namespace tessera

@@ -94,6 +94,14 @@ inline Status deadline_exceeded(std::string msg) {
   return Status(StatusCode::kDeadlineExceeded, std::move(msg));
 }
 
+// For the API boundaries only (the CLI's main, the C API), inside a `catch (...)`: the exception
+// being handled as a Status whose message starts with "`where`: " (nothing when it is empty).
+// std::bad_alloc becomes
+// ResourceExhausted ("out of memory"), anything else Internal with its what(). Tessera code
+// returns Status and does not throw; this catches what the standard library or a dependency
+// might (allocation failure, length_error, ...) so that it ends in an error, not terminate.
+Status status_from_current_exception(const char* where);
+
 // A value of type T, or the Status explaining why there is none.
 template <typename T>
 class [[nodiscard]] Result {

@@ -18,8 +18,13 @@ Status infer_flatten(const OpContext& ctx, int /*num_outputs*/, std::vector<Tens
                      in.shape.to_string());
   }
   const int a = static_cast<int>(*axis < 0 ? *axis + rank : *axis);
-  outputs->push_back(
-      TensorInfo{in.dtype, Shape{dims_product(in.shape, 0, a), dims_product(in.shape, a, rank)}});
+  // Checked: the products of a validated shape's dims are bounded, but this must not be UB
+  // whatever shape it is given.
+  Result<int64_t> rows = checked_dims_product(in.shape, 0, a);
+  if (!rows.ok()) return ctx.wrap(rows.status());
+  Result<int64_t> cols = checked_dims_product(in.shape, a, rank);
+  if (!cols.ok()) return ctx.wrap(cols.status());
+  outputs->push_back(TensorInfo{in.dtype, Shape{*rows, *cols}});
   return Status();
 }
 

@@ -96,12 +96,17 @@ Result<IndexMaps> gather_index_maps(const OpContext& ctx) {
   ASSIGN_OR_RETURN(std::vector<int64_t> idx, resolve_indices(ctx, *indices, data[axis]));
   IndexMaps maps;
   maps.fixed.assign(static_cast<size_t>(data.rank()), 0);
+  // An empty output needs no maps; sized by its other dimensions they could be 2^31 long each.
+  bool empty = idx.empty();
+  for (int d = 0; d < data.rank(); ++d) empty = empty || (d != axis && data[d] == 0);
   for (int d = 0; d < data.rank(); ++d) {
     if (d == axis && indices->rank() == 0) {
-      maps.fixed[static_cast<size_t>(d)] = idx[0];
+      maps.fixed[static_cast<size_t>(d)] = empty ? 0 : idx[0];
       continue;
     }
-    std::vector<int64_t> map = d == axis ? idx : std::vector<int64_t>(static_cast<size_t>(data[d]));
+    std::vector<int64_t> map = empty       ? std::vector<int64_t>()
+                               : d == axis ? idx
+                                           : std::vector<int64_t>(static_cast<size_t>(data[d]));
     if (d != axis) {
       for (size_t o = 0; o < map.size(); ++o) map[o] = static_cast<int64_t>(o);
     }

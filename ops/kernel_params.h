@@ -25,7 +25,8 @@ struct IndexMaps {
   std::vector<int64_t> fixed;               // one per input dimension
 };
 
-// The maps of a node; errors as its shape inference reports them.
+// The maps of a node; errors as its shape inference reports them. When the output holds no
+// elements every index list is empty (nothing is copied), however long its other dimensions.
 Result<IndexMaps> slice_index_maps(const OpContext& ctx);
 Result<IndexMaps> pad_index_maps(const OpContext& ctx);  // fill = constant_value (input 2)
 Result<IndexMaps> transpose_index_maps(const OpContext& ctx);
@@ -47,7 +48,8 @@ struct LinearTaps {
   std::vector<float> w0, w1;
   bool identity = true;  // out[o] == in[o] for every o
 };
-// mode = nearest: `maps` is set; mode = linear: `taps` has one entry per dimension.
+// mode = nearest: `maps` is set; mode = linear: `taps` has one entry per dimension. An output
+// holding no elements gets empty maps and empty identity taps.
 struct ResizeKernelParams {
   bool linear = false;
   IndexMaps maps;

@@ -22,8 +22,8 @@ enum class PadMode { kConstant, kReflect, kEdge };
 
 struct PadParams {
   PadMode mode = PadMode::kConstant;
-  // Per dimension: the output index -> input index map (-1: the constant).
-  std::vector<std::vector<int64_t>> maps;
+  // Per dimension: the amounts added before and after it (negative: cropped).
+  std::vector<int64_t> begin, end;
   Shape out_shape;
 };
 
@@ -79,51 +79,71 @@ Result<PadParams> parse_pad(const OpContext& ctx) {
     end[static_cast<size_t>(axes[i])] = e;
   }
 
+  // The output shape, checked (each dimension, then the element limit) before anything is sized
+  // from it. Shape inference never builds the index maps: only the kernels need them.
   std::vector<int64_t> out_dims;
   for (int d = 0; d < rank; ++d) {
     const int64_t dim = in.shape[d], b = begin[static_cast<size_t>(d)],
                   e = end[static_cast<size_t>(d)];
-    const int64_t out = dim + b + e;
+    int64_t out;
+    if (__builtin_add_overflow(dim, b, &out) || __builtin_add_overflow(out, e, &out) ||
+        out > kMaxDim) {
+      return ctx.error("pads " + ints_to_string(pads) + " make dimension " + std::to_string(d) +
+                       " (size " + std::to_string(dim) + ") larger than the limit of " +
+                       std::to_string(kMaxDim));
+    }
     if (out < 0) {
       return ctx.error("pads " + ints_to_string(pads) + " crop dimension " + std::to_string(d) +
                        " (size " + std::to_string(dim) + ") below zero");
     }
-    if (out > kMaxDim) return ctx.error("padded dimension " + std::to_string(d) + " is too large");
-    // The cropped source range [lo, lo + len), then padding of pb before and pe after it.
     const int64_t lo = std::max<int64_t>(-b, 0);
     const int64_t len = dim - lo - std::max<int64_t>(-e, 0);  // < 0 when over-cropped
-    const int64_t pb = std::max<int64_t>(b, 0), pe = std::max<int64_t>(e, 0);
-    if (p.mode != PadMode::kConstant && (pb > 0 || pe > 0) && len < 1) {
+    if (p.mode != PadMode::kConstant && (b > 0 || e > 0) && len < 1) {
       return ctx.error(std::string(p.mode == PadMode::kEdge ? "edge" : "reflect") +
                        " padding needs data to extend, but dimension " + std::to_string(d) +
                        " is empty after cropping");
     }
-    std::vector<int64_t> map(static_cast<size_t>(out));
-    for (int64_t o = 0; o < out; ++o) {
-      const int64_t q = o - pb;  // position in the cropped range
-      int64_t src;
-      if (q >= 0 && q < len) {
-        src = lo + q;
-      } else if (p.mode == PadMode::kConstant) {
-        src = -1;
-      } else if (p.mode == PadMode::kEdge) {
-        src = lo + std::clamp<int64_t>(q, 0, len - 1);
-      } else if (len == 1) {
-        src = lo;  // reflecting one element repeats it (as numpy.pad)
-      } else {
-        // Mirror about the end elements, as often as needed (numpy.pad): period 2 * (len - 1).
-        const int64_t period = 2 * (len - 1);
-        int64_t r = q % period;
-        if (r < 0) r += period;
-        src = lo + (r < len ? r : period - r);
-      }
-      map[static_cast<size_t>(o)] = src;
-    }
-    p.maps.push_back(std::move(map));
     out_dims.push_back(out);
   }
   p.out_shape = Shape(std::move(out_dims));
+  if (Status s = p.out_shape.validate(); !s.ok()) {
+    return ctx.error("pads " + ints_to_string(pads) + " give an invalid output: " + s.message());
+  }
+  p.begin = std::move(begin);
+  p.end = std::move(end);
   return p;
+}
+
+// The output index -> input index map of dimension `d` (-1: the constant).
+std::vector<int64_t> pad_map(const PadParams& p, int64_t dim, int d) {
+  const size_t ud = static_cast<size_t>(d);
+  const int64_t b = p.begin[ud], e = p.end[ud], out = p.out_shape[d];
+  // The cropped source range [lo, lo + len), then padding of pb before and pe after it.
+  const int64_t lo = std::max<int64_t>(-b, 0);
+  const int64_t len = dim - lo - std::max<int64_t>(-e, 0);
+  const int64_t pb = std::max<int64_t>(b, 0);
+  std::vector<int64_t> map(static_cast<size_t>(out));
+  for (int64_t o = 0; o < out; ++o) {
+    const int64_t q = o - pb;  // position in the cropped range
+    int64_t src;
+    if (q >= 0 && q < len) {
+      src = lo + q;
+    } else if (p.mode == PadMode::kConstant) {
+      src = -1;
+    } else if (p.mode == PadMode::kEdge) {
+      src = lo + std::clamp<int64_t>(q, 0, len - 1);
+    } else if (len == 1) {
+      src = lo;  // reflecting one element repeats it (as numpy.pad)
+    } else {
+      // Mirror about the end elements, as often as needed (numpy.pad): period 2 * (len - 1).
+      const int64_t period = 2 * (len - 1);
+      int64_t r = q % period;
+      if (r < 0) r += period;
+      src = lo + (r < len ? r : period - r);
+    }
+    map[static_cast<size_t>(o)] = src;
+  }
+  return map;
 }
 
 Status infer_pad(const OpContext& ctx, int /*num_outputs*/, std::vector<TensorInfo>* outputs) {
@@ -147,10 +167,15 @@ Status reference_pad(const OpContext& ctx, std::span<const Tensor> inputs,
 
 Result<IndexMaps> pad_index_maps(const OpContext& ctx) {
   ASSIGN_OR_RETURN(PadParams p, parse_pad(ctx));
+  const Shape& in = ctx.input(0).shape;
   IndexMaps maps;
-  maps.fixed.assign(p.maps.size(), 0);
-  for (size_t d = 0; d < p.maps.size(); ++d) maps.source_dim.push_back(static_cast<int>(d));
-  maps.index = std::move(p.maps);
+  maps.fixed.assign(static_cast<size_t>(in.rank()), 0);
+  // An empty output needs no maps; sized by its other dimensions they could be 2^31 long each.
+  const bool empty = p.out_shape.numel() == 0;
+  for (int d = 0; d < in.rank(); ++d) {
+    maps.source_dim.push_back(d);
+    maps.index.push_back(empty ? std::vector<int64_t>() : pad_map(p, in[d], d));
+  }
   return maps;
 }
 

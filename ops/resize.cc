@@ -276,15 +276,25 @@ Status reference_resize(const OpContext& ctx, std::span<const Tensor> inputs,
     return Status();
   }
 
-  // Linear: one 1-D pass per dimension that actually changes, through scratch buffers.
+  // Linear: one 1-D pass per dimension that actually changes, through scratch buffers. The
+  // dimensions that shrink go first, then those that grow (each group in order), so every
+  // intermediate holds at most max(input, output) elements: the shrinking passes only reduce
+  // the input, the growing ones only approach the output. In order instead, growing H of a
+  // [1, 1, 1, 65536] input to 65536 before shrinking W to 1 would need a 2^32-element scratch
+  // between two 2^16-element tensors. Resizes in one direction keep the plain order.
   std::vector<int> axes;
-  for (int d = 0; d < in.rank(); ++d) {
-    if (!p.taps[static_cast<size_t>(d)].identity) axes.push_back(d);
+  for (int grow = 0; grow < 2; ++grow) {
+    for (int d = 0; d < in.rank(); ++d) {
+      if (!p.taps[static_cast<size_t>(d)].identity && (out.dim(d) > in.dim(d)) == (grow == 1)) {
+        axes.push_back(d);
+      }
+    }
   }
   if (axes.empty()) {
     copy_tensor_bytes(in, &out);
     return Status();
   }
+  const int64_t scratch_limit = std::max(in.numel(), out.numel());
   Shape shape = in.shape();
   const float* src = in.data<float>();
   std::vector<float> scratch[2];
@@ -293,6 +303,10 @@ Status reference_resize(const OpContext& ctx, std::span<const Tensor> inputs,
     next[axes[k]] = out.dim(axes[k]);
     float* dst = out.data<float>();
     if (k + 1 < axes.size()) {
+      if (next.numel() > scratch_limit) {  // cannot happen in the order above; never allocate it
+        return ctx.error("linear resize would need a scratch of shape " + next.to_string() +
+                         ", larger than its input and output");
+      }
       scratch[k % 2].resize(static_cast<size_t>(next.numel()));
       dst = scratch[k % 2].data();
     }
@@ -310,11 +324,14 @@ Result<ResizeKernelParams> resize_kernel_params(const OpContext& ctx) {
   const Shape& in = ctx.input(0).shape;
   ResizeKernelParams k;
   k.linear = p.linear;
+  // An empty output needs no maps or taps; sized by its other dimensions they could be 2^31
+  // long each.
+  const bool empty = p.out_shape.numel() == 0;
   for (int d = 0; d < in.rank(); ++d) {
     const size_t ud = static_cast<size_t>(d);
-    const int64_t in_len = in[d], out_len = p.out_shape[d];
+    const int64_t in_len = in[d], out_len = empty ? 0 : p.out_shape[d];
     if (p.linear) {
-      k.taps.push_back(linear_taps(p, in_len, out_len, p.scales[ud]));
+      k.taps.push_back(empty ? LinearTaps() : linear_taps(p, in_len, out_len, p.scales[ud]));
       continue;
     }
     std::vector<int64_t> idx(static_cast<size_t>(out_len));

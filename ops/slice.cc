@@ -103,11 +103,13 @@ Result<IndexMaps> slice_index_maps(const OpContext& ctx) {
   IndexMaps maps;
   const int rank = ctx.input(0).shape.rank();
   maps.fixed.assign(static_cast<size_t>(rank), 0);
+  // An empty output needs no maps; sized by its other dimensions they could be 2^31 long each.
+  const bool empty = Shape(p.length).numel() == 0;
   for (int d = 0; d < rank; ++d) {
     const size_t ud = static_cast<size_t>(d);
-    std::vector<int64_t> idx(static_cast<size_t>(p.length[ud]));
-    for (int64_t o = 0; o < p.length[ud]; ++o)
-      idx[static_cast<size_t>(o)] = p.start[ud] + o * p.step[ud];
+    std::vector<int64_t> idx(empty ? 0 : static_cast<size_t>(p.length[ud]));
+    for (size_t o = 0; o < idx.size(); ++o)
+      idx[o] = p.start[ud] + static_cast<int64_t>(o) * p.step[ud];
     maps.source_dim.push_back(d);
     maps.index.push_back(std::move(idx));
   }

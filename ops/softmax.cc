@@ -36,11 +36,13 @@ Result<SoftmaxDims> softmax_dims(const OpContext& ctx) {
   Result<int> axis = normalize_axis(*axis_attr, x.rank(), "attribute 'axis'");
   if (!axis.ok()) return ctx.wrap(axis.status());
   SoftmaxDims d;
-  for (int i = 0; i < x.rank(); ++i) {
-    if (i < *axis) d.outer *= x[i];
-    if (i == *axis) d.len = x[i];
-    if (i > *axis) d.inner *= x[i];
-  }
+  Result<int64_t> outer = checked_dims_product(x, 0, *axis);
+  if (!outer.ok()) return ctx.wrap(outer.status());
+  Result<int64_t> inner = checked_dims_product(x, *axis + 1, x.rank());
+  if (!inner.ok()) return ctx.wrap(inner.status());
+  d.outer = *outer;
+  d.len = x[*axis];
+  d.inner = *inner;
   return d;
 }
 
@@ -61,7 +63,7 @@ Status reference_softmax(const OpContext& ctx, std::span<const Tensor> inputs,
   ASSIGN_OR_RETURN(SoftmaxDims d, softmax_dims(ctx));
   const float* x = inputs[0].data<float>();
   float* y = outputs[0].data<float>();
-  if (d.len == 0) return Status();
+  if (inputs[0].numel() == 0) return Status();  // nothing to normalise, whatever the other dims
   if (d.inner == 1) {
     // Contiguous rows.
     for (int64_t o = 0; o < d.outer; ++o) {

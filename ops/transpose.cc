@@ -175,8 +175,10 @@ Result<IndexMaps> transpose_index_maps(const OpContext& ctx) {
   const Shape& in = ctx.input(0).shape;
   IndexMaps maps;
   maps.fixed.assign(perm.size(), 0);
+  // An empty output needs no maps; sized by its other dimensions they could be 2^31 long each.
+  const bool empty = in.numel() == 0;
   for (int p : perm) {
-    std::vector<int64_t> idx(static_cast<size_t>(in[p]));
+    std::vector<int64_t> idx(empty ? 0 : static_cast<size_t>(in[p]));
     for (size_t o = 0; o < idx.size(); ++o) idx[o] = static_cast<int64_t>(o);
     maps.source_dim.push_back(p);
     maps.index.push_back(std::move(idx));

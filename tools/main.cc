@@ -21,9 +21,7 @@ const char kUsage[] =
     "\n"
     "Run `tessera <command> --help` for the options of a command.\n";
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int dispatch(int argc, char** argv) {
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
       !std::strcmp(argv[1], "help")) {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
@@ -39,4 +37,23 @@ int main(int argc, char** argv) {
   if (cmd == "simulate") return tessera::tools::cmd_simulate(argc, argv);
   std::fprintf(stderr, "tessera: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
   return 2;
+}
+
+}  // namespace
+
+// The one place the CLI catches: Tessera reports errors as Status, but an allocation that fails
+// (std::bad_alloc), a length_error or a library's exception must still end in a message and a
+// non-zero exit, not in terminate.
+int main(int argc, char** argv) {
+  try {
+    return dispatch(argc, argv);
+  } catch (...) {
+    const char* command = argc >= 2 ? argv[1] : "";
+    try {
+      return tessera::tools::report_error(command, tessera::status_from_current_exception(""));
+    } catch (...) {  // no memory even for the message
+      std::fprintf(stderr, "tessera %s: error: out of memory\n", command);
+      return 1;
+    }
+  }
 }

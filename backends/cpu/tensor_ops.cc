@@ -422,9 +422,9 @@ Result<std::unique_ptr<Kernel>> make_gather(const KernelRequest& req) {
 }
 
 // Resize in linear mode over H and W of a rank-4 f32 tensor. Per output pixel and channel, the
-// same arithmetic as the reference's two separable passes (H first, then W; a pass that is an
-// identity is skipped, as there), so results match it exactly; channels of an NHWC image are
-// the contiguous, vectorised inner loop.
+// same arithmetic as the reference's two separable passes (H first, then W, except that W goes
+// first when it shrinks and H grows; a pass that is an identity is skipped, as there), so
+// results match it exactly; channels of an NHWC image are the contiguous, vectorised inner loop.
 class ResizeLinearKernel final : public NhwcIo<> {
  public:
   explicit ResizeLinearKernel(std::vector<LinearTaps> taps) : taps_(std::move(taps)) {}
@@ -443,6 +443,7 @@ class ResizeLinearKernel final : public NhwcIo<> {
     iw_ = is[3];
     oh_ = os[2];
     ow_ = os[3];
+    w_first_ = ow_ <= iw_ && oh_ > ih_;
     return Status();
   }
   Status run(ThreadPool& pool) override {
@@ -469,6 +470,12 @@ class ResizeLinearKernel final : public NhwcIo<> {
             for (int64_t k = 0; k < c; ++k) yp[k] = wx0 * a[x0 + k] + wx1 * a[x1 + k];
           } else if (tw.identity) {
             for (int64_t k = 0; k < c; ++k) yp[k] = wy0 * r0[x0 + k] + wy1 * r1[x0 + k];
+          } else if (w_first_) {
+            for (int64_t k = 0; k < c; ++k) {
+              const float v0 = wx0 * r0[x0 + k] + wx1 * r0[x1 + k];
+              const float v1 = wx0 * r1[x0 + k] + wx1 * r1[x1 + k];
+              yp[k] = wy0 * v0 + wy1 * v1;
+            }
           } else {
             for (int64_t k = 0; k < c; ++k) {
               const float v0 = wy0 * r0[x0 + k] + wy1 * r1[x0 + k];
@@ -490,6 +497,7 @@ class ResizeLinearKernel final : public NhwcIo<> {
   const float* x_ = nullptr;
   float* y_ = nullptr;
   bool nhwc_ = true;
+  bool w_first_ = false;  // the reference's pass order: W before H when W shrinks and H grows
   int64_t pixel_ = 1, images_ = 0, ih_ = 0, iw_ = 0, oh_ = 0, ow_ = 0;
 };
 
@@ -499,7 +507,7 @@ Result<std::unique_ptr<Kernel>> make_resize(const KernelRequest& req) {
   // Linear: rank 4 with N and C unchanged, H and W both resized or identity.
   if (req.ctx.input(0).shape.rank() != 4 || req.ctx.constant(0) != nullptr) return decline();
   if (!p.taps[0].identity || !p.taps[1].identity) return decline();
-  if (p.taps[2].identity && p.taps[3].identity) return decline();  // a copy: the reference
+  if (p.taps[2].identity && p.taps[3].identity) return decline();  // a copy, or empty
   return std::unique_ptr<Kernel>(new ResizeLinearKernel(std::move(p.taps)));
 }
 

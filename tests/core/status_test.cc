@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <new>
+#include <stdexcept>
 
 #include "core/dtype.h"
 #include "core/shape.h"
@@ -51,6 +54,65 @@ TEST(Shape, ValidatesLimits) {
   EXPECT_EQ(Shape(std::vector<int64_t>(kMaxRank + 1, 1)).validate().code(),
             StatusCode::kOutOfRange);
   EXPECT_EQ(Shape({}).numel(), 1);
+}
+
+// Issue 28 (zero_dim_*.onnx): the element limit used to be checked on the running product, so
+// [0, 2^31, 2^31, 2^31] passed (the product stays 0) while [2^31, 2^31, 2^31, 0] did not, and
+// code multiplying some of the dims of the first then overflowed int64.
+TEST(Shape, ElementLimitDoesNotDependOnDimensionOrder) {
+  const int64_t big = int64_t{1} << 31;
+  for (const Shape& s : {Shape{0, big, big, big}, Shape{big, big, big, 0}, Shape{big, 0, big, big},
+                         Shape{0, big, big}}) {
+    SCOPED_TRACE(s.to_string());
+    Status v = s.validate();
+    EXPECT_EQ(v.code(), StatusCode::kOutOfRange) << v.to_string();
+    EXPECT_NE(v.message().find("without its zero dimensions"), std::string::npos) << v.message();
+    EXPECT_EQ(s.numel(), 0);  // and no overflow computing it
+  }
+  // Empty tensors within the limits stay valid, however long their other dimensions.
+  EXPECT_TRUE(Shape({0, kMaxDim}).validate().ok());
+  EXPECT_TRUE(Shape({kMaxDim, 8, 0}).validate().ok());
+  EXPECT_EQ(Shape({kMaxDim, 8, 0}).numel(), 0);
+  EXPECT_EQ(Shape({big, big, big}).numel(), INT64_MAX);  // invalid: saturates, no UB
+}
+
+TEST(Shape, CheckedDimsProduct) {
+  const int64_t big = int64_t{1} << 31;
+  const Shape s{0, big, big, big};
+  EXPECT_EQ(checked_dims_product(s, 0, 2).value(), 0);
+  EXPECT_EQ(checked_dims_product(s, 1, 2).value(), big);
+  EXPECT_EQ(checked_dims_product(s, 2, 2).value(), 1);
+  Result<int64_t> over = checked_dims_product(s, 1, 4);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.status().code(), StatusCode::kOutOfRange);
+  EXPECT_NE(over.status().message().find("[1, 4)"), std::string::npos) << over.status().message();
+  EXPECT_FALSE(checked_dims_product(Shape{2, -1}, 0, 2).ok());
+}
+
+// The API boundaries (CLI main, C API) turn any exception into a Status with this.
+TEST(Status, FromCurrentException) {
+  auto from = [](auto thrower) {
+    try {
+      thrower();
+    } catch (...) {
+      return status_from_current_exception("load");
+    }
+    return Status();
+  };
+  Status oom = from([] { throw std::bad_alloc(); });
+  EXPECT_EQ(oom.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(oom.message(), "load: out of memory (std::bad_alloc)");
+  Status len = from([] { throw std::length_error("vector::reserve"); });
+  EXPECT_EQ(len.code(), StatusCode::kInternal);
+  EXPECT_EQ(len.message(), "load: unexpected exception: vector::reserve");
+  Status odd = from([] { throw 42; });
+  EXPECT_EQ(odd.code(), StatusCode::kInternal);
+  EXPECT_EQ(odd.message(), "load: unexpected exception of unknown type");
+  try {
+    throw std::runtime_error("x");
+  } catch (...) {
+    EXPECT_EQ(status_from_current_exception("").message(), "unexpected exception: x");
+  }
 }
 
 TEST(Shape, NormalizesAxes) {

@@ -234,5 +234,16 @@ TEST(PlatformTest, DetectListsNoPerCoreDevicesOnALargeUniformMachine) {
   EXPECT_EQ(p.find("reference")->cores.size(), 16u);
 }
 
+// json_number_overflow.platform.json (issue 28): a number no double holds used to throw out of
+// the reader and terminate the process; now it is an error naming the file.
+TEST(Platform, NumberOverflowIsAnErrorNamingTheFile) {
+  auto p = Platform::from_json_text(R"({"format": "tessera-platform", "version": 1e999})",
+                                    "x.platform.json");
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(p.status().message().find("x.platform.json: number out of range"), std::string::npos)
+      << p.status().message();
+}
+
 }  // namespace
 }  // namespace tessera

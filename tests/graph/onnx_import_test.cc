@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <random>
 #include <string>
@@ -994,6 +995,68 @@ TEST(OnnxImport, LegacySoftmaxLoweringErrors) {
   model = import_model(m).value();
   expect_error(lower_legacy_softmax(model).status(), StatusCode::kFailedPrecondition,
                {"node 'softmax' (Softmax)", "'r'"});
+}
+
+// Hostile models (issue 28): an input of [0, 2^31, 2^31, 2^31] holds no element but used to
+// pass the element limit, after which Flatten and Softmax overflowed int64 multiplying some of
+// its dimensions and Pad, Slice and Resize sized 2^31-entry maps per dimension. Each is now
+// refused at the input, naming it.
+TEST(OnnxImport, ZeroElementInputsWithHugeDimsAreRefused) {
+  const int64_t big = int64_t{1} << 31;
+  struct Case {
+    const char* op;
+    std::function<void(GraphProto*, NodeProto*)> build;
+  };
+  const std::vector<Case> cases = {
+      {"Flatten", [](GraphProto*, NodeProto* n) { set_int(n, "axis", 1); }},
+      {"Softmax", [](GraphProto*, NodeProto* n) { set_int(n, "axis", 1); }},
+      {"Pad",
+       [](GraphProto* g, NodeProto* n) {
+         set_raw(add_initializer(g, "p", TensorProto::INT64, {8}), std::vector<int64_t>(8, 0));
+         n->add_input("p");
+       }},
+      {"Slice",
+       [](GraphProto* g, NodeProto* n) {
+         for (const char* name : {"a", "b", "c", "d"}) {
+           const int64_t v = name[0] == 'a' ? 1 : name[0] == 'b' ? int64_t{1} << 31 : 2;
+           set_raw(add_initializer(g, name, TensorProto::INT64, {1}), std::vector<int64_t>{v});
+           n->add_input(name);
+         }
+       }},
+      {"Resize",
+       [](GraphProto* g, NodeProto* n) {
+         add_attr(n, "mode", AttributeProto::STRING)->set_s("nearest");
+         set_raw(add_initializer(g, "s", TensorProto::FLOAT, {4}), std::vector<float>(4, 1.f));
+         n->add_input("");
+         n->add_input("s");
+       }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.op);
+    ModelProto m = make_model();
+    add_input(m.mutable_graph(), "x", {0, big, big, big});
+    c.build(m.mutable_graph(), add_node(m.mutable_graph(), c.op, {"x"}, {"y"}, "hostile"));
+    add_output(m.mutable_graph(), "y");
+    expect_error(import_model(m).status(), StatusCode::kOutOfRange,
+                 {"'x'", "[0, 2147483648, 2147483648, 2147483648]", "exceeds the limit"});
+  }
+}
+
+// pad_index_map_bomb4.onnx: pads of 2^31 - 2 on every dimension of a [1, 1, 1, 1] input. Shape
+// inference used to build a 16 GiB index map for the first dimension before the element limit
+// refused the output; now the limit is checked first and no map is built.
+TEST(OnnxImport, PadBeyondTheElementLimitIsRefusedBeforeAnyMap) {
+  ModelProto m = make_model();
+  add_input(m.mutable_graph(), "x", {1, 1, 1, 1});
+  std::vector<int64_t> pads(8, 0);
+  for (size_t i = 4; i < 8; ++i) pads[i] = (int64_t{1} << 31) - 2;
+  set_raw(add_initializer(m.mutable_graph(), "p", TensorProto::INT64, {8}), pads);
+  add_node(m.mutable_graph(), "Pad", {"x", "p"}, {"y"}, "pad_bomb4");
+  add_output(m.mutable_graph(), "y");
+  Result<ImportedModel> imported = import_model(m);
+  ASSERT_TRUE(imported.ok()) << imported.status().to_string();
+  expect_error(infer_onnx_shapes(*imported), StatusCode::kInvalidArgument,
+               {"pad_bomb4", "element count", "exceeds the limit"});
 }
 
 }  // namespace

@@ -181,6 +181,27 @@ Tensor naive_softmax(const Tensor& x, int axis) {
   return y;
 }
 
+// zero_dim_softmax1.onnx: [0, 2^31, 2^31, 2^31] is now refused by Shape::validate, but the
+// product of the dims after the axis must not overflow int64 (UB) in Softmax itself either; and
+// an empty input within the limits ([0, 2, 2^31]) needs no scratch sized by its inner block.
+TEST(Softmax, ProductsAreCheckedAndEmptyInputsNeedNoScratch) {
+  const int64_t big = int64_t{1} << 31;
+  Attributes a;
+  a.set("axis", int64_t{0});
+  std::vector<TensorInfo> out;
+  Status s =
+      testing::infer_unvalidated(OpKind::kSoftmax, a, {DType::kF32, Shape{0, big, big, big}}, &out);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kOutOfRange) << s.to_string();
+  EXPECT_NE(s.message().find("test_node"), std::string::npos) << s.message();
+
+  a.set("axis", int64_t{1});
+  const Tensor empty = Tensor::create(DType::kF32, Shape{0, 2, kMaxDim}).value();
+  auto r = run_op(OpKind::kSoftmax, a, {in(empty)});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r.value()[0].shape(), (Shape{0, 2, kMaxDim}));
+}
+
 TEST(Softmax, HandComputedAndStable) {
   // Large logits: without the max subtraction exp overflows to inf.
   Tensor x = tensor(Shape{2, 3}, {1000, 1001, 1002, 1, 2, 200});

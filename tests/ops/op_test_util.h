@@ -76,6 +76,25 @@ inline Result<std::vector<Tensor>> run_op(OpKind kind, const Attributes& attrs,
   return outs;
 }
 
+// Runs only the shape inference of `kind` itself on one input described by `info`, without the
+// input validation infer_node does first: for checking that an op's own arithmetic is safe on
+// any shape (no int64 overflow), not only on validated ones.
+inline Status infer_unvalidated(OpKind kind, const Attributes& attrs, const TensorInfo& info,
+                                std::vector<TensorInfo>* outputs) {
+  Graph g;
+  Node n;
+  n.name = "test_node";
+  n.kind = kind;
+  n.attrs = attrs;
+  const ValueId v = g.add_value("in0", info);
+  g.inputs().push_back(v);
+  n.inputs.push_back(v);
+  n.outputs.push_back(g.add_value("out0"));
+  g.add_node(n);
+  NodeContext nc(g, g.node(0));
+  return op_schema(kind).infer(nc.ctx(), 1, outputs);
+}
+
 // A tensor of seeded uniform values in [lo, hi).
 inline Tensor random_tensor(const Shape& shape, uint32_t seed, float lo = -1.f, float hi = 1.f) {
   Tensor t = Tensor::create(DType::kF32, shape).value();

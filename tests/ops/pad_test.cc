@@ -1,6 +1,7 @@
 // Pad: constant, reflect and edge modes, negative pads, the opset-18 axes input.
 #include <gtest/gtest.h>
 
+#include "ops/kernel_params.h"
 #include "tests/ops/naive_index.h"
 #include "tests/ops/op_test_util.h"
 
@@ -201,6 +202,53 @@ TEST(Pad, Errors) {
   EXPECT_FALSE(run_op(OpKind::kPad, {},
                       {in(x), constant(i64s({0, 1, 0, 0})), omitted(), constant(i64s({1, -1}))})
                    .ok());
+}
+
+// pad_index_map_bomb.onnx: 2^31 - 1 elements of padding at the end of a [1, 1, 1, 1] input.
+// Shape inference used to build every dimension's index map (16 GiB for the last one) just to
+// learn the output shape; it now computes the shape alone. pad_index_map_bomb4.onnx pads every
+// dimension by 2^31 - 2: the element limit now refuses it before anything is sized from it.
+TEST(Pad, ShapeInferenceBuildsNoIndexMaps) {
+  const Tensor x = Tensor::create(DType::kF32, Shape{1, 1, 1, 1}).value();
+  auto infer = [&](const std::vector<int64_t>& pads) -> Result<Shape> {
+    Graph g =
+        testing::single_node_graph(OpKind::kPad, Attributes(), {in(x), constant(i64s(pads))}, 1);
+    NodeContext nc(g, g.node(0));
+    std::vector<TensorInfo> out;
+    RETURN_IF_ERROR(infer_node(nc.ctx(), 1, &out));
+    return out[0].shape;
+  };
+  Result<Shape> one = infer({0, 0, 0, 0, 0, 0, 0, kMaxDim - 1});
+  ASSERT_TRUE(one.ok()) << one.status().to_string();
+  EXPECT_EQ(*one, (Shape{1, 1, 1, kMaxDim}));
+
+  Result<Shape> all = infer({0, 0, 0, 0, kMaxDim - 2, kMaxDim - 2, kMaxDim - 2, kMaxDim - 2});
+  ASSERT_FALSE(all.ok());
+  EXPECT_NE(all.status().message().find("test_node"), std::string::npos) << all.status().message();
+  EXPECT_NE(all.status().message().find("element count"), std::string::npos)
+      << all.status().message();
+
+  Result<Shape> over = infer({0, 0, 0, 0, 0, 0, 0, kMaxDim});
+  ASSERT_FALSE(over.ok());
+  EXPECT_NE(over.status().message().find("larger than the limit"), std::string::npos)
+      << over.status().message();
+}
+
+// zero_dim_pad0.onnx, within the limits: a [0, 2^31] input holds nothing, but its index maps
+// used to be sized by its dimensions (16 GiB for the second one).
+TEST(Pad, EmptyOutputNeedsNoIndexMaps) {
+  const Tensor x = Tensor::create(DType::kF32, Shape{0, kMaxDim}).value();
+  const Tensor pads = i64s({0, 0, 0, 0});
+  auto r = run_op(OpKind::kPad, mode("constant"), {in(x), constant(pads)});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r.value()[0].shape(), (Shape{0, kMaxDim}));
+
+  Graph g = testing::single_node_graph(OpKind::kPad, mode("edge"), {in(x), constant(pads)}, 1);
+  NodeContext nc(g, g.node(0));
+  Result<IndexMaps> maps = pad_index_maps(nc.ctx());
+  ASSERT_TRUE(maps.ok()) << maps.status().to_string();
+  ASSERT_EQ(maps->index.size(), 2u);
+  for (const std::vector<int64_t>& m : maps->index) EXPECT_TRUE(m.empty());
 }
 
 }  // namespace

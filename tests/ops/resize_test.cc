@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "ops/kernel_params.h"
 #include "tests/ops/naive_index.h"
 #include "tests/ops/op_test_util.h"
 
@@ -250,6 +251,40 @@ TEST(Resize, Errors) {
             StatusCode::kUnimplemented);
   EXPECT_EQ(with_scales(resize_attrs("linear"), i64s(Shape{1, 2}, {1, 2}), {1, 2}).status().code(),
             StatusCode::kUnimplemented);
+}
+
+// resize_linear_scratch_bomb.onnx: [1, 1, 1, 65536] to [1, 1, 65536, 1], 256 KiB in and out.
+// Resizing H before W used to go through a [1, 1, 65536, 65536] scratch (16 GiB); the shrinking
+// W pass now comes first, so the scratch holds one element.
+TEST(Resize, LinearScratchIsBoundedByInputAndOutput) {
+  const int64_t n = 65536;
+  const Tensor x = testing::random_tensor(Shape{1, 1, 1, n}, 28);
+  auto r = with_sizes(resize_attrs("linear"), x, {1, 1, n, 1});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  const Tensor& y = r.value()[0];
+  ASSERT_EQ(y.shape(), (Shape{1, 1, n, 1}));
+  // Half-pixel: the one output column samples x at 32767.5, which every output row repeats.
+  const float* xs = x.data<float>();
+  const float want = 0.5f * xs[n / 2 - 1] + 0.5f * xs[n / 2];
+  for (int64_t i = 0; i < n; ++i) ASSERT_FLOAT_EQ(y.data<float>()[i], want) << "at " << i;
+}
+
+// zero_dim_resize.onnx, within the limits: a [0, 2^31] input holds nothing, but its nearest maps
+// or linear taps used to be sized by its dimensions (16 and 48 GiB for the second one).
+TEST(Resize, EmptyOutputNeedsNoMapsOrTaps) {
+  const Tensor x = Tensor::create(DType::kF32, Shape{0, kMaxDim}).value();
+  for (const char* mode : {"nearest", "linear"}) {
+    SCOPED_TRACE(mode);
+    const std::vector<testing::OpInput> ins = {in(x), omitted(), constant(f32s(Shape{2}, {1, 1}))};
+    auto r = run_op(OpKind::kResize, resize_attrs(mode), ins);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    EXPECT_EQ(r.value()[0].shape(), (Shape{0, kMaxDim}));
+    Graph g = testing::single_node_graph(OpKind::kResize, resize_attrs(mode), ins, 1);
+    Result<ResizeKernelParams> p = resize_kernel_params(NodeContext(g, g.node(0)).ctx());
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    for (const std::vector<int64_t>& m : p->maps.index) EXPECT_TRUE(m.empty());
+    for (const LinearTaps& t : p->taps) EXPECT_TRUE(t.i0.empty() && t.identity);
+  }
 }
 
 }  // namespace

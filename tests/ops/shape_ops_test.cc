@@ -100,6 +100,26 @@ TEST(Flatten, Axes) {
   EXPECT_FALSE(flat(-5).ok());
 }
 
+// zero_dim_product_overflow_flatten.onnx: [0, 2^31, 2^31, 2^31] is now refused by
+// Shape::validate, but Flatten's own arithmetic must not overflow int64 (UB) on it either.
+TEST(Flatten, ProductsAreCheckedOnAnyShape) {
+  const int64_t big = int64_t{1} << 31;
+  const TensorInfo x{DType::kF32, Shape{0, big, big, big}};
+  Attributes a;
+  a.set("axis", int64_t{1});
+  std::vector<TensorInfo> out;
+  Status s = testing::infer_unvalidated(OpKind::kFlatten, a, x, &out);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kOutOfRange) << s.to_string();
+  EXPECT_NE(s.message().find("test_node"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("exceeds the limit"), std::string::npos) << s.message();
+  // Within the limits an empty input flattens as before.
+  out.clear();
+  ASSERT_TRUE(
+      testing::infer_unvalidated(OpKind::kFlatten, a, {DType::kF32, Shape{0, 4, 5}}, &out).ok());
+  EXPECT_EQ(out[0].shape, (Shape{0, 20}));
+}
+
 // ---- Squeeze / Unsqueeze ---------------------------------------------------------------------
 
 TEST(Squeeze, AttributeInputAndAll) {

@@ -177,5 +177,15 @@ TEST(PlanTest, BadJsonAndNotationNameTheField) {
   EXPECT_FALSE(parse_plan_notation("", 5).ok());
 }
 
+// json_number_overflow.plan.json (issue 28): a number no double holds used to throw out of the
+// reader and terminate the process; now it is an error naming the file.
+TEST(Plan, NumberOverflowIsAnErrorNamingTheFile) {
+  auto p = Plan::from_json_text(R"({"format": "tessera-plan", "version": 1e999})", "x.plan.json");
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(p.status().message().find("x.plan.json: number out of range"), std::string::npos)
+      << p.status().message();
+}
+
 }  // namespace
 }  // namespace tessera

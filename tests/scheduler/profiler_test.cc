@@ -436,5 +436,16 @@ TEST(ModelHashTest, HashesBytes) {
   EXPECT_FALSE(model_file_hash("/nonexistent/model.tsr").ok());
 }
 
+// json_number_overflow.profile.json (issue 28): a number no double holds used to throw out of
+// the reader and terminate the process; now it is an error naming the file.
+TEST(Profile, NumberOverflowIsAnErrorNamingTheFile) {
+  auto p = Profile::from_json_text(R"({"format": "tessera-profile", "version": 1e999})",
+                                   "x.profile.json");
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(p.status().message().find("x.profile.json: number out of range"), std::string::npos)
+      << p.status().message();
+}
+
 }  // namespace
 }  // namespace tessera
