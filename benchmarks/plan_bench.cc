@@ -15,6 +15,13 @@
 //   BM_PlanModel/<model>
 //       the slice planner (latency) on a real model's LayerGraph (TESSERA_MODEL_DIR, as
 //       exported by scripts/export_models.py) over four devices with synthetic per-layer costs.
+//   BM_PipelinePlan/<objective>/<stages>/<layers>x<devices>x<levels>
+//       make_pipeline_plan (seed 001: the search, then price_plan) on a MatMul chain over the
+//       synthetic profile above; <stages> 0 is `--stages auto` (the stopping rule), else exactly
+//       that many; <unsupported> 10: one layer in ten cannot run on each accelerator (the
+//       profile above), 0: every device runs every layer. Seed 001's largest model,
+//       Inception-v3, has 122 layers; the goal is < 1 s for 122 layers x 4 devices. Counters:
+//       `visited` (stage candidates the search priced) and `stages` (of the plan).
 //   BM_CostModelBuild/<layers>x<devices>x<levels>
 //       building the CostModel (once per profile, before any planning).
 //   BM_ExecutorStages/<model>/<device>/<stages>/<merged>
@@ -41,6 +48,7 @@
 #include "graph/onnx/onnx_import.h"
 #include "scheduler/cost_model.h"
 #include "scheduler/executor/executor.h"
+#include "scheduler/planners/pipeline.h"
 #include "scheduler/planners/slice.h"
 #include "tests/scheduler/profile_test_util.h"
 
@@ -71,8 +79,10 @@ Platform synthetic_platform(int devices, int levels) {
 }
 
 // Per-layer times at the lowest and highest level of every device, random but seeded; one layer
-// in ten cannot run on each accelerator, so the constraints take part.
-Profile synthetic_profile(const LayerGraph& lg, int devices, int levels, uint32_t seed) {
+// in `unsupported_every` (default ten; 0: none) cannot run on each accelerator, so the
+// constraints take part.
+Profile synthetic_profile(const LayerGraph& lg, int devices, int levels, uint32_t seed,
+                          int unsupported_every = 10) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> u(0.05, 2.0);
   Profile p;
@@ -96,7 +106,9 @@ Profile synthetic_profile(const LayerGraph& lg, int devices, int levels, uint32_
     }
     if (dp.device != "cpu") {
       for (int l = 0; l < lg.num_layers(); ++l) {
-        if (rng() % 10 == 0) dp.unsupported[l] = "op";
+        if (unsupported_every > 0 && rng() % static_cast<unsigned>(unsupported_every) == 0) {
+          dp.unsupported[l] = "op";
+        }
       }
     }
     p.devices.push_back(dp);
@@ -164,6 +176,29 @@ void BM_PlanByQuery(benchmark::State& state, const std::string& planner, Objecti
     benchmark::DoNotOptimize(s.cost);
   }
   state.counters["priced"] = static_cast<double>(search().priced);
+}
+
+void BM_PipelinePlan(benchmark::State& state, PipelineObjective objective) {
+  const int layers = static_cast<int>(state.range(1));
+  auto m = testing::make_model(testing::matmul_chain(layers));
+  Profile p =
+      synthetic_profile(*m.lg, static_cast<int>(state.range(2)), static_cast<int>(state.range(3)),
+                        1, static_cast<int>(state.range(4)));
+  CostModel cm = CostModel::build(p, *m.lg).value();
+  PipelineRequest req;
+  req.objective = objective;
+  req.stages = static_cast<int>(state.range(0));
+  for (auto _ : state) {
+    auto plan = make_pipeline_plan(cm, *m.lg, req);
+    if (!plan.ok()) {
+      state.SkipWithError(plan.status().to_string().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(plan->estimated_period_ms);
+  }
+  auto search = plan_pipeline(cm, *m.lg, req);
+  state.counters["visited"] = static_cast<double>(search->visited);
+  state.counters["stages"] = static_cast<double>(search->stages.size());
 }
 
 void BM_CostModelBuild(benchmark::State& state) {
@@ -306,6 +341,19 @@ void register_all() {
             ->Unit(benchmark::kMicrosecond);
       }
     }
+  }
+  // 122 layers (Inception-v3 in seed 001) over 4 devices; energy also over 4 x 5 levels.
+  for (PipelineObjective objective :
+       {PipelineObjective::kThroughput, PipelineObjective::kEnergy, PipelineObjective::kLatency}) {
+    auto* b = benchmark::RegisterBenchmark(
+        (std::string("BM_PipelinePlan/") + pipeline_objective_name(objective)).c_str(),
+        [objective](benchmark::State& s) { BM_PipelinePlan(s, objective); });
+    for (int64_t unsupported : {0, 10}) {
+      for (int64_t stages : {0, 2, 3, 4}) b->Args({stages, 122, 4, 1, unsupported});
+      if (objective == PipelineObjective::kEnergy) b->Args({0, 122, 4, 5, unsupported});
+    }
+    b->ArgNames({"stages", "layers", "devices", "levels", "unsupported"})
+        ->Unit(benchmark::kMillisecond);
   }
   benchmark::RegisterBenchmark("BM_CostModelBuild", BM_CostModelBuild)
       ->Args({50, 4, 1})

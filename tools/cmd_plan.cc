@@ -1,14 +1,20 @@
 // tessera plan MODEL.tsr --profile profile.json --objective latency|energy
 //              [--planner slice|preferred|hca|exhaustive] [--devices a,b] [--prefer a,b]
 //              [-o plan.json]
+// tessera plan MODEL.tsr --profile profile.json --planner pipeline
+//              --objective throughput|energy|latency [--stages auto|K] [--max-latency MS]
+//              [--max-period MS] [--devices a,b] [-o plan.json]
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 
 #include "api/internal.h"
 #include "graph/layer_graph.h"
 #include "scheduler/cost_model.h"
+#include "scheduler/planners/pipeline.h"
 #include "scheduler/planners/slice.h"
 #include "scheduler/pricer.h"
 #include "tools/cli.h"
@@ -20,9 +26,17 @@ namespace {
 
 const std::vector<cli::FlagSpec> kFlags = {
     {"--profile", "-p", true, false, "profile JSON from `tessera profile` (required)"},
-    {"--objective", "", true, false, "latency (default) or energy"},
+    {"--objective", "", true, false,
+     "latency (default) or energy; for --planner pipeline: throughput (default), energy or "
+     "latency"},
     {"--planner", "", true, false,
-     "slice (default: seed 000 Algorithm 1), preferred, hca or exhaustive (small models)"},
+     "slice (default: seed 000 Algorithm 1), preferred, hca, exhaustive (small models) or "
+     "pipeline (seed 001: a streaming plan of contiguous stages)"},
+    {"--stages", "", true, false,
+     "pipeline: auto (default: add stages while that helps) or the number of stages, 1..8"},
+    {"--max-latency", "", true, false, "pipeline: the largest latency of one frame allowed, ms"},
+    {"--max-period", "", true, false,
+     "pipeline: the largest period (time between frames) allowed, ms"},
     {"--devices", "-d", true, false,
      "comma-separated devices to use, DEVICE or DEVICE@MHz (default: every profiled device)"},
     {"--prefer", "", true, false,
@@ -30,6 +44,31 @@ const std::vector<cli::FlagSpec> kFlags = {
     {"--output", "-o", true, false, "write the plan JSON here"},
     {"--help", "-h", false, false, "show this help"},
 };
+
+// A positive number of milliseconds from a flag, or +inf when the flag is absent.
+Result<double> milliseconds(const cli::Args& args, const std::string& flag) {
+  if (!args.has(flag)) return kInfiniteCost;
+  const std::string v = args.get(flag);
+  char* end = nullptr;
+  const double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || !std::isfinite(x) || !(x > 0)) {
+    return invalid_argument(flag + " expects a positive number of milliseconds, got '" + v + "'");
+  }
+  return x;
+}
+
+Result<PipelineRequest> pipeline_request(const cli::Args& args) {
+  PipelineRequest req;
+  ASSIGN_OR_RETURN(req.objective, parse_pipeline_objective(args.get("--objective", "throughput")));
+  const std::string stages = args.get("--stages", "auto");
+  if (stages != "auto") {
+    ASSIGN_OR_RETURN(req.stages, args.get_int("--stages", 0, 1, PipelineRequest::kMaxStages));
+  }
+  ASSIGN_OR_RETURN(req.max_latency_ms, milliseconds(args, "--max-latency"));
+  ASSIGN_OR_RETURN(req.max_period_ms, milliseconds(args, "--max-period"));
+  req.devices = cli::split_commas(args.get("--devices"));
+  return req;
+}
 
 }  // namespace
 
@@ -48,6 +87,14 @@ void print_plan_table(const Plan& p, const LayerGraph& lg) {
   }
   std::printf("estimated latency %.3f ms, energy %.3f mJ\n", p.estimated_latency_ms,
               p.estimated_energy_mj);
+  if (p.mode == PlanMode::kStreaming && p.estimated_period_ms > 0) {
+    std::printf("estimated period %.3f ms (%.2f frames/s); device load:", p.estimated_period_ms,
+                1000.0 / p.estimated_period_ms);
+    for (const DeviceLoad& d : p.device_load) {
+      std::printf(" %s %.3f ms", d.device.c_str(), d.busy_ms);
+    }
+    std::printf("\n");
+  }
 }
 
 int cmd_plan(int argc, char** argv) {
@@ -56,7 +103,10 @@ int cmd_plan(int argc, char** argv) {
   if (args->has("--help") || args->positional.size() != 1 || !args->has("--profile")) {
     std::printf(
         "usage: tessera plan MODEL.tsr --profile profile.json [--objective latency|energy]"
-        " [-o plan.json]\n\n%s",
+        " [-o plan.json]\n"
+        "       tessera plan MODEL.tsr --profile profile.json --planner pipeline"
+        " [--objective throughput|energy|latency] [--stages auto|K] [--max-latency MS]"
+        " [--max-period MS]\n\n%s",
         cli::usage(kFlags).c_str());
     return args->has("--help") ? 0 : 2;
   }
@@ -72,15 +122,31 @@ int cmd_plan(int argc, char** argv) {
   auto cm = CostModel::build(*profile, *lg);
   if (!cm.ok()) return report_error("plan", cm.status());
 
+  const std::string planner = args->get("--planner", "slice");
+  if (planner != "pipeline") {
+    for (const char* flag : {"--stages", "--max-latency", "--max-period"}) {
+      if (args->has(flag)) {
+        return report_error(
+            "plan", invalid_argument(std::string(flag) + " applies to --planner pipeline only"));
+      }
+    }
+  }
   SlicePlanRequest req;
-  auto objective = parse_objective(args->get("--objective", "latency"));
-  if (!objective.ok()) return report_error("plan", objective.status());
-  req.objective = *objective;
-  req.planner = args->get("--planner", "slice");
   req.devices = cli::split_commas(args->get("--devices"));
-  req.preference = cli::split_commas(args->get("--prefer"));
-  if (req.planner == "preferred" && req.preference.empty()) req.preference = req.devices;
-  auto plan = make_slice_plan(*cm, req);
+  Result<Plan> plan = Plan{};
+  if (planner == "pipeline") {
+    auto preq = pipeline_request(*args);
+    if (!preq.ok()) return report_error("plan", preq.status());
+    plan = make_pipeline_plan(*cm, *lg, *preq);
+  } else {
+    auto objective = parse_objective(args->get("--objective", "latency"));
+    if (!objective.ok()) return report_error("plan", objective.status());
+    req.objective = *objective;
+    req.planner = planner;
+    req.preference = cli::split_commas(args->get("--prefer"));
+    if (req.planner == "preferred" && req.preference.empty()) req.preference = req.devices;
+    plan = make_slice_plan(*cm, req);
+  }
   if (!plan.ok()) return report_error("plan", plan.status());
   plan->model_name = std::filesystem::path(path).stem().string();
   plan->model_hash = *hash;

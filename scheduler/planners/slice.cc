@@ -334,31 +334,38 @@ Plan slicing_to_plan(const CostModel& cm, const Slicing& s, const std::vector<in
   return p;
 }
 
-Result<Plan> make_slice_plan(const CostModel& cm, const SlicePlanRequest& req) {
-  // Options: the virtual devices of the requested devices.
+Result<std::vector<int>> select_virtual_devices(const CostModel& cm,
+                                                const std::vector<std::string>& devices,
+                                                bool all_levels) {
   std::vector<int> vds;
   auto add = [&](int v) {
     if (std::find(vds.begin(), vds.end(), v) == vds.end()) vds.push_back(v);
   };
-  const std::vector<int> all =
-      req.objective == Objective::kEnergy ? cm.energy_devices() : cm.latency_devices();
-  if (req.devices.empty()) {
+  const std::vector<int> all = all_levels ? cm.energy_devices() : cm.latency_devices();
+  if (devices.empty()) {
     for (int v : all) add(v);
-  } else {
-    for (const std::string& name : req.devices) {
-      ASSIGN_OR_RETURN(int top, cm.find(name));
-      if (name.find('@') != std::string::npos || req.objective == Objective::kLatency) {
-        add(top);
-        continue;
-      }
-      for (int v : all) {
-        if (cm.virtual_devices()[static_cast<size_t>(v)].device_index ==
-            cm.virtual_devices()[static_cast<size_t>(top)].device_index) {
-          add(v);
-        }
+    return vds;
+  }
+  for (const std::string& name : devices) {
+    ASSIGN_OR_RETURN(int top, cm.find(name));
+    if (name.find('@') != std::string::npos || !all_levels) {
+      add(top);
+      continue;
+    }
+    for (int v : all) {
+      if (cm.virtual_devices()[static_cast<size_t>(v)].device_index ==
+          cm.virtual_devices()[static_cast<size_t>(top)].device_index) {
+        add(v);
       }
     }
   }
+  return vds;
+}
+
+Result<Plan> make_slice_plan(const CostModel& cm, const SlicePlanRequest& req) {
+  // Options: the virtual devices of the requested devices.
+  ASSIGN_OR_RETURN(std::vector<int> vds,
+                   select_virtual_devices(cm, req.devices, req.objective == Objective::kEnergy));
   Slicing s;
   if (req.planner == "slice") {
     s = plan_slice_dp(cm.slice_table(vds, req.objective));

@@ -107,6 +107,13 @@ struct SlicePlanRequest {
   std::vector<std::string> preference;
 };
 
+// The options of a request: the virtual devices of `devices` (empty: every profiled device), at
+// each device's top level, or at every level when `all_levels`; a name with @MHz gives that one
+// level. NotFound names a device the profile lacks.
+Result<std::vector<int>> select_virtual_devices(const CostModel& cm,
+                                                const std::vector<std::string>& devices,
+                                                bool all_levels);
+
 // Runs a slicing planner and returns its Plan with per-stage estimates from the CostModel.
 // An exhaustive search is refused beyond 16 layers.
 Result<Plan> make_slice_plan(const CostModel& cm, const SlicePlanRequest& request);

@@ -46,6 +46,42 @@ TEST(PlanCli, PlansRunsAndRefuses) {
     EXPECT_NE(r.output.find(p->notation()), std::string::npos) << r.output;
   }
 
+  // The pipeline planner: a streaming plan with its period, and clear refusals.
+  for (const char* objective : {"throughput", "energy", "latency"}) {
+    r = run_cli("plan " + model + " --profile " + profile + " --planner pipeline --objective " +
+                objective + " --stages 2 -o " + plan);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("plan (pipeline, " + std::string(objective) + ", streaming)"),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("estimated period"), std::string::npos) << r.output;
+    auto p = Plan::load(plan);
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    EXPECT_EQ(p->mode, PlanMode::kStreaming);
+    EXPECT_EQ(p->stages.size(), 2u);
+    EXPECT_GT(p->estimated_period_ms, 0);
+  }
+  r = run_cli("plan " + model + " --profile " + profile + " --planner pipeline --stages auto");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* bad :
+       {"--stages 0", "--stages nine", "--max-period -1", "--max-latency x", "--objective speed"}) {
+    r = run_cli("plan " + model + " --profile " + profile + " --planner pipeline " + bad);
+    EXPECT_EQ(r.exit_code, 1) << bad;
+    const std::string flag = std::string(bad).substr(0, std::string(bad).find(' '));
+    EXPECT_NE(r.output.find(flag == "--objective" ? "speed" : flag), std::string::npos)
+        << bad << ": " << r.output;
+  }
+  r = run_cli("plan " + model + " --profile " + profile + " --planner pipeline --max-period 1e-6");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("max period 1e-06 ms: the smallest period is"), std::string::npos)
+      << r.output;
+  r = run_cli("plan " + model + " --profile " + profile + " --stages 2");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--planner pipeline only"), std::string::npos) << r.output;
+
+  // The last plan written (a pipeline) is streaming; run the sequential slice plan below.
+  r = run_cli("plan " + model + " --profile " + profile + " -o " + plan);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
   r = run_cli("run " + model + " --plan " + plan + " --repeat 2 --trace " + trace);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("measured ms"), std::string::npos) << r.output;
