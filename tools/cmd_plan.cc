@@ -137,7 +137,16 @@ int cmd_plan(int argc, char** argv) {
   if (planner == "pipeline") {
     auto preq = pipeline_request(*args);
     if (!preq.ok()) return report_error("plan", preq.status());
-    plan = make_pipeline_plan(*cm, *lg, *preq);
+    auto found = plan_pipeline(*cm, *lg, *preq);
+    if (!found.ok()) return report_error("plan", found.status());
+    if (!found->proven_optimal) {
+      std::printf(
+          "note: the search stopped after pricing %lld stage candidates; the plan below is the "
+          "best it found, not proven optimal (fewer --stages make the proof cheaper)\n",
+          static_cast<long long>(found->visited));
+    }
+    plan = pipeline_to_plan(*cm, *found);
+    plan->objective = pipeline_objective_name(preq->objective);
   } else {
     auto objective = parse_objective(args->get("--objective", "latency"));
     if (!objective.ok()) return report_error("plan", objective.status());

@@ -180,11 +180,12 @@ Instance build_instance(const CostModel& cm, const LayerGraph& lg, const std::ve
 
 class Search {
  public:
-  Search(const Instance& in, const PipelineRequest& req, int k, double bound)
+  Search(const Instance& in, const PipelineRequest& req, int k, double bound, int64_t budget)
       : in_(in),
         req_(req),
         k_(k),
         bound_(bound),
+        budget_(budget),
         load_(static_cast<size_t>(in.P), 0),
         level_(static_cast<size_t>(in.P), -1),
         stage_of_(static_cast<size_t>(in.L), -1) {}
@@ -198,6 +199,7 @@ class Search {
       depth_first(0, 0, Acc{});
     }
     best_.visited = visited_;
+    best_.proven_optimal = !exhausted_;
     return best_;
   }
 
@@ -298,6 +300,10 @@ class Search {
   void depth_first(int i, int c, const Acc& acc) {
     const int L = in_.L;
     const int r = k_ - i;  // stages left, this one included
+    if (visited_ >= budget_) {
+      exhausted_ = true;
+      return;
+    }
     for (int o = 0; o < in_.D; ++o) {
       if (!allowed(o)) continue;
       const int d = in_.dev[static_cast<size_t>(o)];
@@ -380,6 +386,8 @@ class Search {
   const PipelineRequest& req_;
   int k_;
   double bound_;
+  int64_t budget_;
+  bool exhausted_ = false;
   Pipeline best_;
   int64_t visited_ = 0;
   std::vector<double> load_;   // per physical device
@@ -409,38 +417,45 @@ double global_lower_bound(const Instance& in, PipelineObjective objective, int k
 // The best k-stage pipeline with an objective below `incumbent` (none: an infeasible Pipeline).
 // A pass bounded by B finds the best plan below B if there is one, which is then the optimum;
 // tight bounds first keep the branch and bound narrow.
-Pipeline best_with_stages(const Instance& in, const PipelineRequest& req, int k, double incumbent) {
-  if (k <= 2) return Search(in, req, k, incumbent).run();
+Pipeline best_with_stages(const Instance& in, const PipelineRequest& req, int k, double incumbent,
+                          int64_t budget) {
+  if (k <= 2) return Search(in, req, k, incumbent, budget).run();
   int64_t visited = 0;
   const double lb = global_lower_bound(in, req.objective, k);
   if (lb > 0 && lb < kInfiniteCost) {
     for (int pass = 0; pass < kWidenPasses; ++pass) {
       const double bound = lb * (1 + 0.01 * std::ldexp(1.0, pass));
       if (!(bound < incumbent)) break;
-      Pipeline p = Search(in, req, k, bound).run();
+      Pipeline p = Search(in, req, k, bound, budget - visited).run();
       visited += p.visited;
-      if (p.feasible()) {
+      if (p.feasible() || !p.proven_optimal) {
         p.visited = visited;
         return p;
       }
     }
   }
-  Pipeline p = Search(in, req, k, incumbent).run();
+  Pipeline p = Search(in, req, k, incumbent, budget - visited).run();
   p.visited += visited;
   return p;
 }
 
 // The request's stage count, or the stopping rule over k.
 Pipeline search(const Instance& in, const PipelineRequest& req) {
-  if (req.stages > 0) return best_with_stages(in, req, req.stages, kInfiniteCost);
+  if (req.stages > 0) return best_with_stages(in, req, req.stages, kInfiniteCost, req.max_visits);
   Pipeline best;
   int64_t visited = 0;
+  bool proven = true;
   const int k_max = std::min(in.L, PipelineRequest::kMaxStages);
   for (int k = 1; k <= k_max; ++k) {
     const double incumbent =
         best.feasible() ? objective_value(best, req.objective) * kStrictlyBetter : kInfiniteCost;
-    Pipeline p = best_with_stages(in, req, k, incumbent);
+    Pipeline p = best_with_stages(in, req, k, incumbent, req.max_visits - visited);
     visited += p.visited;
+    if (!p.proven_optimal) {
+      proven = false;
+      if (p.feasible()) best = std::move(p);  // better than k - 1 stages, not proven best
+      break;
+    }
     if (p.feasible()) {
       best = std::move(p);
     } else if (best.feasible()) {
@@ -448,6 +463,7 @@ Pipeline search(const Instance& in, const PipelineRequest& req) {
     }
   }
   best.visited = visited;
+  best.proven_optimal = proven;
   return best;
 }
 
@@ -483,6 +499,9 @@ Result<Pipeline> plan_pipeline(const CostModel& cm, const LayerGraph& lg,
     return invalid_argument("pipeline: stages " + std::to_string(req.stages) +
                             " is not auto or 1.." + std::to_string(PipelineRequest::kMaxStages));
   }
+  if (req.max_visits < 1) {
+    return invalid_argument("pipeline: max_visits must be at least 1");
+  }
   if (req.stages > L) {
     return invalid_argument("pipeline: " + std::to_string(req.stages) +
                             " stages need at least as many layers; the model has " +
@@ -502,6 +521,11 @@ Result<Pipeline> plan_pipeline(const CostModel& cm, const LayerGraph& lg,
   if (best.feasible()) {
     for (PipelineStage& st : best.stages) st.vd = vds[static_cast<size_t>(st.vd)];
     return best;
+  }
+  if (!best.proven_optimal) {
+    return resource_exhausted("pipeline: the search priced " + std::to_string(best.visited) +
+                              " stage candidates (its budget) without finding a plan that "
+                              "meets the request; ask for fewer stages");
   }
 
   // Nothing feasible: say why.

@@ -52,6 +52,10 @@
 //   auto       the stopping rule of Sect. II-A-2: k = 1, 2, ... until k + 1 finds nothing
 //              better (relative 1e-9) than k, at most kMaxStages; while no k meets the
 //              constraints the search goes on to the next k.
+//   budget     PipelineRequest::max_visits bounds the work of one call: a search that reaches
+//              it returns its best plan so far, marked not proven optimal (so --stages auto on
+//              throughput with 4 similar devices, whose 5-stage proof is out of reach, answers
+//              in seconds instead of running on).
 // Precomputation: b and e of every feasible slice on every option, O(D L^2) time and memory.
 #pragma once
 
@@ -79,6 +83,11 @@ struct PipelineRequest {
   // Device names as in SlicePlanRequest::devices ("cpu:0", or "cpu:0@1800" for one level);
   // empty: every profiled device.
   std::vector<std::string> devices;
+  // The most stage candidates the branch and bound of k >= 3 stages may price in one call (the
+  // whole stopping rule included). When it runs out, the search stops: it returns the best
+  // pipeline found so far, marked not proven optimal (under --stages auto: the best of the
+  // stage counts it finished, and of the one it was exploring). About 1-3 s at the default.
+  int64_t max_visits = 100'000'000;
 
   static constexpr int kMaxStages = 8;
 };
@@ -97,6 +106,9 @@ struct Pipeline {
   double latency_ms = kInfiniteCost;
   double energy_mj = kInfiniteCost;
   int64_t visited = 0;  // stage candidates the search priced (its work, noise-free)
+  // False when the search ran out of PipelineRequest::max_visits before it could prove that no
+  // better pipeline exists.
+  bool proven_optimal = true;
   bool feasible() const { return !stages.empty(); }
 };
 

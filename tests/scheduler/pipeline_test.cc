@@ -633,5 +633,43 @@ TEST(PipelineTest, LargerModelPlansAndAgreesWithThePricer) {
   }
 }
 
+// The search budget: a search that runs out returns its best plan, marked not proven optimal,
+// or says it found none; it never runs on.
+TEST(PipelineTest, BudgetEndsTheSearchWithItsBestPlan) {
+  std::mt19937 rng(8);
+  auto m = testing::make_model(random_graph(rng, 60));
+  Profile profile = random_profile(*m.lg, rng, 4);
+  auto cm = CostModel::build(profile, *m.lg);
+  ASSERT_TRUE(cm.ok()) << cm.status().to_string();
+  PipelineRequest req;
+  req.objective = PipelineObjective::kThroughput;
+  req.max_visits = 20000;
+  auto p = plan_pipeline(*cm, *m.lg, req);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  EXPECT_FALSE(p->proven_optimal);
+  EXPECT_LE(p->visited, 20000 + 4 * 60);  // the budget, plus the candidates of one layer scan
+  expect_priced_alike(*cm, *m.lg, *p, "budgeted");
+  PipelineRequest two = req;
+  two.stages = 2;  // Algorithm 1 needs no branch and bound: proven within any budget
+  two.max_visits = 1;
+  auto exact2 = plan_pipeline(*cm, *m.lg, two);
+  ASSERT_TRUE(exact2.ok());
+  EXPECT_TRUE(exact2->proven_optimal);
+  EXPECT_LE(value(*p, req.objective), value(*exact2, req.objective) * (1 + 1e-9));
+
+  PipelineRequest tiny = req;
+  tiny.stages = 4;
+  tiny.max_visits = 1;
+  auto t = plan_pipeline(*cm, *m.lg, tiny);
+  if (t.ok()) {
+    EXPECT_FALSE(t->proven_optimal);
+  } else {
+    EXPECT_NE(t.status().to_string().find("budget"), std::string::npos) << t.status().to_string();
+  }
+  PipelineRequest zero = req;
+  zero.max_visits = 0;
+  EXPECT_FALSE(plan_pipeline(*cm, *m.lg, zero).ok());
+}
+
 }  // namespace
 }  // namespace tessera
