@@ -290,9 +290,13 @@ TEST(PackingHostile, RandomByteFlipsGiveAnErrorOrABoundedTensor) {
   EXPECT_GT(accepted, 100);
 }
 
-// A header of rank 1 with `n` elements and the given fields; no payload.
+// A 4-bit, bit-shuffled, LZ4 header declaring `n` elements in `rank` dims of `dim` each, then a
+// 16-byte payload of filler.
 std::vector<uint8_t> forged_header(uint64_t n, int rank, int64_t dim) {
-  std::vector<uint8_t> b(kPackHeaderBytes + 8 * static_cast<size_t>(rank), 0);
+  const size_t header = kPackHeaderBytes + 8 * static_cast<size_t>(rank);
+  const uint64_t raw = (n + 7) / 8 * 4, payload = 16;
+  std::vector<uint8_t> b(header + payload, 0x11);
+  std::fill(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(header), uint8_t{0});
   std::memcpy(b.data(), kPackMagic, 4);
   b[4] = kPackVersion & 0xff;
   b[7] = 4;   // bits
@@ -302,11 +306,9 @@ std::vector<uint8_t> forged_header(uint64_t n, int rank, int64_t dim) {
   std::memcpy(b.data() + 16, &n, 8);
   const float scale = 1.0f;
   std::memcpy(b.data() + 28, &scale, 4);
-  const uint64_t raw = (n + 7) / 8 * 4, payload = 16;
   std::memcpy(b.data() + 32, &raw, 8);
   std::memcpy(b.data() + 40, &payload, 8);
   for (int d = 0; d < rank; ++d) std::memcpy(b.data() + kPackHeaderBytes + 8 * d, &dim, 8);
-  b.resize(b.size() + payload, 0x11);
   return b;
 }
 
