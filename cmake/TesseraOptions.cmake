@@ -14,6 +14,20 @@ if(TESSERA_SANITIZE)
                       -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)
 endif()
+# libFuzzer targets (fuzz/): every object gets coverage instrumentation and ASan + UBSan; only
+# the fuzz targets link libFuzzer's main (-fsanitize=fuzzer).
+if(TESSERA_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "TESSERA_FUZZ needs clang (libFuzzer): configure with "
+                        "-DCMAKE_CXX_COMPILER=clang++, or run scripts/fuzz.sh")
+  endif()
+  if(TESSERA_SANITIZE OR TESSERA_TSAN)
+    message(FATAL_ERROR "TESSERA_FUZZ brings its own sanitizers")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+                      -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()
 if(TESSERA_TSAN)
   if(TESSERA_SANITIZE)
     message(FATAL_ERROR "TESSERA_TSAN and TESSERA_SANITIZE cannot be combined")

@@ -17,6 +17,8 @@ PACKAGES=(
   libvulkan-dev mesa-vulkan-drivers glslc
   # OpenCL backend: headers, ICD loader, and PoCL (an OpenCL CPU device the tests run on)
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
+  # remote hops: the packing codec's LZ4 (backends/remote/packing.h)
+  liblz4-dev
   # platform, profile and plan JSON files
   nlohmann-json3-dev
   # model export (Debian's python: /usr/bin/python3)
