@@ -245,6 +245,28 @@ TEST(Passes, RemovesDeadNodes) {
   EXPECT_EQ(b.g.num_nodes(), 1);
 }
 
+TEST(Passes, KeepsAndRefusesDropoutWithRunTimeTrainingMode) {
+  // training_mode is a graph input: it may be true at run time, so the Dropout is not an
+  // identity. The passes must not bypass it, and the graph must be refused naming the node.
+  Builder b;
+  ValueId x = b.input("x", Shape{1, 2, 4, 4});
+  ValueId training = b.g.add_value("training", TensorInfo{DType::kBool, Shape{}});
+  b.g.inputs().push_back(training);
+  std::vector<ValueId> drop = b.node(OpKind::kDropout, {x, kNoValue, training});
+  b.g.outputs().push_back(drop[0]);
+  Graph copy = b.g;
+  const Status st = optimize_graph(b.g);
+  EXPECT_EQ(st.code(), StatusCode::kUnimplemented) << st.to_string();
+  EXPECT_NE(st.message().find(b.g.node(0).name), std::string::npos) << st.message();
+  // remove_identities on its own (shapes inferred without the Dropout's check) keeps it too.
+  copy.value(drop[0]).info = copy.value(x).info;
+  copy.value(drop[0]).has_info = true;
+  PassStats stats;
+  ASSERT_TRUE(remove_identities(copy, &stats).ok());
+  EXPECT_EQ(stats.removed_identities, 0);
+  EXPECT_EQ(count_kind(copy, OpKind::kDropout), 1);
+}
+
 TEST(Graph, ValidateRefusesTwoTensorsWithOneName) {
   Builder b;
   ValueId x = b.input("x", Shape{1, 2, 4, 4});
