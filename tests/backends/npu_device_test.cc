@@ -381,6 +381,17 @@ TEST(NpuConstraints, AttributeLimitsAreCapabilities) {
   refused(one_node(OpKind::kConv, attrs_of({{"activation", std::string("hard_swish")}}),
                    {Shape{1, 4, 8, 8}}, {random_tensor(Shape{4, 4, 1, 1}, 1)}, Shape{1, 4, 8, 8}),
           "hard_swish");
+  // Clip with min >= max (valid ONNX: every value becomes max) is no XNNPACK clamp: the host
+  // runs it, standalone or fused.
+  refused(one_node(OpKind::kClip, {}, {Shape{1, 4, 8, 8}},
+                   {Tensor::scalar_f32(1.f), Tensor::scalar_f32(-1.f)}, Shape{1, 4, 8, 8}),
+          "min must be below max");
+  refused(one_node(OpKind::kConv,
+                   attrs_of({{"activation", std::string("clip")},
+                             {"activation_alpha", 0.5f},
+                             {"activation_beta", 0.5f}}),
+                   {Shape{1, 4, 8, 8}}, {random_tensor(Shape{4, 4, 1, 1}, 1)}, Shape{1, 4, 8, 8}),
+          "min must be below max");
   refused(one_node(OpKind::kConv, {}, {Shape{1, 2, 16, 16}},
                    {random_tensor(Shape{2, 2, 13, 13}, 1)}, Shape{1, 2, 4, 4}),
           "kernel");

@@ -258,6 +258,9 @@ TEST(VulkanOps, Activations) {
   check_op(*dev, OpKind::kHardSigmoid, attrs_of({{"alpha", 0.3f}, {"beta", 0.4f}}), {in(x)});
   check_op(*dev, OpKind::kClip, {},
            {in(x), constant(Tensor::scalar_f32(-1.f)), constant(Tensor::scalar_f32(6.f))});
+  // Clip-13: min > max makes every value max.
+  check_op(*dev, OpKind::kClip, {},
+           {in(x), constant(Tensor::scalar_f32(1.f)), constant(Tensor::scalar_f32(-1.f))});
   // NaN and infinities pass through as the reference passes them.
   Tensor special =
       Tensor::from_floats({5}, std::vector<float>{NAN, INFINITY, -INFINITY, 0.f, -2.f});

@@ -891,13 +891,14 @@ TEST(OnnxImport, InconsistentShapesNameTheNode) {
   m = make_model();
   g = m.mutable_graph();
   add_input(g, "x", {4});
-  add_float_initializer(g, "lo", {}, {3.f});
+  add_float_initializer(g, "lo", {2}, {0.f, 1.f});  // Clip's min must be a scalar
   add_float_initializer(g, "hi", {}, {1.f});
   add_node(g, "Relu", {"x"}, {"r"}, "relu");
   add_node(g, "Clip", {"r", "lo", "hi"}, {"y"}, "bad_clip");
   add_output(g, "y");
   model = import_model(m).value();
-  expect_error(infer_onnx_shapes(model), StatusCode::kInvalidArgument, {"node 'bad_clip' (Clip)"});
+  expect_error(infer_onnx_shapes(model), StatusCode::kInvalidArgument,
+               {"node 'bad_clip' (Clip)", "scalar"});
 }
 
 // ---- Softmax before opset 13 ------------------------------------------------------------------
