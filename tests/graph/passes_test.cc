@@ -306,5 +306,26 @@ TEST(LayerGraph, LiveTensorsAcrossSkipConnections) {
   EXPECT_EQ(lg->total_parameters(), 2u * (4 * 4 * 9 + 4));
 }
 
+TEST(LayerGraph, SharedWeightCountsOnce) {
+  // Two convolutions reading one weight and one bias: each layer reports what it reads, the
+  // total counts the shared constants once.
+  Builder b;
+  ValueId x = b.input("x", Shape{1, 4, 8, 8});
+  Attributes a;
+  a.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  ValueId w = b.constant(random_tensor(Shape{4, 4, 3, 3}, 1));
+  ValueId bias = b.constant(random_tensor(Shape{4}, 2));
+  ValueId c1 = b.one(OpKind::kConv, {x, w, bias}, a);
+  ValueId c2 = b.one(OpKind::kConv, {c1, w, bias}, a);
+  b.g.outputs().push_back(c2);
+  ASSERT_TRUE(optimize_graph(b.g).ok());
+  auto lg = LayerGraph::build(b.g);
+  ASSERT_TRUE(lg.ok());
+  ASSERT_EQ(lg->num_layers(), 2);
+  EXPECT_EQ(lg->layer(0).parameter_count, 4u * 4 * 9 + 4);
+  EXPECT_EQ(lg->layer(1).parameter_count, 4u * 4 * 9 + 4);
+  EXPECT_EQ(lg->total_parameters(), 4u * 4 * 9 + 4);
+}
+
 }  // namespace
 }  // namespace tessera
