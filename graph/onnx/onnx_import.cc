@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <climits>
@@ -336,18 +337,46 @@ class GraphBuilder {
     return "node '" + names_[static_cast<size_t>(i)] + "' (" + op + ")";
   }
 
-  // Every node of another domain or of an op type Tessera lacks, reported together.
+  // Every node of another domain or of an op type Tessera lacks, reported together and grouped
+  // by op type in order of first appearance: "Loop x2 (nodes 'a', 'b'), Range x1 (node 'c')",
+  // naming at most kMaxNamesPerOp nodes of each type.
+  //
+  // This check runs before constant folding because the Graph has no way to hold an op Tessera
+  // does not know; and folding evaluates nodes with their reference kernels, which such an op
+  // lacks. So a node of an unknown type is refused even where all its inputs are constants
+  // (anchor grids built by Range/Expand, an LSTM's zero initial state): the message says so.
   Status check_operators() {
-    std::string list;
-    int count = 0;
+    static constexpr size_t kMaxNamesPerOp = 3;
+    struct Group {
+      std::string op;
+      std::vector<std::string> nodes;
+    };
+    std::vector<Group> groups;
     for (int i = 0; i < proto_.node_size(); ++i) {
       const onnx::NodeProto& n = proto_.node(i);
       if (n.op_type().empty()) return invalid_argument(describe(i) + " has no op_type");
       if (is_default_domain(n.domain()) && op_from_name(n.op_type())) continue;
-      list += (count++ ? ", " : "") + describe(i);
+      const std::string op =
+          is_default_domain(n.domain()) ? n.op_type() : n.domain() + ":" + n.op_type();
+      auto g =
+          std::find_if(groups.begin(), groups.end(), [&](const Group& x) { return x.op == op; });
+      if (g == groups.end()) g = groups.insert(groups.end(), Group{op, {}});
+      g->nodes.push_back(names_[static_cast<size_t>(i)]);
     }
-    if (count > 0) return unimplemented("unsupported operators: " + list);
-    return Status();
+    if (groups.empty()) return Status();
+    std::string list;
+    for (const Group& g : groups) {
+      list += (list.empty() ? "" : ", ") + g.op + " x" + std::to_string(g.nodes.size()) +
+              (g.nodes.size() == 1 ? " (node " : " (nodes ");
+      for (size_t k = 0; k < g.nodes.size() && k < kMaxNamesPerOp; ++k)
+        list += (k ? ", '" : "'") + g.nodes[k] + "'";
+      if (g.nodes.size() > kMaxNamesPerOp) list += ", ...";
+      list += ")";
+    }
+    return unimplemented("unsupported operators: " + list +
+                         "; Tessera has no kernel (not even a reference one) for these op types, "
+                         "so it can neither run nor constant-fold them, even where their inputs "
+                         "are constants");
   }
 
   // Adds a value under its ONNX name, failing if the name is taken.

@@ -19,7 +19,10 @@
 //     replacement is reported in ImportedModel::warnings. An input of unknown rank is an error.
 //   - Constant nodes are folded into constants, so ops see e.g. Reshape targets as constants.
 //   - Every other node maps op_type to an OpKind. All unsupported nodes are reported in one
-//     Unimplemented error ("unsupported operators: node 'a' (Loop), node 'b' (NonZero)").
+//     Unimplemented error, grouped by op type with a count and at most three node names each
+//     ("unsupported operators: Loop x2 (nodes 'a', 'b'), NonZero x1 (node 'c'); ..."). This
+//     happens before constant folding: an op type Tessera lacks has no reference kernel, so
+//     folding could not evaluate it either, even with constant inputs.
 //     Empty input names become kNoValue; unnamed nodes get unique generated names
 //     (op_type + "_" + node index).
 //   - value_info is ignored: Tessera infers shapes itself.

@@ -368,6 +368,22 @@ TEST(NpuConstraints, WhitelistRefusesMobileUnfriendlyOps) {
   }
 }
 
+// A driver's refusal already names the node; compile's error must not name it twice.
+TEST(NpuConstraints, DriverRefusalNamesTheNodeOnce) {
+  REQUIRE_REFERENCE_DRIVER();
+  auto d = NpuDevice::open(0, reference_options());
+  ASSERT_TRUE(d.ok()) << d.status().to_string();
+  OneNode o = one_node(OpKind::kClip, {}, {Shape{1, 4, 8, 8}},
+                       {Tensor::scalar_f32(1.f), Tensor::scalar_f32(-1.f)}, Shape{1, 4, 8, 8});
+  auto p = (*d)->compile(o.g, std::vector<NodeId>{0});
+  ASSERT_FALSE(p.ok());
+  const std::string& m = p.status().message();
+  EXPECT_TRUE(has(m, "min must be below max")) << m;
+  const size_t first = m.find("node 'the_node' (Clip)");
+  ASSERT_NE(first, std::string::npos) << m;
+  EXPECT_EQ(m.find("node 'the_node'", first + 1), std::string::npos) << m;
+}
+
 TEST(NpuConstraints, AttributeLimitsAreCapabilities) {
   REQUIRE_REFERENCE_DRIVER();
   using V = std::vector<int64_t>;

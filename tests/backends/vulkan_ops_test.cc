@@ -268,6 +268,22 @@ TEST(VulkanOps, Activations) {
   check_op(*dev, OpKind::kSigmoid, {}, {in(special)});
 }
 
+// Errors from planning a node name it once: "vulkan: node 's' (Softmax): axis out of range".
+TEST(VulkanOps, PlanErrorNamesTheNodeOnce) {
+  OPEN_VULKAN_OR_SKIP(dev);
+  Graph g = one_node_graph(OpKind::kSoftmax, attrs_of({{"axis", int64_t{1}}}),
+                           {in(random_tensor({2, 13}, 1))}, 1);
+  g.node(0).attrs.set("axis", int64_t{5});  // after inference: only planning sees it
+  NodeId layers[] = {0};
+  auto program = dev->compile(g, layers);
+  ASSERT_FALSE(program.ok());
+  const std::string& m = program.status().message();
+  EXPECT_NE(m.find("axis out of range"), std::string::npos) << m;
+  const size_t first = m.find("node 'test_node' (Softmax)");
+  ASSERT_NE(first, std::string::npos) << m;
+  EXPECT_EQ(m.find("node 'test_node'", first + 1), std::string::npos) << m;
+}
+
 TEST(VulkanOps, Normalization) {
   OPEN_VULKAN_OR_SKIP(dev);
   check_op(*dev, OpKind::kBatchNormalization,

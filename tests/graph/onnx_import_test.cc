@@ -688,13 +688,40 @@ TEST(OnnxImport, ListsEveryUnsupportedOperatorInOneError) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
   EXPECT_EQ(r.status().message(),
-            "unsupported operators: node 'foo' (NonMaxSuppression), node 'bar' (Loop), "
-            "node 'FusedConv_3' (com.microsoft:FusedConv), node 'custom_relu' (com.example:Relu)");
+            "unsupported operators: NonMaxSuppression x1 (node 'foo'), Loop x1 (node 'bar'), "
+            "com.microsoft:FusedConv x1 (node 'FusedConv_3'), com.example:Relu x1 (node "
+            "'custom_relu'); Tessera has no kernel (not even a reference one) for these op types, "
+            "so it can neither run nor constant-fold them, even where their inputs are constants");
 
   m = relu_model();
   m.mutable_graph()->mutable_node(0)->clear_op_type();
   expect_error(import_model(m).status(), StatusCode::kInvalidArgument,
                {"node 'relu' ()", "no op_type"});
+}
+
+// Many nodes of one unsupported type make one entry with a count and a few names, not a list
+// of every node; constant inputs do not make an unknown op foldable, and the error says why.
+TEST(OnnxImport, GroupsUnsupportedOperatorsByType) {
+  ModelProto m = make_model();
+  GraphProto* g = m.mutable_graph();
+  add_input(g, "x", {4});
+  std::string prev = "x";
+  for (int i = 0; i < 5; ++i) {
+    const std::string out = "l" + std::to_string(i);
+    add_node(g, "LSTM", {prev}, {out}, "lstm" + std::to_string(i));
+    prev = out;
+  }
+  add_node(g, "Range", {prev, prev, prev}, {"r"}, "range");
+  add_output(g, "r");
+  auto r = import_model(m);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
+  const std::string& msg = r.status().message();
+  EXPECT_NE(msg.find("LSTM x5 (nodes 'lstm0', 'lstm1', 'lstm2', ...), Range x1 (node 'range')"),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(msg.find("lstm3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("neither run nor constant-fold"), std::string::npos) << msg;
 }
 
 TEST(OnnxImport, EmptyOptionalInputsAndOutputs) {
