@@ -1,6 +1,10 @@
 // tessera convert model.onnx -o model.tsr
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "graph/format/model_file.h"
 #include "graph/onnx/onnx_import.h"
@@ -47,11 +51,12 @@ int cmd_convert(int argc, char** argv) {
   auto imported = import_onnx(in, options);
   if (!imported.ok()) return report_error("convert", imported.status());
   for (const std::string& w : imported->warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
-  Status st = infer_onnx_shapes(*imported);
-  if (!st.ok()) return report_error("convert", st.with_context(in));
   Graph& g = imported->graph;
   const int nodes_before = g.num_nodes();
+  // Shape inference folds the shape arithmetic: those nodes count as folded too.
   PassStats stats;
+  Status st = infer_onnx_shapes(*imported, &stats);
+  if (!st.ok()) return report_error("convert", st.with_context(in));
   if (!args->has("--no-optimize")) {
     st = optimize_graph(g, &stats);
     if (!st.ok()) return report_error("convert", st.with_context(in));
@@ -68,7 +73,25 @@ int cmd_convert(int argc, char** argv) {
   std::printf("%s -> %s: opset %lld, %d nodes -> %d layers, %.2f M parameters (%.1f ms)\n",
               in.c_str(), out.c_str(), static_cast<long long>(imported->opset), nodes_before,
               g.num_nodes(), static_cast<double>(g.parameter_count()) / 1e6, ms);
-  if (!args->has("--no-optimize")) std::printf("passes: %s\n", stats.to_string().c_str());
+  std::printf("passes: %s%s\n", stats.to_string().c_str(),
+              args->has("--no-optimize") ? " (--no-optimize: shape folding only)" : "");
+  // The layers by op type, most frequent first: what the model became.
+  std::vector<std::pair<std::string, int>> kinds;
+  for (const Node& n : g.nodes()) {
+    auto it = std::find_if(kinds.begin(), kinds.end(),
+                           [&](const auto& k) { return k.first == op_name(n.kind); });
+    if (it == kinds.end()) {
+      kinds.emplace_back(op_name(n.kind), 1);
+    } else {
+      ++it->second;
+    }
+  }
+  std::stable_sort(kinds.begin(), kinds.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string layers;
+  for (const auto& [op, count] : kinds)
+    layers += (layers.empty() ? "" : ", ") + op + " x" + std::to_string(count);
+  std::printf("layers: %s\n", layers.empty() ? "none" : layers.c_str());
   return 0;
 }
 

@@ -730,17 +730,17 @@ Result<int> lower_legacy_softmax(ImportedModel& model) {
   return rewritten;
 }
 
-Status infer_onnx_shapes(ImportedModel& model) {
-  RETURN_IF_ERROR(fold_constants(model.graph, nullptr));
+Status infer_onnx_shapes(ImportedModel& model, PassStats* stats) {
+  RETURN_IF_ERROR(fold_constants(model.graph, stats));
   ASSIGN_OR_RETURN(const int rewritten, lower_legacy_softmax(model));
-  if (rewritten > 0) RETURN_IF_ERROR(fold_constants(model.graph, nullptr));
+  if (rewritten > 0) RETURN_IF_ERROR(fold_constants(model.graph, stats));
   return Status();
 }
 
 Result<ImportedModel> convert_onnx(const std::string& path, const ImportOptions& options,
                                    PassStats* stats) {
   ASSIGN_OR_RETURN(ImportedModel m, import_onnx(path, options));
-  RETURN_IF_ERROR(infer_onnx_shapes(m).with_context(path));
+  RETURN_IF_ERROR(infer_onnx_shapes(m, stats).with_context(path));
   RETURN_IF_ERROR(optimize_graph(m.graph, stats).with_context(path));
   return m;
 }

@@ -88,8 +88,9 @@ Result<ImportedModel> import_onnx_from_memory(std::span<const uint8_t> bytes,
 // Phase 2: shape inference of the whole graph, plus the rank-dependent lowering described above.
 // Inference runs through fold_constants (graph/passes.h), so shape arithmetic (Shape -> Gather ->
 // Concat -> Reshape) is evaluated on the way and constant nodes are replaced by constants.
-// Errors name the node whose shapes are inconsistent.
-Status infer_onnx_shapes(ImportedModel& model);
+// Errors name the node whose shapes are inconsistent. The nodes folded here are added to
+// `stats->folded_nodes` when given.
+Status infer_onnx_shapes(ImportedModel& model, PassStats* stats = nullptr);
 
 // The whole conversion `tessera convert` performs: import_onnx, infer_onnx_shapes, then
 // optimize_graph (graph/passes.h), whose counts go to `stats` when given. The result's graph is
