@@ -264,6 +264,15 @@ class GraphBuilder {
                                 " is not in 1.." + std::to_string(kMaxDim));
       }
     }
+    for (const auto& [name, dims] : options_.input_shapes) {
+      for (size_t d = 0; d < dims.size(); ++d) {
+        if (dims[d] < 1 || dims[d] > kMaxDim) {
+          return invalid_argument("shape of graph input '" + name + "': dimension " +
+                                  std::to_string(d) + " = " + std::to_string(dims[d]) +
+                                  " is not in 1.." + std::to_string(kMaxDim));
+        }
+      }
+    }
     return Status();
   }
 
@@ -401,23 +410,44 @@ class GraphBuilder {
     return Status();
   }
 
-  // The dimension `d` of graph input `input`, substituting symbolic and unknown ones.
-  int64_t input_dim(const std::string& input, int index,
-                    const onnx::TensorShapeProto::Dimension& d) {
-    if (d.has_dim_value() && d.dim_value() >= 0) return d.dim_value();
+  // The dimension `d` of graph input `input`, substituting symbolic and unknown ones: from the
+  // input's shape in ImportOptions::input_shapes (`given`, or null), else dim_params, else
+  // default_dim_value (an error when require_all_dims).
+  Result<int64_t> input_dim(const std::string& input, int index,
+                            const onnx::TensorShapeProto::Dimension& d,
+                            const std::vector<int64_t>* given) {
+    const std::string what = "graph input '" + input + "' dimension " + std::to_string(index);
+    if (d.has_dim_value() && d.dim_value() >= 0) {
+      const int64_t fixed = d.dim_value();
+      if (given != nullptr && (*given)[static_cast<size_t>(index)] != fixed) {
+        return invalid_argument(what + " is " + std::to_string(fixed) + " in the model, but " +
+                                std::to_string((*given)[static_cast<size_t>(index)]) +
+                                " was given");
+      }
+      return fixed;
+    }
+    if (given != nullptr) return (*given)[static_cast<size_t>(index)];
     std::string why;
     int64_t v = options_.default_dim_value;
+    bool set = false;
     if (d.has_dim_param() && !d.dim_param().empty()) {
       why = "is symbolic ('" + d.dim_param() + "')";
       auto it = options_.dim_params.find(d.dim_param());
-      if (it != options_.dim_params.end()) v = it->second;
+      if (it != options_.dim_params.end()) {
+        v = it->second;
+        set = true;
+      }
     } else if (d.has_dim_value()) {
       why = "is " + std::to_string(d.dim_value());
     } else {
       why = "is unknown";
     }
-    out_.warnings.push_back("graph input '" + input + "' dimension " + std::to_string(index) + " " +
-                            why + "; using " + std::to_string(v));
+    if (!set && options_.require_all_dims) {
+      return invalid_argument(what + " " + why +
+                              " and no size was given for it (give the "
+                              "input's whole shape)");
+    }
+    out_.warnings.push_back(what + " " + why + "; using " + std::to_string(v));
     return v;
   }
 
@@ -444,14 +474,35 @@ class GraphBuilder {
       if (!tt.has_shape()) {
         return unimplemented(what + " has no shape (unknown rank); Tessera needs static shapes");
       }
+      const std::vector<int64_t>* given = nullptr;
+      if (auto s = options_.input_shapes.find(vi.name()); s != options_.input_shapes.end()) {
+        given = &s->second;
+        if (given->size() != static_cast<size_t>(tt.shape().dim_size())) {
+          return invalid_argument(what + " has rank " + std::to_string(tt.shape().dim_size()) +
+                                  ", but a shape of " + std::to_string(given->size()) +
+                                  " dimensions was given");
+        }
+      }
       Shape shape;
       for (int d = 0; d < tt.shape().dim_size(); ++d) {
-        shape.dims().push_back(input_dim(vi.name(), d, tt.shape().dim(d)));
+        ASSIGN_OR_RETURN(int64_t dim, input_dim(vi.name(), d, tt.shape().dim(d), given));
+        shape.dims().push_back(dim);
       }
       RETURN_IF_ERROR(shape.validate().with_context(what));
       const ValueId id = out_.graph.add_value(vi.name(), TensorInfo{dtype, std::move(shape)});
       RETURN_IF_ERROR(define(vi.name(), id, what));
       out_.graph.inputs().push_back(id);
+    }
+    for (const auto& [name, dims] : options_.input_shapes) {
+      bool found = false;
+      for (ValueId v : out_.graph.inputs()) found = found || out_.graph.value(v).name == name;
+      if (found) continue;
+      std::string names;
+      for (ValueId v : out_.graph.inputs())
+        names += (names.empty() ? "'" : ", '") + out_.graph.value(v).name + "'";
+      return invalid_argument("a shape was given for '" + name +
+                              "', which is not a graph input of the model (its inputs: " +
+                              (names.empty() ? "none" : names) + ")");
     }
     if (out_.ir_version >= 4 && !overridable.empty()) {
       // One line however many: exporters list every weight this way.

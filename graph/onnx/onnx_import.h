@@ -15,8 +15,10 @@
 //     the typed fields; external data is not supported). A graph input that has an initializer
 //     is a constant, not an input.
 //   - Graph inputs get their dtype and shape from the file. A symbolic (dim_param) or unknown
-//     dimension is replaced by ImportOptions::dim_params[name] or default_dim_value, and every
-//     replacement is reported in ImportedModel::warnings. An input of unknown rank is an error.
+//     dimension is replaced by the input's shape in ImportOptions::input_shapes, by
+//     ImportOptions::dim_params[name] or by default_dim_value; substitutions of the last two
+//     kinds are reported in ImportedModel::warnings (or refused, with require_all_dims). An
+//     input of unknown rank is an error.
 //   - Constant nodes are folded into constants, so ops see e.g. Reshape targets as constants.
 //   - Every other node maps op_type to an OpKind. All unsupported nodes are reported in one
 //     Unimplemented error, grouped by op type with a count and at most three node names each
@@ -64,6 +66,13 @@ struct ImportOptions {
   int64_t default_dim_value = 1;
   // Values for named symbolic dimensions, e.g. {"batch_size", 8}; each at least 1.
   std::map<std::string, int64_t> dim_params;
+  // Whole shapes of named graph inputs, e.g. {"images", {1, 3, 640, 640}}: they set that input's
+  // symbolic and unknown dimensions, and must agree with its rank and its fixed dimensions.
+  // Naming an input the model lacks is an error.
+  std::map<std::string, std::vector<int64_t>> input_shapes;
+  // When true, a symbolic or unknown input dimension set by neither `input_shapes` nor
+  // `dim_params` is an error naming it, instead of taking default_dim_value with a warning.
+  bool require_all_dims = false;
 };
 
 // What import produced, with the facts about the file a caller may need.

@@ -573,6 +573,59 @@ TEST(OnnxImport, SymbolicAndUnknownInputDimsAreSubstitutedAndReported) {
                {"dim_params['batch'] = -2"});
 }
 
+// Per-input shapes set every symbolic dimension of that input; with require_all_dims a
+// dimension left symbolic is an error naming it rather than a silent 1.
+TEST(OnnxImport, InputShapesSetSymbolicDimsPerInput) {
+  ModelProto m = make_model();
+  GraphProto* g = m.mutable_graph();
+  for (const char* name : {"image", "mask"}) {
+    onnx::ValueInfoProto* x = add_input(g, name, {});
+    onnx::TensorShapeProto* s = x->mutable_type()->mutable_tensor_type()->mutable_shape();
+    s->add_dim()->set_dim_param("N");
+    s->add_dim()->set_dim_value(3);
+    s->add_dim()->set_dim_param("height");
+    s->add_dim()->set_dim_param("width");
+  }
+  add_node(g, "Add", {"image", "mask"}, {"y"});
+  add_output(g, "y");
+
+  ImportOptions options;
+  options.input_shapes["image"] = {1, 3, 64, 48};
+  options.dim_params["height"] = 64;
+  options.dim_params["width"] = 48;
+  auto r = import_model(m, options);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(value_named(r->graph, "image").info.shape, Shape({1, 3, 64, 48}));
+  EXPECT_EQ(value_named(r->graph, "mask").info.shape, Shape({1, 3, 64, 48}));
+  EXPECT_EQ(r->warnings.size(), 3u);  // mask: N from the default, height and width by name
+
+  // Required: mask's N is set by nothing.
+  options.require_all_dims = true;
+  options.dim_params.erase("width");
+  expect_error(import_model(m, options).status(), StatusCode::kInvalidArgument,
+               {"graph input 'mask' dimension 0 is symbolic ('N')", "no size was given"});
+  options.input_shapes["mask"] = {1, 3, 64, 48};
+  r = import_model(m, options);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_TRUE(r->warnings.empty());
+
+  // Shapes that disagree with the model, and inputs it lacks, are named.
+  options.input_shapes["mask"] = {1, 3, 64};
+  expect_error(import_model(m, options).status(), StatusCode::kInvalidArgument,
+               {"graph input 'mask' has rank 4", "3 dimensions"});
+  options.input_shapes["mask"] = {1, 4, 64, 48};
+  expect_error(import_model(m, options).status(), StatusCode::kInvalidArgument,
+               {"graph input 'mask' dimension 1 is 3 in the model, but 4 was given"});
+  options.input_shapes["mask"] = {1, 3, 64, 48};
+  options.input_shapes["images"] = {1, 3, 64, 48};
+  expect_error(import_model(m, options).status(), StatusCode::kInvalidArgument,
+               {"'images'", "not a graph input", "'image', 'mask'"});
+  options.input_shapes.erase("images");
+  options.input_shapes["mask"] = {1, 3, 0, 48};
+  expect_error(import_model(m, options).status(), StatusCode::kInvalidArgument,
+               {"graph input 'mask'", "dimension 2 = 0"});
+}
+
 TEST(OnnxImport, RejectsInputsWithoutStaticTensorTypes) {
   ModelProto m = relu_model();
   m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->clear_shape();

@@ -163,6 +163,44 @@ TEST(Cli, ConvertGroupsMissingOperatorsByType) {
       << r.output;
 }
 
+TEST(Cli, ConvertShapeSetsSymbolicInputDims) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  onnx::OperatorSetIdProto* os = m.add_opset_import();
+  os->set_domain("");
+  os->set_version(13);
+  onnx::GraphProto* g = m.mutable_graph();
+  onnx::ValueInfoProto* x = g->add_input();
+  x->set_name("images");
+  x->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  onnx::TensorShapeProto* s = x->mutable_type()->mutable_tensor_type()->mutable_shape();
+  s->add_dim()->set_dim_param("batch");
+  s->add_dim()->set_dim_value(3);
+  s->add_dim()->set_dim_param("height");
+  s->add_dim()->set_dim_param("width");
+  onnx::NodeProto* n = g->add_node();
+  n->set_op_type("Relu");
+  n->add_input("images");
+  n->add_output("y");
+  g->add_output()->set_name("y");
+  const std::string onnx = temp_path("symbolic.onnx"), tsr = temp_path("symbolic.tsr");
+  {
+    std::ofstream out(onnx, std::ios::binary);
+    ASSERT_TRUE(m.SerializeToOstream(&out));
+  }
+  CommandResult r = run_cli("convert " + onnx + " -o " + tsr + " --shape images=2x3x40x56");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("warning"), std::string::npos) << r.output;
+  auto loaded = load_model(tsr);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  EXPECT_EQ(loaded->value(loaded->inputs()[0]).info.shape, Shape({2, 3, 40, 56}));
+  for (const char* bad : {"images=2x3x40", "images=2x3x0x56", "image=2x3x40x56", "2x3"}) {
+    r = run_cli("convert " + onnx + " -o " + tsr + " --shape " + bad);
+    EXPECT_EQ(r.exit_code, 1) << bad << "\n" << r.output;
+    EXPECT_NE(r.output.find("error:"), std::string::npos) << bad << "\n" << r.output;
+  }
+}
+
 TEST(Cli, RejectsBadModelFiles) {
   const std::string empty = temp_path("empty.tsr"), junk = temp_path("junk.tsr");
   write_bytes(empty, "");
