@@ -62,6 +62,12 @@ void slice_boundary(const Graph& g, std::span<const NodeId> layers, std::vector<
   }
 }
 
+std::string with_node_prefix(const Node& node, const std::string& message) {
+  const std::string prefix = "node '" + node.name + "' (" + op_name(node.kind) + "): ";
+  if (message.compare(0, prefix.size(), prefix) == 0) return message;
+  return prefix + message;
+}
+
 Status check_capabilities(const Device& device, const Graph& g, std::span<const NodeId> layers) {
   for (NodeId n : layers) {
     if (n < 0 || n >= g.num_nodes()) {
@@ -77,8 +83,7 @@ Status check_capabilities(const Device& device, const Graph& g, std::span<const 
     Capability c = device.capabilities(g, node);
     if (c.supported) continue;
     if (count++ < 20) {
-      missing += (missing.empty() ? "" : "; ") + std::string("node '") + node.name + "' (" +
-                 op_name(node.kind) + "): " + c.reason;
+      missing += (missing.empty() ? "" : "; ") + with_node_prefix(node, c.reason);
     }
   }
   if (count == 0) return Status();

@@ -194,6 +194,10 @@ class DvfsControl {
 void slice_boundary(const Graph& g, std::span<const NodeId> layers, std::vector<ValueId>* inputs,
                     std::vector<ValueId>* outputs);
 
+// "node 'conv1' (Conv): <message>", or `message` unchanged when it already starts with that
+// prefix (errors from ops/ and from drivers name the node themselves).
+std::string with_node_prefix(const Node& node, const std::string& message);
+
 // Checks that every layer id is in range, then every layer against device.capabilities(); the
 // error lists all unsupported layers. Every backend's compile() starts with it.
 Status check_capabilities(const Device& device, const Graph& g, std::span<const NodeId> layers);

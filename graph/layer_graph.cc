@@ -12,6 +12,7 @@ Result<LayerGraph> LayerGraph::build(const Graph& g) {
   lg.produced_at_.assign(nv, -1);
   lg.last_use_.assign(nv, -1);
   lg.first_use_.assign(nv, -1);
+  std::vector<bool> counted(nv, false);  // constants already in total_parameters_
   lg.layers_.reserve(static_cast<size_t>(nl));
   for (int i = 0; i < nl; ++i) {
     const Node& n = g.node(i);
@@ -25,7 +26,10 @@ Result<LayerGraph> LayerGraph::build(const Graph& g) {
       if (!val.has_info)
         return invalid_argument("LayerGraph needs inferred shapes ('" + val.name + "')");
       if (val.is_constant) {
-        l.parameter_count += static_cast<uint64_t>(val.info.shape.numel());
+        const uint64_t numel = static_cast<uint64_t>(val.info.shape.numel());
+        l.parameter_count += numel;
+        if (!counted[static_cast<size_t>(v)]) lg.total_parameters_ += numel;
+        counted[static_cast<size_t>(v)] = true;
         continue;
       }
       if (std::find(l.inputs.begin(), l.inputs.end(), v) == l.inputs.end()) l.inputs.push_back(v);
@@ -92,12 +96,6 @@ double LayerGraph::total_flops() const {
   double f = 0;
   for (const Layer& l : layers_) f += l.cost.flops;
   return f;
-}
-
-uint64_t LayerGraph::total_parameters() const {
-  uint64_t p = 0;
-  for (const Layer& l : layers_) p += l.parameter_count;
-  return p;
 }
 
 }  // namespace tessera

@@ -24,7 +24,9 @@ struct Layer {
   OpCost cost;
   std::vector<ValueId> inputs;  // non-constant inputs
   std::vector<ValueId> outputs;
-  uint64_t parameter_count = 0;  // elements of constant inputs
+  // Elements of the constant inputs this layer reads. A constant shared by several layers is
+  // in each of their counts; LayerGraph::total_parameters counts it once.
+  uint64_t parameter_count = 0;
 };
 
 struct Cut {
@@ -50,7 +52,8 @@ class LayerGraph {
   std::vector<ValueId> slice_outputs(int first, int last) const;
 
   double total_flops() const;
-  uint64_t total_parameters() const;
+  // Elements of the distinct constants the layers read (a shared weight counts once).
+  uint64_t total_parameters() const { return total_parameters_; }
 
  private:
   const Graph* graph_ = nullptr;
@@ -61,6 +64,7 @@ class LayerGraph {
   std::vector<int> produced_at_;
   std::vector<int> last_use_;
   std::vector<int> first_use_;
+  uint64_t total_parameters_ = 0;
 };
 
 }  // namespace tessera

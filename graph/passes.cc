@@ -117,8 +117,12 @@ Status remove_identities(Graph& g, PassStats* stats) {
   for (int i = 0; i < g.num_nodes(); ++i) {
     Node& n = g.node(i);
     if (n.kind != OpKind::kIdentity && n.kind != OpKind::kDropout) continue;
-    // Dropout's optional mask output must be unused.
+    // Dropout's optional mask output must be unused, and its training_mode known to be false
+    // (ops/dropout.cc refuses a non-constant one; a constant true never gets this far).
     if (n.outputs.size() > 1 && uses[static_cast<size_t>(n.outputs[1])] > 0) continue;
+    if (n.kind == OpKind::kDropout && n.inputs.size() > 2 && n.inputs[2] != kNoValue &&
+        !g.value(n.inputs[2]).is_constant)
+      continue;
     const ValueId in = n.inputs[0];
     const ValueId out = n.outputs[0];
     if (g.is_graph_output(out)) {

@@ -1,5 +1,6 @@
-// Clip: y = min(max(x, min), max); min/max are optional scalar inputs (opset 11+) or attributes
-// (opset 6). Element-wise; the math is shared with fused activations (ops/activation.cc).
+// Clip: y = min(max(x, min), max), so min > max makes every value max (as Clip-13 specifies);
+// min/max are optional scalar inputs (opset 11+) or attributes (opset 6). Element-wise; the
+// math is shared with fused activations (ops/activation.cc).
 #include "ops/registry.h"
 #include "ops/unary_activation.h"
 

@@ -1,7 +1,8 @@
 // Dropout, for inference: the output is the input and the optional mask output (bool) is all
-// true. The `ratio` input (opset 12+) or attribute is ignored; a `training_mode` input that is
-// a constant true asks for training behaviour, which is Unimplemented. A non-constant
-// training_mode is taken to be false, as in inference. Any dtype; the kernel copies bytes.
+// true. The `ratio` input (opset 12+) or attribute is ignored. Training behaviour (random
+// zeroing and 1/(1-ratio) scaling) is not implemented, so `training_mode` must be omitted or a
+// constant false: a constant true, or a training_mode fed at run time (which could be true), is
+// Unimplemented and names the node. Any dtype; the kernel copies bytes.
 #include <cstring>
 
 #include "ops/data_movement.h"
@@ -17,6 +18,12 @@ Status infer_dropout(const OpContext& ctx, int num_outputs, std::vector<TensorIn
     if (training->float_at(0) != 0.f) {
       return ctx.unsupported("training_mode = true is not supported (inference only)");
     }
+  } else if (ctx.has_input(2)) {
+    // Taking a run-time training_mode to be false would silently return the input unchanged
+    // when it is fed true.
+    return ctx.unsupported(
+        "training_mode is not a constant (fed at run time); only inference (training_mode "
+        "omitted or a constant false) is supported");
   }
   outputs->push_back(ctx.input(0));
   if (num_outputs == 2) outputs->push_back(TensorInfo{DType::kBool, ctx.input(0).shape});

@@ -9,10 +9,8 @@ Status infer_unary_activation(const OpContext& ctx, int /*num_outputs*/,
   RETURN_IF_ERROR(require_f32(ctx, 0));
   ASSIGN_OR_RETURN(std::optional<Activation> act, activation_of_node(ctx));
   if (!act) return internal_error("not an activation op");
-  if (act->kind == ActivationKind::kClip && act->alpha > act->beta) {
-    return ctx.error("min " + std::to_string(act->alpha) + " exceeds max " +
-                     std::to_string(act->beta));
-  }
+  // Clip with min > max is valid (Clip-13: every value becomes max), and min(max(x, lo), hi)
+  // computes exactly that.
   outputs->push_back(ctx.input(0));
   return Status();
 }

@@ -24,7 +24,8 @@ Status ActivationPass::bind(const float* in, float* out, size_t rows, size_t cha
     case ActivationKind::kRelu:
     case ActivationKind::kClip: {
       const ClampRange r = clamp_of(a_);
-      if (!(r.min <= r.max)) return Status();  // NaN bounds: the generic loop below
+      // min >= max (XNNPACK refuses it) or NaN bounds: the generic loop below.
+      if (!(r.min < r.max) || !activation_is_clamp(a_)) return Status();
       RETURN_IF_ERROR(xnn_check(
           xnn_create_clamp_nc_f32(channels, channels, channels, r.min, r.max, 0, &op), what));
       op_.reset(op);

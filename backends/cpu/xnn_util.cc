@@ -58,12 +58,23 @@ Status xnn_check(xnn_status s, const std::string& what) {
   }
 }
 
+namespace {
+
+// XNNPACK refuses an output range with min >= max (and NaN bounds), which ONNX Clip allows:
+// min > max makes every value max, min == max every value min.
+bool clip_is_xnn_range(const Activation& a) {
+  return a.alpha < a.beta;
+}
+
+}  // namespace
+
 ClampRange clamp_of(const Activation& a) {
   const float inf = std::numeric_limits<float>::infinity();
   switch (a.kind) {
     case ActivationKind::kRelu:
       return {0.f, inf};
     case ActivationKind::kClip:
+      if (!clip_is_xnn_range(a)) return {-inf, inf};  // a separate pass applies it
       return {a.alpha, a.beta};
     default:
       return {-inf, inf};
@@ -72,7 +83,7 @@ ClampRange clamp_of(const Activation& a) {
 
 bool activation_is_clamp(const Activation& a) {
   return a.kind == ActivationKind::kNone || a.kind == ActivationKind::kRelu ||
-         a.kind == ActivationKind::kClip;
+         (a.kind == ActivationKind::kClip && clip_is_xnn_range(a));
 }
 
 }  // namespace tessera::cpu

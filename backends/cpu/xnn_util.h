@@ -24,7 +24,8 @@ struct XnnOperatorDeleter {
 using XnnOperator = std::unique_ptr<xnn_operator, XnnOperatorDeleter>;
 
 // The [min, max] output clamp that expresses `a` inside an XNNPACK operator (relu and clip), or
-// (-inf, +inf) for activations that need a separate pass.
+// (-inf, +inf) for activations that need a separate pass. A Clip whose min is not below its max
+// (allowed by ONNX, refused by XNNPACK) or has NaN bounds is not a clamp: it needs the pass.
 struct ClampRange {
   float min;
   float max;

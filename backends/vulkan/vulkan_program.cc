@@ -190,7 +190,7 @@ Result<std::unique_ptr<VulkanProgram>> VulkanProgram::create(std::shared_ptr<Vul
     if (k->alias) continue;
     builder.set_node(&n, static_cast<int>(li));
     Status s = k->plan(builder);
-    if (!s.ok()) return s.with_context("vulkan: node '" + n.name + "' (" + op_name(n.kind) + ")");
+    if (!s.ok()) return Status(s.code(), "vulkan: " + with_node_prefix(n, s.message()));
   }
   p->num_dispatches_ = static_cast<int>(planned.size());
   for (const std::unique_ptr<GpuBuffer>& b : impl.buffers) {

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <climits>
@@ -263,6 +264,15 @@ class GraphBuilder {
                                 " is not in 1.." + std::to_string(kMaxDim));
       }
     }
+    for (const auto& [name, dims] : options_.input_shapes) {
+      for (size_t d = 0; d < dims.size(); ++d) {
+        if (dims[d] < 1 || dims[d] > kMaxDim) {
+          return invalid_argument("shape of graph input '" + name + "': dimension " +
+                                  std::to_string(d) + " = " + std::to_string(dims[d]) +
+                                  " is not in 1.." + std::to_string(kMaxDim));
+        }
+      }
+    }
     return Status();
   }
 
@@ -336,18 +346,46 @@ class GraphBuilder {
     return "node '" + names_[static_cast<size_t>(i)] + "' (" + op + ")";
   }
 
-  // Every node of another domain or of an op type Tessera lacks, reported together.
+  // Every node of another domain or of an op type Tessera lacks, reported together and grouped
+  // by op type in order of first appearance: "Loop x2 (nodes 'a', 'b'), Range x1 (node 'c')",
+  // naming at most kMaxNamesPerOp nodes of each type.
+  //
+  // This check runs before constant folding because the Graph has no way to hold an op Tessera
+  // does not know; and folding evaluates nodes with their reference kernels, which such an op
+  // lacks. So a node of an unknown type is refused even where all its inputs are constants
+  // (anchor grids built by Range/Expand, an LSTM's zero initial state): the message says so.
   Status check_operators() {
-    std::string list;
-    int count = 0;
+    static constexpr size_t kMaxNamesPerOp = 3;
+    struct Group {
+      std::string op;
+      std::vector<std::string> nodes;
+    };
+    std::vector<Group> groups;
     for (int i = 0; i < proto_.node_size(); ++i) {
       const onnx::NodeProto& n = proto_.node(i);
       if (n.op_type().empty()) return invalid_argument(describe(i) + " has no op_type");
       if (is_default_domain(n.domain()) && op_from_name(n.op_type())) continue;
-      list += (count++ ? ", " : "") + describe(i);
+      const std::string op =
+          is_default_domain(n.domain()) ? n.op_type() : n.domain() + ":" + n.op_type();
+      auto g =
+          std::find_if(groups.begin(), groups.end(), [&](const Group& x) { return x.op == op; });
+      if (g == groups.end()) g = groups.insert(groups.end(), Group{op, {}});
+      g->nodes.push_back(names_[static_cast<size_t>(i)]);
     }
-    if (count > 0) return unimplemented("unsupported operators: " + list);
-    return Status();
+    if (groups.empty()) return Status();
+    std::string list;
+    for (const Group& g : groups) {
+      list += (list.empty() ? "" : ", ") + g.op + " x" + std::to_string(g.nodes.size()) +
+              (g.nodes.size() == 1 ? " (node " : " (nodes ");
+      for (size_t k = 0; k < g.nodes.size() && k < kMaxNamesPerOp; ++k)
+        list += (k ? ", '" : "'") + g.nodes[k] + "'";
+      if (g.nodes.size() > kMaxNamesPerOp) list += ", ...";
+      list += ")";
+    }
+    return unimplemented("unsupported operators: " + list +
+                         "; Tessera has no kernel (not even a reference one) for these op types, "
+                         "so it can neither run nor constant-fold them, even where their inputs "
+                         "are constants");
   }
 
   // Adds a value under its ONNX name, failing if the name is taken.
@@ -372,23 +410,44 @@ class GraphBuilder {
     return Status();
   }
 
-  // The dimension `d` of graph input `input`, substituting symbolic and unknown ones.
-  int64_t input_dim(const std::string& input, int index,
-                    const onnx::TensorShapeProto::Dimension& d) {
-    if (d.has_dim_value() && d.dim_value() >= 0) return d.dim_value();
+  // The dimension `d` of graph input `input`, substituting symbolic and unknown ones: from the
+  // input's shape in ImportOptions::input_shapes (`given`, or null), else dim_params, else
+  // default_dim_value (an error when require_all_dims).
+  Result<int64_t> input_dim(const std::string& input, int index,
+                            const onnx::TensorShapeProto::Dimension& d,
+                            const std::vector<int64_t>* given) {
+    const std::string what = "graph input '" + input + "' dimension " + std::to_string(index);
+    if (d.has_dim_value() && d.dim_value() >= 0) {
+      const int64_t fixed = d.dim_value();
+      if (given != nullptr && (*given)[static_cast<size_t>(index)] != fixed) {
+        return invalid_argument(what + " is " + std::to_string(fixed) + " in the model, but " +
+                                std::to_string((*given)[static_cast<size_t>(index)]) +
+                                " was given");
+      }
+      return fixed;
+    }
+    if (given != nullptr) return (*given)[static_cast<size_t>(index)];
     std::string why;
     int64_t v = options_.default_dim_value;
+    bool set = false;
     if (d.has_dim_param() && !d.dim_param().empty()) {
       why = "is symbolic ('" + d.dim_param() + "')";
       auto it = options_.dim_params.find(d.dim_param());
-      if (it != options_.dim_params.end()) v = it->second;
+      if (it != options_.dim_params.end()) {
+        v = it->second;
+        set = true;
+      }
     } else if (d.has_dim_value()) {
       why = "is " + std::to_string(d.dim_value());
     } else {
       why = "is unknown";
     }
-    out_.warnings.push_back("graph input '" + input + "' dimension " + std::to_string(index) + " " +
-                            why + "; using " + std::to_string(v));
+    if (!set && options_.require_all_dims) {
+      return invalid_argument(what + " " + why +
+                              " and no size was given for it (give the "
+                              "input's whole shape)");
+    }
+    out_.warnings.push_back(what + " " + why + "; using " + std::to_string(v));
     return v;
   }
 
@@ -415,14 +474,35 @@ class GraphBuilder {
       if (!tt.has_shape()) {
         return unimplemented(what + " has no shape (unknown rank); Tessera needs static shapes");
       }
+      const std::vector<int64_t>* given = nullptr;
+      if (auto s = options_.input_shapes.find(vi.name()); s != options_.input_shapes.end()) {
+        given = &s->second;
+        if (given->size() != static_cast<size_t>(tt.shape().dim_size())) {
+          return invalid_argument(what + " has rank " + std::to_string(tt.shape().dim_size()) +
+                                  ", but a shape of " + std::to_string(given->size()) +
+                                  " dimensions was given");
+        }
+      }
       Shape shape;
       for (int d = 0; d < tt.shape().dim_size(); ++d) {
-        shape.dims().push_back(input_dim(vi.name(), d, tt.shape().dim(d)));
+        ASSIGN_OR_RETURN(int64_t dim, input_dim(vi.name(), d, tt.shape().dim(d), given));
+        shape.dims().push_back(dim);
       }
       RETURN_IF_ERROR(shape.validate().with_context(what));
       const ValueId id = out_.graph.add_value(vi.name(), TensorInfo{dtype, std::move(shape)});
       RETURN_IF_ERROR(define(vi.name(), id, what));
       out_.graph.inputs().push_back(id);
+    }
+    for (const auto& [name, dims] : options_.input_shapes) {
+      bool found = false;
+      for (ValueId v : out_.graph.inputs()) found = found || out_.graph.value(v).name == name;
+      if (found) continue;
+      std::string names;
+      for (ValueId v : out_.graph.inputs())
+        names += (names.empty() ? "'" : ", '") + out_.graph.value(v).name + "'";
+      return invalid_argument("a shape was given for '" + name +
+                              "', which is not a graph input of the model (its inputs: " +
+                              (names.empty() ? "none" : names) + ")");
     }
     if (out_.ir_version >= 4 && !overridable.empty()) {
       // One line however many: exporters list every weight this way.
@@ -701,17 +781,17 @@ Result<int> lower_legacy_softmax(ImportedModel& model) {
   return rewritten;
 }
 
-Status infer_onnx_shapes(ImportedModel& model) {
-  RETURN_IF_ERROR(fold_constants(model.graph, nullptr));
+Status infer_onnx_shapes(ImportedModel& model, PassStats* stats) {
+  RETURN_IF_ERROR(fold_constants(model.graph, stats));
   ASSIGN_OR_RETURN(const int rewritten, lower_legacy_softmax(model));
-  if (rewritten > 0) RETURN_IF_ERROR(fold_constants(model.graph, nullptr));
+  if (rewritten > 0) RETURN_IF_ERROR(fold_constants(model.graph, stats));
   return Status();
 }
 
 Result<ImportedModel> convert_onnx(const std::string& path, const ImportOptions& options,
                                    PassStats* stats) {
   ASSIGN_OR_RETURN(ImportedModel m, import_onnx(path, options));
-  RETURN_IF_ERROR(infer_onnx_shapes(m).with_context(path));
+  RETURN_IF_ERROR(infer_onnx_shapes(m, stats).with_context(path));
   RETURN_IF_ERROR(optimize_graph(m.graph, stats).with_context(path));
   return m;
 }

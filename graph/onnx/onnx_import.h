@@ -15,11 +15,16 @@
 //     the typed fields; external data is not supported). A graph input that has an initializer
 //     is a constant, not an input.
 //   - Graph inputs get their dtype and shape from the file. A symbolic (dim_param) or unknown
-//     dimension is replaced by ImportOptions::dim_params[name] or default_dim_value, and every
-//     replacement is reported in ImportedModel::warnings. An input of unknown rank is an error.
+//     dimension is replaced by the input's shape in ImportOptions::input_shapes, by
+//     ImportOptions::dim_params[name] or by default_dim_value; substitutions of the last two
+//     kinds are reported in ImportedModel::warnings (or refused, with require_all_dims). An
+//     input of unknown rank is an error.
 //   - Constant nodes are folded into constants, so ops see e.g. Reshape targets as constants.
 //   - Every other node maps op_type to an OpKind. All unsupported nodes are reported in one
-//     Unimplemented error ("unsupported operators: node 'a' (Loop), node 'b' (NonZero)").
+//     Unimplemented error, grouped by op type with a count and at most three node names each
+//     ("unsupported operators: Loop x2 (nodes 'a', 'b'), NonZero x1 (node 'c'); ..."). This
+//     happens before constant folding: an op type Tessera lacks has no reference kernel, so
+//     folding could not evaluate it either, even with constant inputs.
 //     Empty input names become kNoValue; unnamed nodes get unique generated names
 //     (op_type + "_" + node index).
 //   - value_info is ignored: Tessera infers shapes itself.
@@ -61,6 +66,13 @@ struct ImportOptions {
   int64_t default_dim_value = 1;
   // Values for named symbolic dimensions, e.g. {"batch_size", 8}; each at least 1.
   std::map<std::string, int64_t> dim_params;
+  // Whole shapes of named graph inputs, e.g. {"images", {1, 3, 640, 640}}: they set that input's
+  // symbolic and unknown dimensions, and must agree with its rank and its fixed dimensions.
+  // Naming an input the model lacks is an error.
+  std::map<std::string, std::vector<int64_t>> input_shapes;
+  // When true, a symbolic or unknown input dimension set by neither `input_shapes` nor
+  // `dim_params` is an error naming it, instead of taking default_dim_value with a warning.
+  bool require_all_dims = false;
 };
 
 // What import produced, with the facts about the file a caller may need.
@@ -85,8 +97,9 @@ Result<ImportedModel> import_onnx_from_memory(std::span<const uint8_t> bytes,
 // Phase 2: shape inference of the whole graph, plus the rank-dependent lowering described above.
 // Inference runs through fold_constants (graph/passes.h), so shape arithmetic (Shape -> Gather ->
 // Concat -> Reshape) is evaluated on the way and constant nodes are replaced by constants.
-// Errors name the node whose shapes are inconsistent.
-Status infer_onnx_shapes(ImportedModel& model);
+// Errors name the node whose shapes are inconsistent. The nodes folded here are added to
+// `stats->folded_nodes` when given.
+Status infer_onnx_shapes(ImportedModel& model, PassStats* stats = nullptr);
 
 // The whole conversion `tessera convert` performs: import_onnx, infer_onnx_shapes, then
 // optimize_graph (graph/passes.h), whose counts go to `stats` when given. The result's graph is

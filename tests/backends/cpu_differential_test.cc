@@ -55,6 +55,18 @@ TEST_P(CpuDiffTest, ConvVariants) {
        attrs_of({{"activation", std::string("clip")},
                  {"activation_alpha", 0.f},
                  {"activation_beta", 0.3f}})},
+      // Clip with min > max (every value becomes max) and min == max: XNNPACK refuses such an
+      // output range, so they must run as a separate pass.
+      {{1, 4, 9, 11},
+       {3, 4, 3, 3},
+       attrs_of({{"activation", std::string("clip")},
+                 {"activation_alpha", 0.5f},
+                 {"activation_beta", -0.25f}})},
+      {{1, 4, 9, 11},
+       {3, 4, 3, 3},
+       attrs_of({{"activation", std::string("clip")},
+                 {"activation_alpha", 0.25f},
+                 {"activation_beta", 0.25f}})},
       {{1, 4, 9, 11}, {3, 4, 3, 3}, attrs_of({{"activation", std::string("hard_swish")}})},
       {{1, 4, 9, 11}, {3, 4, 3, 3}, attrs_of({{"activation", std::string("sigmoid")}})},
       {{1, 4, 9, 11}, {3, 4, 3, 3}, attrs_of({{"activation", std::string("tanh")}})},
@@ -180,6 +192,11 @@ TEST_P(CpuDiffTest, Activations) {
   diff_op(dev(), OpKind::kLeakyRelu, attrs_of({{"alpha", 0.2f}}), {act(s, 6)});
   diff_op(dev(), OpKind::kClip, attrs_of({}),
           {act(s, 7), {Tensor::scalar_f32(-0.5f), true}, {Tensor::scalar_f32(0.25f), true}});
+  // Clip-13: min > max makes every value max; min == max every value that bound.
+  diff_op(dev(), OpKind::kClip, attrs_of({}),
+          {act(s, 7), {Tensor::scalar_f32(0.5f), true}, {Tensor::scalar_f32(-0.25f), true}});
+  diff_op(dev(), OpKind::kClip, attrs_of({}),
+          {act(s, 7), {Tensor::scalar_f32(0.25f), true}, {Tensor::scalar_f32(0.25f), true}});
   diff_op(dev(), OpKind::kSoftmax, attrs_of({{"axis", int64_t{-1}}}), {act({3, 1000}, 8)});
   diff_op(dev(), OpKind::kSoftmax, attrs_of({{"axis", int64_t{1}}}), {act({2, 13, 5, 7}, 9)});
   diff_op(dev(), OpKind::kSoftmax, attrs_of({{"axis", int64_t{2}}}), {act({2, 13, 5, 7}, 10)});

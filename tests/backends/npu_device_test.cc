@@ -368,6 +368,22 @@ TEST(NpuConstraints, WhitelistRefusesMobileUnfriendlyOps) {
   }
 }
 
+// A driver's refusal already names the node; compile's error must not name it twice.
+TEST(NpuConstraints, DriverRefusalNamesTheNodeOnce) {
+  REQUIRE_REFERENCE_DRIVER();
+  auto d = NpuDevice::open(0, reference_options());
+  ASSERT_TRUE(d.ok()) << d.status().to_string();
+  OneNode o = one_node(OpKind::kClip, {}, {Shape{1, 4, 8, 8}},
+                       {Tensor::scalar_f32(1.f), Tensor::scalar_f32(-1.f)}, Shape{1, 4, 8, 8});
+  auto p = (*d)->compile(o.g, std::vector<NodeId>{0});
+  ASSERT_FALSE(p.ok());
+  const std::string& m = p.status().message();
+  EXPECT_TRUE(has(m, "min must be below max")) << m;
+  const size_t first = m.find("node 'the_node' (Clip)");
+  ASSERT_NE(first, std::string::npos) << m;
+  EXPECT_EQ(m.find("node 'the_node'", first + 1), std::string::npos) << m;
+}
+
 TEST(NpuConstraints, AttributeLimitsAreCapabilities) {
   REQUIRE_REFERENCE_DRIVER();
   using V = std::vector<int64_t>;
@@ -381,6 +397,17 @@ TEST(NpuConstraints, AttributeLimitsAreCapabilities) {
   refused(one_node(OpKind::kConv, attrs_of({{"activation", std::string("hard_swish")}}),
                    {Shape{1, 4, 8, 8}}, {random_tensor(Shape{4, 4, 1, 1}, 1)}, Shape{1, 4, 8, 8}),
           "hard_swish");
+  // Clip with min >= max (valid ONNX: every value becomes max) is no XNNPACK clamp: the host
+  // runs it, standalone or fused.
+  refused(one_node(OpKind::kClip, {}, {Shape{1, 4, 8, 8}},
+                   {Tensor::scalar_f32(1.f), Tensor::scalar_f32(-1.f)}, Shape{1, 4, 8, 8}),
+          "min must be below max");
+  refused(one_node(OpKind::kConv,
+                   attrs_of({{"activation", std::string("clip")},
+                             {"activation_alpha", 0.5f},
+                             {"activation_beta", 0.5f}}),
+                   {Shape{1, 4, 8, 8}}, {random_tensor(Shape{4, 4, 1, 1}, 1)}, Shape{1, 4, 8, 8}),
+          "min must be below max");
   refused(one_node(OpKind::kConv, {}, {Shape{1, 2, 16, 16}},
                    {random_tensor(Shape{2, 2, 13, 13}, 1)}, Shape{1, 2, 4, 4}),
           "kernel");

@@ -248,6 +248,7 @@ std::vector<OpCase> elementwise_cases() {
   unary(OpKind::kLeakyRelu, "alpha", attrs({{"alpha", 0.3f}}));
   unary(OpKind::kClip, "relu6", attrs({}), {weight(scalar(0.f)), weight(scalar(6.f))});
   unary(OpKind::kClip, "min_only", attrs({}), {weight(scalar(-0.5f))});
+  unary(OpKind::kClip, "min_above_max", attrs({}), {weight(scalar(1.f)), weight(scalar(-1.f))});
   unary(OpKind::kSigmoid, "nan_inf", attrs({}));
   unary(OpKind::kHardSigmoid, "alpha_beta", attrs({{"alpha", 0.25f}, {"beta", 0.4f}}));
   unary(OpKind::kHardSwish, "nan_inf", attrs({}));

@@ -258,11 +258,30 @@ TEST(VulkanOps, Activations) {
   check_op(*dev, OpKind::kHardSigmoid, attrs_of({{"alpha", 0.3f}, {"beta", 0.4f}}), {in(x)});
   check_op(*dev, OpKind::kClip, {},
            {in(x), constant(Tensor::scalar_f32(-1.f)), constant(Tensor::scalar_f32(6.f))});
+  // Clip-13: min > max makes every value max.
+  check_op(*dev, OpKind::kClip, {},
+           {in(x), constant(Tensor::scalar_f32(1.f)), constant(Tensor::scalar_f32(-1.f))});
   // NaN and infinities pass through as the reference passes them.
   Tensor special =
       Tensor::from_floats({5}, std::vector<float>{NAN, INFINITY, -INFINITY, 0.f, -2.f});
   check_op(*dev, OpKind::kRelu, {}, {in(special)});
   check_op(*dev, OpKind::kSigmoid, {}, {in(special)});
+}
+
+// Errors from planning a node name it once: "vulkan: node 's' (Softmax): axis out of range".
+TEST(VulkanOps, PlanErrorNamesTheNodeOnce) {
+  OPEN_VULKAN_OR_SKIP(dev);
+  Graph g = one_node_graph(OpKind::kSoftmax, attrs_of({{"axis", int64_t{1}}}),
+                           {in(random_tensor({2, 13}, 1))}, 1);
+  g.node(0).attrs.set("axis", int64_t{5});  // after inference: only planning sees it
+  NodeId layers[] = {0};
+  auto program = dev->compile(g, layers);
+  ASSERT_FALSE(program.ok());
+  const std::string& m = program.status().message();
+  EXPECT_NE(m.find("axis out of range"), std::string::npos) << m;
+  const size_t first = m.find("node 'test_node' (Softmax)");
+  ASSERT_NE(first, std::string::npos) << m;
+  EXPECT_EQ(m.find("node 'test_node'", first + 1), std::string::npos) << m;
 }
 
 TEST(VulkanOps, Normalization) {

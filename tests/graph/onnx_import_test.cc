@@ -574,6 +574,59 @@ TEST(OnnxImport, SymbolicAndUnknownInputDimsAreSubstitutedAndReported) {
                {"dim_params['batch'] = -2"});
 }
 
+// Per-input shapes set every symbolic dimension of that input; with require_all_dims a
+// dimension left symbolic is an error naming it rather than a silent 1.
+TEST(OnnxImport, InputShapesSetSymbolicDimsPerInput) {
+  ModelProto m = make_model();
+  GraphProto* g = m.mutable_graph();
+  for (const char* name : {"image", "mask"}) {
+    onnx::ValueInfoProto* x = add_input(g, name, {});
+    onnx::TensorShapeProto* s = x->mutable_type()->mutable_tensor_type()->mutable_shape();
+    s->add_dim()->set_dim_param("N");
+    s->add_dim()->set_dim_value(3);
+    s->add_dim()->set_dim_param("height");
+    s->add_dim()->set_dim_param("width");
+  }
+  add_node(g, "Add", {"image", "mask"}, {"y"});
+  add_output(g, "y");
+
+  ImportOptions options;
+  options.input_shapes["image"] = {1, 3, 64, 48};
+  options.dim_params["height"] = 64;
+  options.dim_params["width"] = 48;
+  auto r = import_model(m, options);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(value_named(r->graph, "image").info.shape, Shape({1, 3, 64, 48}));
+  EXPECT_EQ(value_named(r->graph, "mask").info.shape, Shape({1, 3, 64, 48}));
+  EXPECT_EQ(r->warnings.size(), 3u);  // mask: N from the default, height and width by name
+
+  // Required: mask's N is set by nothing.
+  options.require_all_dims = true;
+  options.dim_params.erase("width");
+  expect_error(import_model(m, options).status(), StatusCode::kInvalidArgument,
+               {"graph input 'mask' dimension 0 is symbolic ('N')", "no size was given"});
+  options.input_shapes["mask"] = {1, 3, 64, 48};
+  r = import_model(m, options);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_TRUE(r->warnings.empty());
+
+  // Shapes that disagree with the model, and inputs it lacks, are named.
+  options.input_shapes["mask"] = {1, 3, 64};
+  expect_error(import_model(m, options).status(), StatusCode::kInvalidArgument,
+               {"graph input 'mask' has rank 4", "3 dimensions"});
+  options.input_shapes["mask"] = {1, 4, 64, 48};
+  expect_error(import_model(m, options).status(), StatusCode::kInvalidArgument,
+               {"graph input 'mask' dimension 1 is 3 in the model, but 4 was given"});
+  options.input_shapes["mask"] = {1, 3, 64, 48};
+  options.input_shapes["images"] = {1, 3, 64, 48};
+  expect_error(import_model(m, options).status(), StatusCode::kInvalidArgument,
+               {"'images'", "not a graph input", "'image', 'mask'"});
+  options.input_shapes.erase("images");
+  options.input_shapes["mask"] = {1, 3, 0, 48};
+  expect_error(import_model(m, options).status(), StatusCode::kInvalidArgument,
+               {"graph input 'mask'", "dimension 2 = 0"});
+}
+
 TEST(OnnxImport, RejectsInputsWithoutStaticTensorTypes) {
   ModelProto m = relu_model();
   m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->clear_shape();
@@ -689,13 +742,40 @@ TEST(OnnxImport, ListsEveryUnsupportedOperatorInOneError) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
   EXPECT_EQ(r.status().message(),
-            "unsupported operators: node 'foo' (NonMaxSuppression), node 'bar' (Loop), "
-            "node 'FusedConv_3' (com.microsoft:FusedConv), node 'custom_relu' (com.example:Relu)");
+            "unsupported operators: NonMaxSuppression x1 (node 'foo'), Loop x1 (node 'bar'), "
+            "com.microsoft:FusedConv x1 (node 'FusedConv_3'), com.example:Relu x1 (node "
+            "'custom_relu'); Tessera has no kernel (not even a reference one) for these op types, "
+            "so it can neither run nor constant-fold them, even where their inputs are constants");
 
   m = relu_model();
   m.mutable_graph()->mutable_node(0)->clear_op_type();
   expect_error(import_model(m).status(), StatusCode::kInvalidArgument,
                {"node 'relu' ()", "no op_type"});
+}
+
+// Many nodes of one unsupported type make one entry with a count and a few names, not a list
+// of every node; constant inputs do not make an unknown op foldable, and the error says why.
+TEST(OnnxImport, GroupsUnsupportedOperatorsByType) {
+  ModelProto m = make_model();
+  GraphProto* g = m.mutable_graph();
+  add_input(g, "x", {4});
+  std::string prev = "x";
+  for (int i = 0; i < 5; ++i) {
+    const std::string out = "l" + std::to_string(i);
+    add_node(g, "LSTM", {prev}, {out}, "lstm" + std::to_string(i));
+    prev = out;
+  }
+  add_node(g, "Range", {prev, prev, prev}, {"r"}, "range");
+  add_output(g, "r");
+  auto r = import_model(m);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
+  const std::string& msg = r.status().message();
+  EXPECT_NE(msg.find("LSTM x5 (nodes 'lstm0', 'lstm1', 'lstm2', ...), Range x1 (node 'range')"),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(msg.find("lstm3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("neither run nor constant-fold"), std::string::npos) << msg;
 }
 
 TEST(OnnxImport, EmptyOptionalInputsAndOutputs) {
@@ -892,13 +972,14 @@ TEST(OnnxImport, InconsistentShapesNameTheNode) {
   m = make_model();
   g = m.mutable_graph();
   add_input(g, "x", {4});
-  add_float_initializer(g, "lo", {}, {3.f});
+  add_float_initializer(g, "lo", {2}, {0.f, 1.f});  // Clip's min must be a scalar
   add_float_initializer(g, "hi", {}, {1.f});
   add_node(g, "Relu", {"x"}, {"r"}, "relu");
   add_node(g, "Clip", {"r", "lo", "hi"}, {"y"}, "bad_clip");
   add_output(g, "y");
   model = import_model(m).value();
-  expect_error(infer_onnx_shapes(model), StatusCode::kInvalidArgument, {"node 'bad_clip' (Clip)"});
+  expect_error(infer_onnx_shapes(model), StatusCode::kInvalidArgument,
+               {"node 'bad_clip' (Clip)", "scalar"});
 }
 
 // ---- Softmax before opset 13 ------------------------------------------------------------------

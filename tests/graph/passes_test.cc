@@ -245,6 +245,28 @@ TEST(Passes, RemovesDeadNodes) {
   EXPECT_EQ(b.g.num_nodes(), 1);
 }
 
+TEST(Passes, KeepsAndRefusesDropoutWithRunTimeTrainingMode) {
+  // training_mode is a graph input: it may be true at run time, so the Dropout is not an
+  // identity. The passes must not bypass it, and the graph must be refused naming the node.
+  Builder b;
+  ValueId x = b.input("x", Shape{1, 2, 4, 4});
+  ValueId training = b.g.add_value("training", TensorInfo{DType::kBool, Shape{}});
+  b.g.inputs().push_back(training);
+  std::vector<ValueId> drop = b.node(OpKind::kDropout, {x, kNoValue, training});
+  b.g.outputs().push_back(drop[0]);
+  Graph copy = b.g;
+  const Status st = optimize_graph(b.g);
+  EXPECT_EQ(st.code(), StatusCode::kUnimplemented) << st.to_string();
+  EXPECT_NE(st.message().find(b.g.node(0).name), std::string::npos) << st.message();
+  // remove_identities on its own (shapes inferred without the Dropout's check) keeps it too.
+  copy.value(drop[0]).info = copy.value(x).info;
+  copy.value(drop[0]).has_info = true;
+  PassStats stats;
+  ASSERT_TRUE(remove_identities(copy, &stats).ok());
+  EXPECT_EQ(stats.removed_identities, 0);
+  EXPECT_EQ(count_kind(copy, OpKind::kDropout), 1);
+}
+
 TEST(Graph, ValidateRefusesTwoTensorsWithOneName) {
   Builder b;
   ValueId x = b.input("x", Shape{1, 2, 4, 4});
@@ -282,6 +304,27 @@ TEST(LayerGraph, LiveTensorsAcrossSkipConnections) {
   EXPECT_EQ(lg->slice_outputs(0, 2).size(), 2u);
   EXPECT_NEAR(lg->layer(0).cost.flops, 2.0 * 4 * 8 * 8 * 4 * 9, 4 * 8 * 8 * 4);
   EXPECT_EQ(lg->total_parameters(), 2u * (4 * 4 * 9 + 4));
+}
+
+TEST(LayerGraph, SharedWeightCountsOnce) {
+  // Two convolutions reading one weight and one bias: each layer reports what it reads, the
+  // total counts the shared constants once.
+  Builder b;
+  ValueId x = b.input("x", Shape{1, 4, 8, 8});
+  Attributes a;
+  a.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  ValueId w = b.constant(random_tensor(Shape{4, 4, 3, 3}, 1));
+  ValueId bias = b.constant(random_tensor(Shape{4}, 2));
+  ValueId c1 = b.one(OpKind::kConv, {x, w, bias}, a);
+  ValueId c2 = b.one(OpKind::kConv, {c1, w, bias}, a);
+  b.g.outputs().push_back(c2);
+  ASSERT_TRUE(optimize_graph(b.g).ok());
+  auto lg = LayerGraph::build(b.g);
+  ASSERT_TRUE(lg.ok());
+  ASSERT_EQ(lg->num_layers(), 2);
+  EXPECT_EQ(lg->layer(0).parameter_count, 4u * 4 * 9 + 4);
+  EXPECT_EQ(lg->layer(1).parameter_count, 4u * 4 * 9 + 4);
+  EXPECT_EQ(lg->total_parameters(), 4u * 4 * 9 + 4);
 }
 
 }  // namespace

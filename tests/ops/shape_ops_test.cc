@@ -319,6 +319,17 @@ TEST(Dropout, InferenceIsIdentityWithTrueMask) {
             StatusCode::kUnimplemented);
 }
 
+TEST(Dropout, RunTimeTrainingModeIsRefusedNamingTheNode) {
+  // A training_mode fed at run time may be true; treating it as false would return the input
+  // unchanged where training-mode dropout was asked for.
+  const Tensor x = testing::random_tensor(Shape{2, 13}, 4);
+  const Tensor yes = typed_tensor<uint8_t>(DType::kBool, Shape{}, {1});
+  const Status st = run_op(OpKind::kDropout, {}, {in(x), omitted(), in(yes)}).status();
+  EXPECT_EQ(st.code(), StatusCode::kUnimplemented);
+  EXPECT_NE(st.message().find("test_node"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("training_mode"), std::string::npos) << st.message();
+}
+
 // ---- ReduceMean ------------------------------------------------------------------------------
 
 TEST(ReduceMean, HandComputed) {

@@ -10,6 +10,7 @@
 #include "core/npy.h"
 #include "graph/format/model_file.h"
 #include "graph/graph.h"
+#include "onnx/onnx_pb.h"
 #include "tests/tools/cli_test_util.h"
 
 namespace tessera {
@@ -92,6 +93,112 @@ TEST(Cli, RunPrintsEveryTimedRunWithTimes) {
   EXPECT_EQ(read_npy(out).value().shape(), (Shape{1, 4}));
   EXPECT_EQ(run_cli("run " + model + " --repeat 2").output.find("times ms:"), std::string::npos);
   EXPECT_EQ(run_cli("run " + model + " --warmup -1").exit_code, 1);
+}
+
+// An ONNX model, opset 13, with input x: f32[1, 4], output `y` and the given nodes
+// (op_type, inputs, outputs, name).
+struct OnnxNode {
+  std::string op;
+  std::vector<std::string> inputs, outputs;
+  std::string name;
+};
+std::string write_onnx(const std::string& file, const std::vector<OnnxNode>& nodes) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  onnx::OperatorSetIdProto* os = m.add_opset_import();
+  os->set_domain("");
+  os->set_version(13);
+  onnx::GraphProto* g = m.mutable_graph();
+  onnx::ValueInfoProto* x = g->add_input();
+  x->set_name("x");
+  x->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : {1, 4})
+    x->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+  onnx::TensorProto* target = g->add_initializer();  // Reshape target [-1]
+  target->set_name("minus_one");
+  target->set_data_type(onnx::TensorProto::INT64);
+  target->add_dims(1);
+  target->add_int64_data(-1);
+  for (const OnnxNode& n : nodes) {
+    onnx::NodeProto* p = g->add_node();
+    p->set_op_type(n.op);
+    p->set_name(n.name);
+    for (const std::string& i : n.inputs) p->add_input(i);
+    for (const std::string& o : n.outputs) p->add_output(o);
+  }
+  g->add_output()->set_name("y");
+  const std::string path = temp_path(file);
+  std::ofstream out(path, std::ios::binary);
+  EXPECT_TRUE(m.SerializeToOstream(&out));
+  return path;
+}
+
+TEST(Cli, ConvertPrintsWhatItDidToTheModel) {
+  // Shape -> Reshape folds to a constant (the target of the last Reshape); Identity is removed;
+  // Relu cannot be fused (no layer before it), so two layers remain: Relu and Reshape.
+  const std::string onnx =
+      write_onnx("passes.onnx", {{"Shape", {"x"}, {"s"}, "shape"},
+                                 {"Reshape", {"s", "minus_one"}, {"t"}, "flat"},
+                                 {"Identity", {"x"}, {"xi"}, "identity"},
+                                 {"Relu", {"xi"}, {"r"}, "relu"},
+                                 {"Reshape", {"r", "t"}, {"y"}, "reshape"}});
+  CommandResult r = run_cli("convert " + onnx + " -o " + temp_path("passes.tsr"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("5 nodes -> 2 layers"), std::string::npos) << r.output;
+  // Shape and Concat are folded while shapes are inferred, before the graph passes run.
+  EXPECT_NE(r.output.find("folded 2 constant nodes, removed 1 identities"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("layers: Relu x1, Reshape x1"), std::string::npos) << r.output;
+}
+
+TEST(Cli, ConvertGroupsMissingOperatorsByType) {
+  const std::string onnx =
+      write_onnx("missing.onnx", {{"LSTM", {"x"}, {"a"}, "lstm_a"},
+                                  {"LSTM", {"a"}, {"b"}, "lstm_b"},
+                                  {"Range", {"b", "b", "b"}, {"y"}, "range_c"}});
+  CommandResult r = run_cli("convert " + onnx + " -o " + temp_path("missing.tsr"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("LSTM x2 (nodes 'lstm_a', 'lstm_b'), Range x1 (node 'range_c')"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(Cli, ConvertShapeSetsSymbolicInputDims) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  onnx::OperatorSetIdProto* os = m.add_opset_import();
+  os->set_domain("");
+  os->set_version(13);
+  onnx::GraphProto* g = m.mutable_graph();
+  onnx::ValueInfoProto* x = g->add_input();
+  x->set_name("images");
+  x->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  onnx::TensorShapeProto* s = x->mutable_type()->mutable_tensor_type()->mutable_shape();
+  s->add_dim()->set_dim_param("batch");
+  s->add_dim()->set_dim_value(3);
+  s->add_dim()->set_dim_param("height");
+  s->add_dim()->set_dim_param("width");
+  onnx::NodeProto* n = g->add_node();
+  n->set_op_type("Relu");
+  n->add_input("images");
+  n->add_output("y");
+  g->add_output()->set_name("y");
+  const std::string onnx = temp_path("symbolic.onnx"), tsr = temp_path("symbolic.tsr");
+  {
+    std::ofstream out(onnx, std::ios::binary);
+    ASSERT_TRUE(m.SerializeToOstream(&out));
+  }
+  CommandResult r = run_cli("convert " + onnx + " -o " + tsr + " --shape images=2x3x40x56");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("warning"), std::string::npos) << r.output;
+  auto loaded = load_model(tsr);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  EXPECT_EQ(loaded->value(loaded->inputs()[0]).info.shape, Shape({2, 3, 40, 56}));
+  for (const char* bad : {"images=2x3x40", "images=2x3x0x56", "image=2x3x40x56", "2x3"}) {
+    r = run_cli("convert " + onnx + " -o " + tsr + " --shape " + bad);
+    EXPECT_EQ(r.exit_code, 1) << bad << "\n" << r.output;
+    EXPECT_NE(r.output.find("error:"), std::string::npos) << bad << "\n" << r.output;
+  }
 }
 
 TEST(Cli, RejectsBadModelFiles) {

@@ -134,6 +134,15 @@ Error invalid(const Node& n, const std::string& why) {
   return fail(TNPU_ERR_INVALID_ARGUMENT, n.describe() + ": " + why);
 }
 
+// XNNPACK's clamps (every f16/s8 operator's output range) need min < max. ONNX Clip allows
+// min >= max (every value becomes max); the NPU refuses such a clamp so that the host runs it.
+Error check_clamp(const Node& n) {
+  if (n.out_min < n.out_max) return Error::none();
+  return unsupported(n, "clip range [" + std::to_string(n.out_min) + ", " +
+                            std::to_string(n.out_max) +
+                            "] is empty or a point (min must be below max on the NPU)");
+}
+
 Error parse_fused(const Attrs& a, Node* n, bool accepts) {
   std::string act;
   TRY(a.get_string("activation", "", &act));
@@ -144,6 +153,7 @@ Error parse_fused(const Attrs& a, Node* n, bool accepts) {
   } else if (act == "clip") {
     TRY(a.get_float("activation_alpha", -INFINITY, &n->out_min));
     TRY(a.get_float("activation_beta", INFINITY, &n->out_max));
+    TRY(check_clamp(*n));
   } else {
     return unsupported(*n, "fused activation '" + act +
                                "' is not supported (the NPU fuses relu and clip/relu6 only)");
@@ -515,6 +525,7 @@ Error parse_model(const tnpu_graph* g, Model* out, int only_node) {
               return unsupported(n, "min/max must be f32 scalars");
             (k == 1 ? n.out_min : n.out_max) = t.values[0];
           }
+          TRY(check_clamp(n));
         }
         const TensorDesc& x = m.tensors[static_cast<size_t>(n.inputs[0])];
         if (y.numel() != x.numel() || y.rank != x.rank)

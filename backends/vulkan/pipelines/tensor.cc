@@ -40,8 +40,8 @@ Status plan_alias(KernelBuilder&) {
 Result<int> axis_of(const Node& node, int rank, int64_t def) {
   ASSIGN_OR_RETURN(int64_t axis, node.attrs.int_or("axis", def));
   if (axis < -rank || axis >= rank) {
-    return invalid_argument("node '" + node.name + "': axis " + std::to_string(axis) +
-                            " out of range for rank " + std::to_string(rank));
+    return invalid_argument(with_node_prefix(
+        node, "axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank)));
   }
   return static_cast<int>(axis < 0 ? axis + rank : axis);
 }
