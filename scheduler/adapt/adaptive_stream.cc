@@ -224,12 +224,44 @@ void AdaptiveStream::on_window(double period_ms, const std::vector<double>& busy
   if (++drifting_windows_ < kDriftingWindows) return;
   drifting_windows_ = 0;
   events_.push_back({submitted_, "trigger", cut_, period_ms, reference_ms_, why});
-  search_.emplace(cut_, lg_->num_layers(), period_ms, &history_, options_.alpha);
+  std::optional<int> jump;
+  if (options_.jump && busy_ms.size() == 2) jump = balanced_cut(busy_ms);
+  if (jump) {
+    events_.back().reason += "; jump to cut " + std::to_string(*jump) +
+                             ", which balances the stages' measured time per FLOP";
+  }
+  search_.emplace(cut_, lg_->num_layers(), period_ms, &history_, options_.alpha, jump);
   if (search_->candidate()) {
     start_compile(*search_->candidate());
   } else {
     search_.reset();  // a one-layer model has no other cut
   }
+}
+
+int AdaptiveStream::balanced_cut(const std::vector<double>& busy_ms) const {
+  const int n = lg_->num_layers();
+  // Work per layer: its FLOPs, with a floor so that layers of no FLOPs (Concat, pools) count.
+  std::vector<double> prefix(static_cast<size_t>(n) + 1, 0);
+  const double floor = std::max(1.0, lg_->total_flops() / (100.0 * n));
+  for (int l = 0; l < n; ++l) {
+    prefix[static_cast<size_t>(l) + 1] =
+        prefix[static_cast<size_t>(l)] + std::max(floor, lg_->layer(l).cost.flops);
+  }
+  const double f0 = prefix[static_cast<size_t>(cut_)];
+  const double f1 = prefix[static_cast<size_t>(n)] - f0;
+  if (!(f0 > 0 && f1 > 0 && busy_ms[0] > 0 && busy_ms[1] > 0)) return cut_;
+  const double r0 = busy_ms[0] / f0, r1 = busy_ms[1] / f1;
+  int best = cut_;
+  double best_period = std::max(r0 * f0, r1 * f1);
+  for (int c = 1; c < n; ++c) {
+    const double f = prefix[static_cast<size_t>(c)];
+    const double p = std::max(r0 * f, r1 * (prefix[static_cast<size_t>(n)] - f));
+    if (p < best_period) {
+      best_period = p;
+      best = c;
+    }
+  }
+  return best;
 }
 
 void AdaptiveStream::close() {

@@ -12,6 +12,9 @@
 // is not the bottleneck, which the period alone does not show. After a search, the next window
 // on the chosen cut gives the new references.
 //
+// Search. Algorithm 2, by default starting with one jump to the cut that balances the stages'
+// measured time per FLOP (AdaptOptions::jump, repartition.h).
+//
 // Swap. Each candidate cut is a new plan, compiled in the background (a new Executor) while the
 // current one keeps streaming. At the first submit() after it is ready, the swap happens at a
 // frame boundary: the frames in flight in the old executor finish (next() returns them first),
@@ -44,6 +47,9 @@ struct AdaptOptions {
   int settle = 0;       // frames skipped after a swap; 0: the new executor's frame slots
   double drift = 0.05;  // relative drift of the period that starts a search
   double alpha = 0.5;   // Algorithm 2's moving-average weight for cuts measured before
+  // Start each search with a jump to the cut that balances the two stages' measured time per
+  // FLOP (CutSearch's extension); false: plain Algorithm 2 from the current cut.
+  bool jump = true;
 };
 
 // One step of the adaptation, for the log.
@@ -89,6 +95,9 @@ class AdaptiveStream {
   Status swap_if_ready();
   void measure(uint64_t local_frame);
   void on_window(double period_ms, const std::vector<double>& busy_ms);
+  // The cut that balances the stages if each device's time per FLOP stays what `busy_ms` (the
+  // stages' measured times at the current cut) says.
+  int balanced_cut(const std::vector<double>& busy_ms) const;
   // Windows in a row that must drift before a search starts (one noisy window does not).
   static constexpr int kDriftingWindows = 2;
 

@@ -3,7 +3,7 @@
 namespace tessera {
 
 CutSearch::CutSearch(int n, int num_layers, double period_ms, std::map<int, double>* history,
-                     double alpha)
+                     double alpha, std::optional<int> jump)
     : start_(n),
       num_layers_(num_layers),
       history_(history),
@@ -12,6 +12,17 @@ CutSearch::CutSearch(int n, int num_layers, double period_ms, std::map<int, doub
       best_ms_(period_ms) {
   auto [it, inserted] = history_->emplace(n, period_ms);
   if (!inserted) it->second = (1 - alpha_) * it->second + alpha_ * period_ms;
+  if (jump && *jump != n && *jump >= 1 && *jump <= num_layers_ - 1) {
+    jumping_ = true;
+    candidate_ = *jump;
+  } else {
+    start_at(n);
+  }
+}
+
+void CutSearch::start_at(int n) {
+  start_ = n;
+  up_ = true;
   if (n + 1 <= num_layers_ - 1) {
     candidate_ = n + 1;
   } else {
@@ -32,6 +43,19 @@ void CutSearch::report(double period_ms) {
   if (!candidate_) return;
   const int i = *candidate_;
   double m = period_ms;
+  if (jumping_) {
+    jumping_ = false;
+    (*history_)[i] = period_ms;
+    if (period_ms <= best_ms_) {
+      best_ = i;
+      best_ms_ = period_ms;
+      start_at(i);
+    } else {
+      start_at(start_);
+    }
+    if (!candidate_) best_ms_ = (*history_)[best_];
+    return;
+  }
   if (up_) {
     auto [it, inserted] = history_->emplace(i, period_ms);
     if (!inserted) it->second = (1 - alpha_) * it->second + alpha_ * period_ms;

@@ -22,6 +22,14 @@
 //     asks for cuts and takes their periods).
 // Cuts stay in 1..N-1 (both stages keep a layer).
 //
+// An extension, off unless a `jump` cut is given: the search first measures the jump cut (the
+// caller's estimate of the balanced cut, e.g. from the stages' measured time per FLOP). If it
+// beats t, Algorithm 2 runs from there (up, then down if up finds nothing); if not, Algorithm 2
+// runs from n as above. A load that moves the balance by many layers then costs one window to
+// reach instead of one per layer, and a plateau of equal periods (a core shared with another
+// process in scheduler time slices makes the period flat over a range of cuts) does not stop
+// the climb short.
+//
 // Thread rule: a CutSearch is used by one thread at a time.
 #pragma once
 
@@ -34,7 +42,8 @@ class CutSearch {
  public:
   // `n`: the current cut, measured at `period_ms`; `history`: the table m of past filtered
   // measurements by cut (kept across searches by the caller; may be empty, not null).
-  CutSearch(int n, int num_layers, double period_ms, std::map<int, double>* history, double alpha);
+  CutSearch(int n, int num_layers, double period_ms, std::map<int, double>* history, double alpha,
+            std::optional<int> jump = std::nullopt);
 
   // The cut to measure next, or nullopt when the search is over.
   std::optional<int> candidate() const { return candidate_; }
@@ -47,12 +56,14 @@ class CutSearch {
 
  private:
   void go_down();
+  void start_at(int n);  // Algorithm 2 from n: its first candidate
 
   int start_;
   int num_layers_;
   std::map<int, double>* history_;
   double alpha_;
   bool up_ = true;
+  bool jumping_ = false;  // the candidate is the jump cut
   std::optional<int> candidate_;
   int best_;
   double best_ms_;

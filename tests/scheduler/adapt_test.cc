@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -87,6 +88,37 @@ TEST(CutSearchTest, FiltersRepeatedMeasurementsOfACut) {
   std::map<int, double> h2;
   CutSearch edge(1, 2, 3, &h2, 0.5);
   EXPECT_TRUE(edge.done());
+}
+
+TEST(CutSearchTest, AJumpCrossesAPlateauThenClimbs) {
+  // Flat from 4 to 30 (a core shared in scheduler time slices), better from 31 on, best at 34.
+  auto period = [](int n) { return n <= 30 ? 8.0 : 4.0 + std::abs(n - 34) * 0.1; };
+  std::map<int, double> history;
+  CutSearch s(24, 39, period(24), &history, 0.5, 32);
+  std::vector<int> measured;
+  while (s.candidate()) {
+    measured.push_back(*s.candidate());
+    s.report(period(*s.candidate()));
+  }
+  EXPECT_EQ(s.best_cut(), 34);
+  EXPECT_EQ(measured, (std::vector<int>{32, 33, 34, 35}));
+  // Plain Algorithm 2, one noisy window above the plateau at 25, turns down and walks the
+  // plateau the wrong way (every step 8.0 <= 8.0), never reaching the better cuts.
+  auto plain = search(24, 39, [&](int n) { return period(n) + (n == 25 ? 0.01 : 0.0); });
+  EXPECT_EQ(plain.first, 1);
+}
+
+TEST(CutSearchTest, AJumpThatDoesNotHelpFallsBackToAlgorithm2) {
+  std::map<int, double> table = {{4, 12}, {5, 10}, {6, 8}, {7, 9}, {9, 15}};
+  std::map<int, double> history;
+  CutSearch s(5, 10, table.at(5), &history, 0.5, 9);
+  std::vector<int> measured;
+  while (s.candidate()) {
+    measured.push_back(*s.candidate());
+    s.report(table.at(*s.candidate()));
+  }
+  EXPECT_EQ(s.best_cut(), 6);
+  EXPECT_EQ(measured, (std::vector<int>{9, 6, 7}));
 }
 
 // ---- the adaptive stream ----
