@@ -221,46 +221,85 @@ void print_step_table(const Executor& ex, const Plan& plan, int first_run) {
   }
 }
 
-// Streams `warmup` then `count` frames (cycling through `frames`), keeping every slot busy; prints
-// throughput, busy shares, queue occupancy and the period against the plan's estimate. Returns
-// the last frame's id and outputs.
-Result<std::pair<uint64_t, std::vector<Tensor>>> run_stream(
-    Executor& ex, const Plan& plan, const std::vector<std::vector<Tensor>>& frames,
-    const cli::Args& args, int warmup, int count) {
-  const int total = warmup + count;
-  int submitted = 0, received = 0, failed = 0;
+// What drive_stream saw: the last good frame, and the timed window (from the moment the last
+// warm-up frame came out).
+struct StreamTotals {
   uint64_t last_id = 0;
   std::vector<Tensor> last;
+  uint64_t timed_from = 0;  // id of the first timed frame
+  double wall_ms = 0;
+  double cpu_s = 0;
+  int failed = 0;  // frames that came out with an error
+};
+
+// Submits `warmup` then `count` frames (cycling through `frames`) to an Executor or an
+// AdaptiveStream, keeping every slot busy, and takes them out in order: checks that each id
+// comes out exactly once and in submission order, writes per-frame outputs when asked, and
+// reports failed frames (the stream goes on; the caller fails the command at the end).
+template <typename Stream>
+Result<StreamTotals> drive_stream(Stream& s, const std::vector<std::vector<Tensor>>& frames,
+                                  const cli::Args& args, int warmup, int count) {
+  const int total = warmup + count;
+  int submitted = 0, received = 0;
+  StreamTotals t;
+  uint64_t first_id = 0;
   auto t0 = std::chrono::steady_clock::now();
   double cpu0 = cpu_seconds();
-  uint64_t timed_from = 0;
   while (received < total) {
-    while (submitted < total && submitted - received < ex.num_slots()) {
+    while (submitted < total && submitted - received < s.num_slots()) {
       ASSIGN_OR_RETURN(uint64_t id,
-                       ex.submit(frames[static_cast<size_t>(submitted) % frames.size()]));
-      if (submitted == warmup) timed_from = id;
+                       s.submit(frames[static_cast<size_t>(submitted) % frames.size()]));
+      if (submitted == 0) first_id = id;
+      if (id != first_id + static_cast<uint64_t>(submitted)) {
+        return internal_error("frame " + std::to_string(submitted) + " was submitted as id " +
+                              std::to_string(id));
+      }
+      if (submitted == warmup) t.timed_from = id;
       ++submitted;
     }
-    ASSIGN_OR_RETURN(FrameResult r, ex.next());
+    ASSIGN_OR_RETURN(FrameResult r, s.next());
+    if (r.frame != first_id + static_cast<uint64_t>(received)) {
+      return internal_error("frame " + std::to_string(r.frame) + " came out where frame " +
+                            std::to_string(first_id + static_cast<uint64_t>(received)) +
+                            " was due");
+    }
     if (received == warmup - 1) {
       // The warm-up frames are out: the timed window starts now.
       t0 = std::chrono::steady_clock::now();
       cpu0 = cpu_seconds();
     }
     if (!r.status.ok()) {
-      ++failed;
+      ++t.failed;
       std::fprintf(stderr, "frame %llu: %s\n", static_cast<unsigned long long>(r.frame),
                    r.status.to_string().c_str());
     } else {
       if (has_frame_pattern(args)) RETURN_IF_ERROR(write_frame_outputs(args, r.frame, r.outputs));
-      last_id = r.frame;
-      last = std::move(r.outputs);
+      t.last_id = r.frame;
+      t.last = std::move(r.outputs);
     }
     ++received;
   }
-  const double wall_ms =
+  t.wall_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  const double cpu_s = cpu_seconds() - cpu0;
+  t.cpu_s = cpu_seconds() - cpu0;
+  return t;
+}
+
+Status failed_frames(const StreamTotals& t, int total) {
+  if (t.failed == 0) return Status();
+  return internal_error(std::to_string(t.failed) + " of " + std::to_string(total) +
+                        " frame(s) failed");
+}
+
+// Streams `warmup` then `count` frames through the executor (drive_stream); prints throughput,
+// busy shares, queue occupancy and the period against the plan's estimate. Returns the last
+// frame's id and outputs.
+Result<std::pair<uint64_t, std::vector<Tensor>>> run_stream(
+    Executor& ex, const Plan& plan, const std::vector<std::vector<Tensor>>& frames,
+    const cli::Args& args, int warmup, int count) {
+  ASSIGN_OR_RETURN(StreamTotals t, drive_stream(ex, frames, args, warmup, count));
+  const double wall_ms = t.wall_ms, cpu_s = t.cpu_s;
+  const uint64_t timed_from = t.timed_from;
   ex.close();
   // With warm-up frames, the timed window starts when the last warm-up frame came out, so the
   // pipeline is already full; without, it includes the fill.
@@ -289,16 +328,13 @@ Result<std::pair<uint64_t, std::vector<Tensor>>> run_stream(
   for (const QueueOccupancy& q : ex.queue_occupancy()) {
     std::printf("actor %d: frames waiting when it took one: mean %.2f\n", q.actor, q.mean());
   }
-  if (failed > 0) {
-    return internal_error(std::to_string(failed) + " of " + std::to_string(total) +
-                          " frame(s) failed");
-  }
-  return std::make_pair(last_id, std::move(last));
+  RETURN_IF_ERROR(failed_frames(t, warmup + count));
+  return std::make_pair(t.last_id, std::move(t.last));
 }
 
-// Streams like run_stream, through an AdaptiveStream that may move the plan's cut; prints
-// throughput, every window's period and every adaptation decision. Checks that frames come out
-// exactly once and in order across the plan swaps.
+// Streams like run_stream, through an AdaptiveStream that may move the plan's cut (frames still
+// come out exactly once and in order across the plan swaps: drive_stream checks); prints
+// throughput, every window's period and every adaptation decision.
 Result<std::pair<uint64_t, std::vector<Tensor>>> run_adaptive_stream(
     const LayerGraph& lg, const Plan& plan, const ExecutorOptions& options,
     const std::vector<std::vector<Tensor>>& frames, const cli::Args& args, int warmup, int count,
@@ -307,40 +343,8 @@ Result<std::pair<uint64_t, std::vector<Tensor>>> run_adaptive_stream(
   ao.window = window;
   ASSIGN_OR_RETURN(std::unique_ptr<AdaptiveStream> s,
                    AdaptiveStream::create(lg, plan, options, ao));
-  const int total = warmup + count;
-  int submitted = 0, received = 0, failed = 0;
-  uint64_t last_id = 0;
-  std::vector<Tensor> last;
-  auto t0 = std::chrono::steady_clock::now();
-  while (received < total) {
-    while (submitted < total && submitted - received < s->num_slots()) {
-      ASSIGN_OR_RETURN(uint64_t id,
-                       s->submit(frames[static_cast<size_t>(submitted) % frames.size()]));
-      if (id != static_cast<uint64_t>(submitted)) {
-        return internal_error("frame submitted as " + std::to_string(id) + ", expected " +
-                              std::to_string(submitted));
-      }
-      ++submitted;
-    }
-    ASSIGN_OR_RETURN(FrameResult r, s->next());
-    if (r.frame != static_cast<uint64_t>(received)) {
-      return internal_error("frame " + std::to_string(r.frame) + " came out where frame " +
-                            std::to_string(received) + " was due");
-    }
-    if (received == warmup - 1) t0 = std::chrono::steady_clock::now();
-    if (!r.status.ok()) {
-      ++failed;
-      std::fprintf(stderr, "frame %llu: %s\n", static_cast<unsigned long long>(r.frame),
-                   r.status.to_string().c_str());
-    } else {
-      if (has_frame_pattern(args)) RETURN_IF_ERROR(write_frame_outputs(args, r.frame, r.outputs));
-      last_id = r.frame;
-      last = std::move(r.outputs);
-    }
-    ++received;
-  }
-  const double wall_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  ASSIGN_OR_RETURN(StreamTotals t, drive_stream(*s, frames, args, warmup, count));
+  const double wall_ms = t.wall_ms;
   s->close();
   std::printf("adaptive stream from %s: %d frame(s) (%d warm-up), each out once and in order\n",
               plan.notation().c_str(), count, warmup);
@@ -353,11 +357,8 @@ Result<std::pair<uint64_t, std::vector<Tensor>>> run_adaptive_stream(
   std::printf("window periods (cut: ms):");
   for (const auto& [cut, ms] : s->windows()) std::printf(" %d:%.2f", cut, ms);
   std::printf("\n");
-  if (failed > 0) {
-    return internal_error(std::to_string(failed) + " of " + std::to_string(total) +
-                          " frame(s) failed");
-  }
-  return std::make_pair(last_id, std::move(last));
+  RETURN_IF_ERROR(failed_frames(t, warmup + count));
+  return std::make_pair(t.last_id, std::move(t.last));
 }
 
 }  // namespace
