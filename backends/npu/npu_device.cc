@@ -677,10 +677,16 @@ Capability NpuDevice::capabilities(const Graph& g, const Node& node) const {
   const Node* first = g.nodes().data();
   if (&node < first || &node >= first + g.num_nodes()) return Capability::yes();
   const NodeId id = static_cast<NodeId>(&node - first);
-  std::vector<ValueId> ins, outs;
+  // The node's boundary: its non-constant inputs, once each, and all its outputs. Computed from
+  // the node alone (slice_boundary scans the whole graph for readers of the outputs, which made
+  // checking every node of a model quadratic in its size).
   const NodeId layers[1] = {id};
-  slice_boundary(g, layers, &ins, &outs);
-  outs = node.outputs;
+  std::vector<ValueId> ins;
+  for (ValueId v : node.inputs) {
+    if (v == kNoValue || g.value(v).is_constant) continue;
+    if (std::find(ins.begin(), ins.end(), v) == ins.end()) ins.push_back(v);
+  }
+  const std::vector<ValueId> outs = node.outputs;
   auto desc = HalSubgraph::build(g, layers, ins, outs);
   if (!desc.ok()) return Capability::no(desc.status().message());
   std::lock_guard<std::mutex> lock(handle_->mu);
