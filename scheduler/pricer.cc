@@ -22,6 +22,34 @@ std::vector<std::pair<int, int>> ranges(const std::vector<int>& layers) {
 
 }  // namespace
 
+std::vector<std::vector<int>> stage_dependencies(const LayerGraph& lg, const Plan& plan) {
+  const size_t n = plan.stages.size();
+  std::vector<int> stage_of_layer(static_cast<size_t>(lg.num_layers()), -1);
+  for (size_t i = 0; i < n; ++i) {
+    for (int l : plan.stages[i].layers)
+      stage_of_layer[static_cast<size_t>(l)] = static_cast<int>(i);
+  }
+  std::vector<int> producer(static_cast<size_t>(lg.graph().num_values()), -1);
+  for (int l = 0; l < lg.num_layers(); ++l) {
+    for (ValueId v : lg.layer(l).outputs) producer[static_cast<size_t>(v)] = l;
+  }
+  std::vector<std::vector<int>> deps(n);
+  for (size_t i = 0; i < n; ++i) {
+    for (int l : plan.stages[i].layers) {
+      for (ValueId v : lg.layer(l).inputs) {
+        const int p = producer[static_cast<size_t>(v)];
+        if (p < 0) continue;
+        const int s = stage_of_layer[static_cast<size_t>(p)];
+        if (s >= 0 && s != static_cast<int>(i) &&
+            std::find(deps[i].begin(), deps[i].end(), s) == deps[i].end()) {
+          deps[i].push_back(s);
+        }
+      }
+    }
+  }
+  return deps;
+}
+
 Status price_plan(const CostModel& cm, const LayerGraph& lg, Plan* plan) {
   if (lg.num_layers() != cm.num_layers()) {
     return invalid_argument("the cost model is for " + std::to_string(cm.num_layers()) +
@@ -90,28 +118,13 @@ Status price_plan(const CostModel& cm, const LayerGraph& lg, Plan* plan) {
 
   // Critical path of one frame: a stage starts after its producers and its actor's previous
   // stage.
-  std::vector<int> stage_of_layer(static_cast<size_t>(lg.num_layers()));
-  for (size_t i = 0; i < n; ++i) {
-    for (int l : plan->stages[i].layers)
-      stage_of_layer[static_cast<size_t>(l)] = static_cast<int>(i);
-  }
-  std::vector<int> producer(static_cast<size_t>(lg.graph().num_values()), -1);
-  for (int l = 0; l < lg.num_layers(); ++l) {
-    for (ValueId v : lg.layer(l).outputs) producer[static_cast<size_t>(v)] = l;
-  }
+  const std::vector<std::vector<int>> deps = stage_dependencies(lg, *plan);
   std::vector<double> finish(n, 0);
   std::map<int, double> actor_free;
   double latency = 0;
   for (size_t i = 0; i < n; ++i) {
     double start = actor_free[actor[i]];
-    for (int l : plan->stages[i].layers) {
-      for (ValueId v : lg.layer(l).inputs) {
-        const int p = producer[static_cast<size_t>(v)];
-        if (p < 0) continue;
-        const int s = stage_of_layer[static_cast<size_t>(p)];
-        if (s != static_cast<int>(i)) start = std::max(start, finish[static_cast<size_t>(s)]);
-      }
-    }
+    for (int s : deps[i]) start = std::max(start, finish[static_cast<size_t>(s)]);
     finish[i] = start + busy[i];
     actor_free[actor[i]] = finish[i];
     latency = std::max(latency, finish[i]);

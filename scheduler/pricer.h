@@ -22,6 +22,11 @@
 
 namespace tessera {
 
+// For each stage of `plan` (over `lg`), the other stages whose outputs it reads in the same frame,
+// in first-read order: what one frame's critical path (the pricer) and the stage graph of a
+// simulated stream (simulator.h) wait on.
+std::vector<std::vector<int>> stage_dependencies(const LayerGraph& lg, const Plan& plan);
+
 // `lg` is the model the CostModel was built for (its dependencies give the critical path).
 // Placements must name profiled devices (and levels); errors name the stage.
 Status price_plan(const CostModel& cm, const LayerGraph& lg, Plan* plan);

@@ -92,29 +92,7 @@ Result<SimulationResult> simulate_plan(const CostModel& cm, const LayerGraph& lg
     actor_stages[static_cast<size_t>(actor_of[i])].push_back(static_cast<int>(i));
   }
   // deps[i]: the stages whose outputs stage i reads (same frame).
-  std::vector<int> stage_of_layer(static_cast<size_t>(lg.num_layers()), -1);
-  for (size_t i = 0; i < n; ++i) {
-    for (int l : priced.stages[i].layers)
-      stage_of_layer[static_cast<size_t>(l)] = static_cast<int>(i);
-  }
-  std::vector<int> producer(static_cast<size_t>(lg.graph().num_values()), -1);
-  for (int l = 0; l < lg.num_layers(); ++l) {
-    for (ValueId v : lg.layer(l).outputs) producer[static_cast<size_t>(v)] = l;
-  }
-  std::vector<std::vector<int>> deps(n);
-  for (size_t i = 0; i < n; ++i) {
-    for (int l : priced.stages[i].layers) {
-      for (ValueId v : lg.layer(l).inputs) {
-        const int p = producer[static_cast<size_t>(v)];
-        if (p < 0) continue;
-        const int s = stage_of_layer[static_cast<size_t>(p)];
-        if (s != static_cast<int>(i) &&
-            std::find(deps[i].begin(), deps[i].end(), s) == deps[i].end()) {
-          deps[i].push_back(s);
-        }
-      }
-    }
-  }
+  const std::vector<std::vector<int>> deps = stage_dependencies(lg, priced);
 
   // ---- time factors, drawn up front so that they do not depend on the scheduling order ----
   const size_t frames = static_cast<size_t>(options.frames);
