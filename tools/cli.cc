@@ -1,5 +1,7 @@
 #include "tools/cli.h"
 
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -29,6 +31,28 @@ Result<int> Args::get_int(const std::string& name, int def, int min, int max) co
                             std::to_string(max) + "], got '" + v + "'");
   }
   return static_cast<int>(x);
+}
+
+Result<double> parse_double(const std::string& what, const std::string& text) {
+  errno = 0;
+  char* end = nullptr;
+  const double x = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno != 0 || !std::isfinite(x)) {
+    return invalid_argument(what + " expects a number, got '" + text + "'");
+  }
+  return x;
+}
+
+Result<double> Args::get_double(const std::string& name, double def, double min, double max) const {
+  if (!has(name)) return def;
+  ASSIGN_OR_RETURN(double x, parse_double(name, get(name)));
+  if (x < min || x > max) {
+    std::ostringstream range;
+    range << "[" << min << ", " << max << "]";
+    return invalid_argument(name + " expects a number in " + range.str() + ", got '" + get(name) +
+                            "'");
+  }
+  return x;
 }
 
 Result<Args> parse(int argc, char** argv, int first, const std::vector<FlagSpec>& specs) {

@@ -25,7 +25,12 @@ struct Args {
   std::string get(const std::string& name, const std::string& def = "") const;
   const std::vector<std::string>& all(const std::string& name) const;
   Result<int> get_int(const std::string& name, int def, int min, int max) const;
+  // A finite number in [min, max] (the default when the flag is absent).
+  Result<double> get_double(const std::string& name, double def, double min, double max) const;
 };
+
+// A finite number from `text`, the whole of it; errors name `what` (a flag, "--load cpu:1").
+Result<double> parse_double(const std::string& what, const std::string& text);
 
 // Parses argv[first..] against `specs`; unknown flags and missing values are errors.
 Result<Args> parse(int argc, char** argv, int first, const std::vector<FlagSpec>& specs);

@@ -47,12 +47,10 @@ const std::vector<cli::FlagSpec> kFlags = {
 
 // A positive number of milliseconds from a flag, or +inf when the flag is absent.
 Result<double> milliseconds(const cli::Args& args, const std::string& flag) {
-  if (!args.has(flag)) return kInfiniteCost;
-  const std::string v = args.get(flag);
-  char* end = nullptr;
-  const double x = std::strtod(v.c_str(), &end);
-  if (v.empty() || *end != '\0' || !std::isfinite(x) || !(x > 0)) {
-    return invalid_argument(flag + " expects a positive number of milliseconds, got '" + v + "'");
+  ASSIGN_OR_RETURN(double x, args.get_double(flag, kInfiniteCost, 0, kInfiniteCost));
+  if (!(x > 0)) {
+    return invalid_argument(flag + " expects a positive number of milliseconds, got '" +
+                            args.get(flag) + "'");
   }
   return x;
 }

@@ -3,10 +3,7 @@
 //                  [--seed S] [--scale DEVICE=FACTOR,...]
 // A discrete-event run of the plan over the profile's cost model (scheduler/simulator.h): what
 // `tessera run --plan P --stream N` would measure, without the devices.
-#include <cerrno>
-#include <cmath>
 #include <cstdio>
-#include <cstdlib>
 
 #include "api/internal.h"
 #include "graph/layer_graph.h"
@@ -39,16 +36,6 @@ const std::vector<cli::FlagSpec> kFlags = {
     {"--help", "-h", false, false, "show this help"},
 };
 
-Result<double> parse_number(const std::string& flag, const std::string& text) {
-  errno = 0;
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || errno != 0 || !std::isfinite(v)) {
-    return invalid_argument(flag + ": '" + text + "' is not a number");
-  }
-  return v;
-}
-
 // "cpu:1=2,npu:0=0.5" (and repeated flags) into `out`.
 Status parse_factors(const cli::Args& args, const std::string& flag,
                      std::map<std::string, double>* out) {
@@ -58,7 +45,8 @@ Status parse_factors(const cli::Args& args, const std::string& flag,
       if (eq == std::string::npos || eq == 0) {
         return invalid_argument(flag + ": '" + item + "' is not DEVICE=FACTOR");
       }
-      ASSIGN_OR_RETURN(double f, parse_number(flag, item.substr(eq + 1)));
+      ASSIGN_OR_RETURN(double f,
+                       cli::parse_double(flag + " " + item.substr(0, eq), item.substr(eq + 1)));
       (*out)[item.substr(0, eq)] = f;
     }
   }
@@ -70,12 +58,8 @@ Result<SimulationOptions> simulation_options(const cli::Args& args, bool* scaled
   ASSIGN_OR_RETURN(o.frames, args.get_int("--frames", 300, 1, 10'000'000));
   ASSIGN_OR_RETURN(o.warmup, args.get_int("--warmup", std::min(20, o.frames - 1), 0, o.frames - 1));
   ASSIGN_OR_RETURN(o.queue_capacity, args.get_int("--queue", 0, 0, 1024));
-  if (args.has("--interval")) {
-    ASSIGN_OR_RETURN(o.arrival_interval_ms, parse_number("--interval", args.get("--interval")));
-  }
-  if (args.has("--jitter")) {
-    ASSIGN_OR_RETURN(o.jitter_cv, parse_number("--jitter", args.get("--jitter")));
-  }
+  ASSIGN_OR_RETURN(o.arrival_interval_ms, args.get_double("--interval", 0, 0, 1e9));
+  ASSIGN_OR_RETURN(o.jitter_cv, args.get_double("--jitter", 0, 0, 10));
   ASSIGN_OR_RETURN(int seed, args.get_int("--seed", 1, 0, 2'000'000'000));
   o.seed = static_cast<uint64_t>(seed);
   RETURN_IF_ERROR(parse_factors(args, "--load", &o.load));
