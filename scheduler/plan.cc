@@ -85,6 +85,24 @@ std::string Plan::stage_name(size_t i) const {
   return "stage " + std::to_string(i) + " (" + stage_notation(stages[i]) + ")";
 }
 
+std::vector<int> Plan::stage_actors() const {
+  std::vector<int> actor(stages.size(), 0);
+  if (mode != PlanMode::kStreaming) return actor;
+  std::map<int, int> named;
+  int next = 0;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const int a = stages[i].actor;
+    if (a < 0) {
+      actor[i] = next++;
+    } else {
+      auto it = named.find(a);
+      if (it == named.end()) it = named.emplace(a, next++).first;
+      actor[i] = it->second;
+    }
+  }
+  return actor;
+}
+
 std::string Plan::notation() const {
   std::string s;
   for (size_t i = 0; i < stages.size(); ++i) {

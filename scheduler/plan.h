@@ -122,6 +122,10 @@ struct Plan {
   std::string notation() const;
   // "stage 2 (opencl:0[5])": how every message about a stage names it.
   std::string stage_name(size_t i) const;
+  // Dense actor index of every stage, as the executor numbers its threads: one actor in a
+  // sequential plan; in a streaming plan each stage with actor -1 gets its own, stages naming
+  // one id share it (numbered by first use).
+  std::vector<int> stage_actors() const;
 
   // Checks the plan against a model of `num_layers` layers and the devices that may be used
   // (empty: any device name). Every layer in exactly one stage, every stage non-empty with

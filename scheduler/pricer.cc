@@ -105,12 +105,9 @@ Status price_plan(const CostModel& cm, const LayerGraph& lg, Plan* plan) {
   }
 
   // Streaming. Actors: own (-1) or shared ids.
+  const std::vector<int> actor = plan->stage_actors();
   std::map<int, double> actor_busy;
-  std::vector<int> actor(n);
-  for (size_t i = 0; i < n; ++i) {
-    actor[i] = plan->stages[i].actor >= 0 ? plan->stages[i].actor : -1 - static_cast<int>(i);
-    actor_busy[actor[i]] += busy[i];
-  }
+  for (size_t i = 0; i < n; ++i) actor_busy[actor[i]] += busy[i];
   double period = 0;
   for (const auto& [d, b] : device_busy) period = std::max(period, b);
   for (const auto& [a, b] : actor_busy) period = std::max(period, b);

@@ -66,9 +66,7 @@ Result<SimulationResult> simulate_plan(const CostModel& cm, const LayerGraph& lg
   const size_t n = priced.stages.size();
   const bool streaming = priced.mode == PlanMode::kStreaming;
   std::vector<double> base_ms(n), base_mj(n);
-  std::vector<int> device_of(n), level_of(n), actor_of(n);
-  std::vector<std::string> device_names;
-  std::vector<int> actor_ids;  // dense actor index -> plan actor key
+  std::vector<int> device_of(n), level_of(n);
   for (size_t i = 0; i < n; ++i) {
     const Stage& s = priced.stages[i];
     const std::string& name = s.placement.devices[0].device;
@@ -79,14 +77,11 @@ Result<SimulationResult> simulate_plan(const CostModel& cm, const LayerGraph& lg
     const VirtualDevice& v = cm.virtual_devices()[static_cast<size_t>(vd)];
     device_of[i] = v.device_index;
     level_of[i] = v.level;
-    // Actors as the executor numbers them: a stage's own, or the id it shares; sequential plans
-    // run every stage on the caller's thread.
-    const int key = !streaming ? 0 : s.actor >= 0 ? s.actor : -1 - static_cast<int>(i);
-    auto it = std::find(actor_ids.begin(), actor_ids.end(), key);
-    actor_of[i] = static_cast<int>(it - actor_ids.begin());
-    if (it == actor_ids.end()) actor_ids.push_back(key);
   }
-  const size_t num_actors = actor_ids.size();
+  // Actors as the executor numbers them (sequential plans: every stage on the caller's thread).
+  const std::vector<int> actor_of = priced.stage_actors();
+  const size_t num_actors =
+      n == 0 ? 0 : static_cast<size_t>(*std::max_element(actor_of.begin(), actor_of.end())) + 1;
   std::vector<std::vector<int>> actor_stages(num_actors);
   for (size_t i = 0; i < n; ++i) {
     actor_stages[static_cast<size_t>(actor_of[i])].push_back(static_cast<int>(i));

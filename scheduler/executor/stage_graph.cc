@@ -34,26 +34,6 @@ Status check_stage_order(const LayerGraph& lg, const Plan& plan) {
   return Status();
 }
 
-// Dense actor index of every stage: one actor in a sequential plan; in a streaming plan each
-// stage with actor -1 gets its own, stages naming one id share it (numbered by first use).
-std::vector<int> stage_actors(const Plan& plan) {
-  std::vector<int> actor(plan.stages.size(), 0);
-  if (plan.mode != PlanMode::kStreaming) return actor;
-  std::map<int, int> named;
-  int next = 0;
-  for (size_t i = 0; i < plan.stages.size(); ++i) {
-    const int a = plan.stages[i].actor;
-    if (a < 0) {
-      actor[i] = next++;
-    } else {
-      auto it = named.find(a);
-      if (it == named.end()) it = named.emplace(a, next++).first;
-      actor[i] = it->second;
-    }
-  }
-  return actor;
-}
-
 // Maximal runs of plan-adjacent stages with the same single placement and actor (or one step
 // per stage).
 std::vector<ExecutorStep> group_steps(const Plan& plan, const std::vector<int>& actor, bool merge) {
@@ -130,7 +110,7 @@ Result<StageGraph> build_stage_graph(
   }
 
   // Phase 2: compile each step.
-  const std::vector<int> actor = stage_actors(plan);
+  const std::vector<int> actor = plan.stage_actors();
   int num_actors = 0;
   for (int a : actor) num_actors = std::max(num_actors, a + 1);
   for (const ExecutorStep& group : group_steps(plan, actor, merge)) {
