@@ -193,8 +193,10 @@ void one_per_thread_item(void* ctx, size_t i) {
   TESSERA_HANDOFF_ACQUIRE(ctx);
   auto* c = static_cast<OnePerThread*>(ctx);
   (*c->fn)(static_cast<int>(i));
-  TESSERA_HANDOFF_RELEASE(ctx);
+  // The barrier lives on the caller's stack: its last touch here must come before the release
+  // that hands the frame back, or the caller's reuse of that stack races with it.
   c->barrier->arrive_and_wait();
+  TESSERA_HANDOFF_RELEASE(ctx);
 }
 
 }  // namespace
