@@ -149,6 +149,46 @@ const char* tessera_model_output_name(const tessera_model* model, size_t i) {
   return model->model->outputs()[i].name.c_str();
 }
 
+namespace {
+
+int describe(const char* where, const tessera_model* model, bool input, size_t i, int32_t* dtype,
+             int64_t* shape, size_t max_rank, size_t* rank) {
+  return guarded(where, [&] {
+    if (model == nullptr || dtype == nullptr || rank == nullptr || (shape == nullptr && max_rank)) {
+      return fail(std::string(where) + ": null argument");
+    }
+    const auto& descs = input ? model->model->inputs() : model->model->outputs();
+    if (i >= descs.size()) {
+      return fail(std::string(where) + ": index " + std::to_string(i) +
+                  " out of range (the model has " + std::to_string(descs.size()) +
+                  (input ? " inputs)" : " outputs)"));
+    }
+    const tessera::TensorDesc& d = descs[i];
+    const size_t r = static_cast<size_t>(d.shape.rank());
+    if (r > max_rank) {
+      return fail(std::string(where) + ": '" + d.name + "' has rank " +
+                  std::to_string(d.shape.rank()) + ", more than max_rank " +
+                  std::to_string(max_rank));
+    }
+    *dtype = static_cast<int32_t>(d.dtype);
+    *rank = r;
+    for (size_t k = 0; k < r; ++k) shape[k] = d.shape.dims()[k];
+    return ok();
+  });
+}
+
+}  // namespace
+
+int tessera_model_input_desc(const tessera_model* model, size_t i, int32_t* dtype, int64_t* shape,
+                             size_t max_rank, size_t* rank) {
+  return describe("tessera_model_input_desc", model, true, i, dtype, shape, max_rank, rank);
+}
+
+int tessera_model_output_desc(const tessera_model* model, size_t i, int32_t* dtype, int64_t* shape,
+                              size_t max_rank, size_t* rank) {
+  return describe("tessera_model_output_desc", model, false, i, dtype, shape, max_rank, rank);
+}
+
 int tessera_session_create(const tessera_model* model, const char* device, tessera_session** out) {
   return guarded("tessera_session_create", [&] {
     if (model == nullptr || device == nullptr || out == nullptr) {

@@ -23,8 +23,9 @@
 extern "C" {
 #endif
 
-/* 2: plan sessions, streaming, tensors of any dtype, run-time version queries. */
-#define TESSERA_C_API_VERSION 2
+/* 2: plan sessions, streaming, tensors of any dtype, run-time version queries.
+ * 3: input and output descriptions (dtype and shape) of a model. */
+#define TESSERA_C_API_VERSION 3
 
 /* Element types (the values of Tessera's DType). Functions take and return them as int32_t, so
  * that a value from another language that is none of these is an error, not undefined
@@ -56,6 +57,14 @@ size_t tessera_model_num_outputs(const tessera_model* model);
 /* Name of input/output i, or NULL if out of range. Owned by the model. */
 const char* tessera_model_input_name(const tessera_model* model, size_t i);
 const char* tessera_model_output_name(const tessera_model* model, size_t i);
+
+/* The dtype (a tessera_dtype value) and shape of input/output i: `*rank` receives its rank and
+ * up to `max_rank` dims are written to `shape`. Fails when i is out of range or the rank exceeds
+ * max_rank. */
+int tessera_model_input_desc(const tessera_model* model, size_t i, int32_t* dtype, int64_t* shape,
+                             size_t max_rank, size_t* rank);
+int tessera_model_output_desc(const tessera_model* model, size_t i, int32_t* dtype,
+                              int64_t* shape, size_t max_rank, size_t* rank);
 
 /* Creates a session on a device ("reference", "cpu", ...). The model may be freed afterwards. */
 int tessera_session_create(const tessera_model* model, const char* device, tessera_session** out);

@@ -3,6 +3,7 @@
 #include <unistd.h>
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -10,6 +11,7 @@
 #include "backends/cpu/topology.h"
 #include "backends/registry.h"
 #include "core/allocator.h"
+#include "core/install_paths.h"
 #include "core/json.h"
 #include "energy/sysfs.h"
 
@@ -163,6 +165,20 @@ Result<Platform> Platform::from_json_text(const std::string& text, const std::st
     p.devices.push_back(std::move(*dev));
   }
   return p;
+}
+
+Result<Platform> Platform::load_file_or_board(const std::string& path_or_board) {
+  std::error_code ec;
+  const bool board_name = path_or_board.find('/') == std::string::npos &&
+                          path_or_board.find('.') == std::string::npos &&
+                          !std::filesystem::exists(path_or_board, ec);
+  if (!board_name) return load(path_or_board);
+  const std::string shipped = shipped_platform_dir() + "/" + path_or_board + ".json";
+  if (!std::filesystem::exists(shipped, ec)) {
+    return not_found("no platform file '" + path_or_board +
+                     "' and no shipped board of that name in " + shipped_platform_dir());
+  }
+  return load(shipped);
 }
 
 Result<Platform> Platform::load(const std::string& path) {
@@ -423,6 +439,8 @@ Platform Platform::detect(const std::string& root) {
 }
 
 std::string shipped_platform_dir() {
+  std::string installed = find_installed(InstalledFile::kPlatformDir);
+  if (!installed.empty()) return installed;
 #ifdef TESSERA_PLATFORM_DIR
   return TESSERA_PLATFORM_DIR;
 #else

@@ -73,6 +73,9 @@ struct Platform {
   // Parses and validates a platform JSON document; `origin` names it in messages.
   static Result<Platform> from_json_text(const std::string& text, const std::string& origin);
   static Result<Platform> load(const std::string& path);
+  // A platform file, or a shipped board by name ("jetson_tx2", see shipped_platform_dir()) when
+  // no file of that name exists.
+  static Result<Platform> load_file_or_board(const std::string& path_or_board);
   std::string to_json_text() const;
   Status save(const std::string& path) const;
 

@@ -4,7 +4,9 @@
 #      reference models exported into ~/.cache/tessera/models, or $TESSERA_MODEL_CACHE);
 #   2. an AddressSanitizer + UndefinedBehaviorSanitizer build running the unit tests, which
 #      include every bad-input test (malformed model files, ONNX files, .npy files, CLI misuse);
-#   3. a ThreadSanitizer build of the executor's streaming, session and C API stream tests.
+#   3. a ThreadSanitizer build of the executor's streaming, session and C API stream tests;
+#   4. `cmake --install` into a fresh prefix, examples/ built against it with find_package and
+#      with pkg-config, and run (scripts/check_install.sh).
 # Installs missing Debian packages first (scripts/install-deps.sh). Compilation goes through
 # ccache when it is installed, so repeated runs on one machine rebuild only what changed.
 #
@@ -88,4 +90,7 @@ TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/scripts/s
 
 stage "all tests (release): unit and model"
 ctest --test-dir build --output-on-failure -j "$jobs"
+
+stage "install and use the installed tree (examples/, CMake package, pkg-config)"
+scripts/check_install.sh build
 finish

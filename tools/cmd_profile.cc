@@ -35,7 +35,8 @@ const std::vector<cli::FlagSpec> kFlags = {
     {"--devices", "-d", true, false,
      "comma-separated devices to profile (default: every device of the platform)"},
     {"--platform", "-p", true, false,
-     "platform JSON describing the board (default: detect this machine)"},
+     "platform JSON describing the board, or a shipped board (hikey970, jetson_tx2, ...; default: "
+     "detect this machine)"},
     {"--repeat", "-r", true, false, "timed runs per layer and transfer size (default 5)"},
     {"--warmup", "-w", true, false, "untimed runs before them (default 1)"},
     {"--statistic", "", true, false,
@@ -681,7 +682,7 @@ int cmd_profile(int argc, char** argv) {
   const std::string sysfs = args->get("--sysfs", "/");
   Platform platform;
   if (args->has("--platform")) {
-    auto p = Platform::load(args->get("--platform"));
+    auto p = Platform::load_file_or_board(args->get("--platform"));
     if (!p.ok()) return report_error("profile", p.status());
     platform = std::move(*p);
   } else {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/dl_error.h"
+#include "core/install_paths.h"
 
 namespace tessera {
 
@@ -36,6 +37,8 @@ Status npu_status(tnpu_status code, const std::string& what, const char* driver_
 }
 
 std::string NpuDriver::reference_driver_path() {
+  std::string installed = find_installed(InstalledFile::kNpuReferenceDriver);
+  if (!installed.empty()) return installed;
 #ifdef TESSERA_NPU_REFERENCE_DRIVER
   return TESSERA_NPU_REFERENCE_DRIVER;
 #else

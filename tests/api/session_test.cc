@@ -227,6 +227,27 @@ TEST(CApi, VersionsAndGenericTensors) {
   ASSERT_EQ(tessera_model_load(path.c_str(), &m), 0) << tessera_last_error();
   tessera_session* s = nullptr;
   ASSERT_EQ(tessera_session_create(m, "reference", &s), 0) << tessera_last_error();
+  // Descriptions of inputs and outputs.
+  int32_t desc_dtype = -1;
+  int64_t desc_dims[4] = {0, 0, 0, 0};
+  size_t desc_rank = 0;
+  ASSERT_EQ(tessera_model_input_desc(m, 0, &desc_dtype, desc_dims, 4, &desc_rank), 0)
+      << tessera_last_error();
+  EXPECT_EQ(desc_dtype, TESSERA_DTYPE_F32);
+  ASSERT_EQ(desc_rank, 2u);
+  EXPECT_EQ(desc_dims[0], 2);
+  EXPECT_EQ(desc_dims[1], 3);
+  ASSERT_EQ(tessera_model_output_desc(m, 1, &desc_dtype, desc_dims, 4, &desc_rank), 0)
+      << tessera_last_error();
+  EXPECT_EQ(tessera_model_input_desc(m, 1, &desc_dtype, desc_dims, 4, &desc_rank), 1);
+  EXPECT_NE(std::string(tessera_last_error()).find("out of range (the model has 1 inputs)"),
+            std::string::npos)
+      << tessera_last_error();
+  EXPECT_EQ(tessera_model_input_desc(m, 0, &desc_dtype, desc_dims, 1, &desc_rank), 1);
+  EXPECT_NE(std::string(tessera_last_error()).find("more than max_rank 1"), std::string::npos)
+      << tessera_last_error();
+  EXPECT_EQ(tessera_model_input_desc(m, 0, nullptr, desc_dims, 4, &desc_rank), 1);
+
   const int32_t wrong[6] = {1, 2, 3, 4, 5, 6};
   const int64_t shape[] = {2, 3};
   EXPECT_NE(tessera_session_set_input(s, "x", TESSERA_DTYPE_I32, wrong, shape, 2), 0);

@@ -123,6 +123,13 @@ TEST(PlatformTest, ShippedBoardsLoad) {
       }
     }
   }
+  // A shipped board by name; a name that is neither a file nor a board is refused by name.
+  auto by_name = Platform::load_file_or_board("jetson_tx2");
+  ASSERT_TRUE(by_name.ok()) << by_name.status().to_string();
+  EXPECT_EQ(by_name->name, "jetson_tx2");
+  auto unknown = Platform::load_file_or_board("no_such_board");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("no_such_board"), std::string::npos);
   auto hikey = Platform::load(shipped_platform_dir() + "/hikey970.json");
   ASSERT_TRUE(hikey.ok());
   // Seed 000 Table II: 9 big, 7 little, 8 GPU levels; the NPU has one and a 100 MB cap.
