@@ -41,7 +41,11 @@ std::string find_installed(InstalledFile kind) {
                                                              : TESSERA_REL_BIN_TO_NPU_DRIVER;
   const char* from_lib = kind == InstalledFile::kPlatformDir ? TESSERA_REL_LIB_TO_PLATFORMS
                                                              : TESSERA_REL_LIB_TO_NPU_DRIVER;
-  for (const char* rel : {from_bin, from_lib}) {
+  // A binary at the root of an installed tree (the Python module inside its package directory).
+  const char* from_root = kind == InstalledFile::kPlatformDir
+                              ? "share/tessera/platforms"
+                              : "lib/tessera/libtessera_npu_reference.so";
+  for (const char* rel : {from_bin, from_lib, from_root}) {
     std::error_code ec;
     const std::filesystem::path p = std::filesystem::path(dir) / rel;
     if (std::filesystem::exists(p, ec)) return std::filesystem::weakly_canonical(p, ec).string();

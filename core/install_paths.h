@@ -4,7 +4,8 @@
 // <prefix>/<libdir>/tessera/ (the reference NPU driver) and <prefix>/share/tessera/ (platform
 // files). A binary finds them relative to its own file (the executable or the shared library
 // that holds this code), so an installed tree can be moved as a whole. A build tree has no such
-// layout; callers then fall back to the paths compiled in at configure time.
+// layout; callers then fall back to the paths compiled in at configure time. A binary may also
+// sit at the root of such a tree (the Python module in its package directory, see python/).
 //
 // Thread rule: both functions are safe to call from any thread.
 #pragma once

@@ -23,6 +23,8 @@ PACKAGES=(
   nlohmann-json3-dev
   # model export (Debian's python: /usr/bin/python3)
   python3 python3-numpy python3-onnx python3-torch python3-torchvision
+  # the Python package (python/: pybind11 module, `pip install .` into a venv, pytest)
+  pybind11-dev python3-dev python3-venv python3-pytest
 )
 
 missing=()

@@ -6,7 +6,9 @@
 #      include every bad-input test (malformed model files, ONNX files, .npy files, CLI misuse);
 #   3. a ThreadSanitizer build of the executor's streaming, session and C API stream tests;
 #   4. `cmake --install` into a fresh prefix, examples/ built against it with find_package and
-#      with pkg-config, and run (scripts/check_install.sh).
+#      with pkg-config, and run (scripts/check_install.sh);
+#   5. `pip install .` into a fresh venv and the Python package's pytest suite
+#      (scripts/check_python.sh).
 # Installs missing Debian packages first (scripts/install-deps.sh). Compilation goes through
 # ccache when it is installed, so repeated runs on one machine rebuild only what changed.
 #
@@ -93,4 +95,7 @@ ctest --test-dir build --output-on-failure -j "$jobs"
 
 stage "install and use the installed tree (examples/, CMake package, pkg-config)"
 scripts/check_install.sh build
+
+stage "Python package: pip install . into a venv, pytest"
+TESSERA_CMAKE_ARGS="-DTESSERA_WERROR=ON" TESSERA_JOBS=$jobs scripts/check_python.sh
 finish

@@ -1,0 +1,317 @@
+// The Python module `tessera._tessera` (pybind11): models, sessions on a device or a plan, runs
+// and streams with NumPy arrays, conversion from ONNX, the device list and plans. The package
+// `tessera` (python/tessera/__init__.py) re-exports it.
+//
+// Arrays: inputs are copied into Tessera's aligned, padded buffers (the CPU kernels may read a
+// few bytes past an input, which a NumPy array does not promise); outputs are handed to NumPy
+// without a copy (the array owns the output tensor). Errors raise tessera.Error (a RuntimeError)
+// whose message is the Status' message; bad arguments raise ValueError, a missing model, plan or
+// ONNX file FileNotFoundError. The GIL is released while Tessera computes, so other Python threads
+// run.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api/internal.h"
+#include "api/tessera.h"
+#include "backends/registry.h"
+#include "graph/format/model_file.h"
+#include "graph/onnx/onnx_import.h"
+#include "scheduler/plan.h"
+
+namespace py = pybind11;
+
+namespace tessera::python {
+namespace {
+
+PyObject* g_error = nullptr;  // tessera.Error
+
+[[noreturn]] void raise(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kOutOfRange:
+      throw py::value_error(s.message());
+    default:
+      PyErr_SetString(g_error, s.to_string().c_str());
+      throw py::error_already_set();
+  }
+}
+
+template <typename T>
+T unwrap(Result<T> r) {
+  if (!r.ok()) raise(r.status());
+  return std::move(r).value();
+}
+
+// For the calls that read a file: a missing file is FileNotFoundError.
+template <typename T>
+T unwrap_file(Result<T> r, const std::string& path) {
+  if (!r.ok() && r.status().code() == StatusCode::kNotFound) {
+    PyErr_SetString(PyExc_FileNotFoundError, (path + ": " + r.status().message()).c_str());
+    throw py::error_already_set();
+  }
+  return unwrap(std::move(r));
+}
+
+void check(const Status& s) {
+  if (!s.ok()) raise(s);
+}
+
+py::dtype numpy_dtype(DType d) {
+  switch (d) {
+    case DType::kF32:
+      return py::dtype::of<float>();
+    case DType::kF16:
+      return py::dtype("float16");
+    case DType::kI8:
+      return py::dtype::of<int8_t>();
+    case DType::kU8:
+      return py::dtype::of<uint8_t>();
+    case DType::kI32:
+      return py::dtype::of<int32_t>();
+    case DType::kI64:
+      return py::dtype::of<int64_t>();
+    case DType::kBool:
+      return py::dtype::of<bool>();
+  }
+  throw py::value_error("unknown dtype");
+}
+
+// A copy of `array` as a tensor of `want` (the model input's dtype): the array is converted to
+// that dtype as NumPy would (e.g. float64 -> float32), and its shape must match when given.
+Tensor to_tensor(const py::handle& obj, const TensorDesc& want) {
+  py::array array = py::array::ensure(obj, py::array::c_style | py::array::forcecast);
+  if (!array) throw py::value_error("input '" + want.name + "' is not an array");
+  array = py::array::ensure(array.attr("astype")(numpy_dtype(want.dtype)), py::array::c_style);
+  std::vector<int64_t> dims(array.shape(), array.shape() + array.ndim());
+  Shape shape(dims);
+  if (shape != want.shape) {
+    throw py::value_error("input '" + want.name + "' expects shape " + want.shape.to_string() +
+                          ", got " + shape.to_string());
+  }
+  Tensor t = unwrap(Tensor::create(want.dtype, shape));
+  std::memcpy(t.raw(), array.data(), t.byte_size());
+  return t;
+}
+
+// The tensor as a NumPy array that owns it (no copy).
+py::array to_array(Tensor t) {
+  auto* owned = new Tensor(std::move(t));
+  py::capsule owner(owned, [](void* p) { delete static_cast<Tensor*>(p); });
+  std::vector<py::ssize_t> shape(owned->shape().dims().begin(), owned->shape().dims().end());
+  return py::array(numpy_dtype(owned->dtype()), shape, owned->raw(), owner);
+}
+
+std::vector<Tensor> to_inputs(const Model& model, const py::object& inputs) {
+  const auto& descs = model.inputs();
+  std::vector<Tensor> out;
+  if (py::isinstance<py::dict>(inputs)) {
+    py::dict d = inputs.cast<py::dict>();
+    for (const TensorDesc& desc : descs) {
+      if (!d.contains(desc.name)) throw py::value_error("missing input '" + desc.name + "'");
+      out.push_back(to_tensor(d[py::str(desc.name)], desc));
+    }
+    if (d.size() != descs.size()) {
+      for (auto item : d) {
+        const std::string name = py::str(item.first);
+        bool known = false;
+        for (const TensorDesc& desc : descs) known = known || desc.name == name;
+        if (!known) throw py::value_error("the model has no input '" + name + "'");
+      }
+    }
+    return out;
+  }
+  if (py::isinstance<py::array>(inputs)) {
+    if (descs.size() != 1) {
+      throw py::value_error("the model has " + std::to_string(descs.size()) +
+                            " inputs: pass a list or a dict");
+    }
+    out.push_back(to_tensor(inputs, descs[0]));
+    return out;
+  }
+  py::sequence seq = inputs.cast<py::sequence>();
+  if (seq.size() != descs.size()) {
+    throw py::value_error("the model has " + std::to_string(descs.size()) + " inputs, got " +
+                          std::to_string(seq.size()));
+  }
+  for (size_t i = 0; i < descs.size(); ++i) out.push_back(to_tensor(seq[i], descs[i]));
+  return out;
+}
+
+py::list to_list(std::vector<Tensor> tensors) {
+  py::list out;
+  for (Tensor& t : tensors) out.append(to_array(std::move(t)));
+  return out;
+}
+
+py::list describe(const std::vector<TensorDesc>& descs) {
+  py::list out;
+  for (const TensorDesc& d : descs) {
+    out.append(py::make_tuple(d.name, numpy_dtype(d.dtype), py::tuple(py::cast(d.shape.dims()))));
+  }
+  return out;
+}
+
+// A session and the model it keeps alive.
+struct PySession {
+  std::shared_ptr<const Model> model;
+  std::unique_ptr<Session> session;
+};
+
+std::unique_ptr<PySession> make_session(std::shared_ptr<const Model> model,
+                                        const std::string& device, const py::object& plan,
+                                        int queue_capacity) {
+  SessionOptions options;
+  options.device = device;
+  options.queue_capacity = queue_capacity;
+  if (!plan.is_none()) {
+    if (py::isinstance<Plan>(plan)) {
+      options.plan = plan.cast<Plan>();
+    } else {
+      options.plan_path = py::str(plan);
+    }
+  }
+  auto s = std::make_unique<PySession>();
+  s->model = model;
+  {
+    py::gil_scoped_release release;
+    auto created = Session::create(model, options);
+    if (!created.ok()) {
+      py::gil_scoped_acquire acquire;
+      raise(created.status());
+    }
+    s->session = std::move(created).value();
+  }
+  return s;
+}
+
+void convert(const std::string& onnx_path, const std::string& tsr_path,
+             const std::map<std::string, std::vector<int64_t>>& input_shapes) {
+  ImportOptions options;
+  options.input_shapes = input_shapes;
+  Result<ImportedModel> imported = [&] {
+    py::gil_scoped_release release;
+    return convert_onnx(onnx_path, options);
+  }();
+  ImportedModel m = unwrap_file(std::move(imported), onnx_path);
+  ModelMetadata meta;
+  meta.producer = std::string("tessera ") + version_string();
+  meta.properties["source"] = onnx_path;
+  meta.properties["onnx_opset"] = std::to_string(m.opset);
+  check(save_model(m.graph, tsr_path, meta));
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_tessera, m) {
+  m.doc() = "Tessera: an inference engine for heterogeneous systems";
+  static py::exception<std::runtime_error> error(m, "Error", PyExc_RuntimeError);
+  g_error = error.ptr();
+  m.attr("__version__") = version_string();
+
+  m.def("convert", &convert, py::arg("onnx_path"), py::arg("tsr_path"),
+        py::arg("input_shapes") = std::map<std::string, std::vector<int64_t>>{},
+        "Converts an ONNX model to a .tsr file (what `tessera convert` does).");
+  m.def(
+      "devices",
+      [] {
+        std::vector<std::pair<std::string, std::string>> out;
+        for (const DeviceListing& d : list_devices()) out.emplace_back(d.name, d.description);
+        return out;
+      },
+      "The devices this machine offers: (name, description) pairs.");
+
+  py::class_<Model, std::shared_ptr<Model>>(m, "Model")
+      .def_static(
+          "load",
+          [](const std::string& path) {
+            return std::const_pointer_cast<Model>(unwrap_file(Model::load(path), path));
+          },
+          py::arg("path"), "Loads and verifies a .tsr file.")
+      .def_property_readonly(
+          "inputs", [](const Model& self) { return describe(self.inputs()); },
+          "(name, dtype, shape) of each input")
+      .def_property_readonly(
+          "outputs", [](const Model& self) { return describe(self.outputs()); },
+          "(name, dtype, shape) of each output")
+      .def_property_readonly("hash", &Model::hash)
+      .def("__repr__", [](const Model& self) {
+        return "<tessera.Model " + std::to_string(self.inputs().size()) + " inputs, " +
+               std::to_string(self.outputs().size()) + " outputs>";
+      });
+
+  py::class_<Plan>(m, "Plan")
+      .def_static(
+          "load", [](const std::string& path) { return unwrap_file(Plan::load(path), path); },
+          py::arg("path"))
+      .def_static(
+          "from_json",
+          [](const std::string& text) { return unwrap(Plan::from_json_text(text, "plan")); },
+          py::arg("text"))
+      .def("to_json", &Plan::to_json_text)
+      .def("save", [](const Plan& self, const std::string& path) { check(self.save(path)); })
+      .def_property_readonly("notation", &Plan::notation)
+      .def_readonly("estimated_latency_ms", &Plan::estimated_latency_ms)
+      .def_readonly("estimated_period_ms", &Plan::estimated_period_ms)
+      .def("__repr__", [](const Plan& self) { return "<tessera.Plan " + self.notation() + ">"; });
+
+  py::class_<PySession>(m, "Session")
+      .def(py::init([](std::shared_ptr<Model> model, const std::string& device,
+                       const py::object& plan, int queue_capacity) {
+             return make_session(model, device, plan, queue_capacity);
+           }),
+           py::arg("model"), py::arg("device") = "cpu", py::arg("plan") = py::none(),
+           py::arg("queue_capacity") = 0,
+           "A session on `device`, or by `plan` (a Plan or a plan JSON path).")
+      .def_property_readonly("device", [](const PySession& s) { return s.session->device_name(); })
+      .def_property_readonly("plan", [](const PySession& s) { return s.session->plan(); })
+      .def(
+          "run",
+          [](PySession& s, const py::object& inputs) {
+            std::vector<Tensor> in = to_inputs(*s.model, inputs);
+            Result<std::vector<Tensor>> out = [&] {
+              py::gil_scoped_release release;
+              return s.session->run(in);
+            }();
+            return to_list(unwrap(std::move(out)));
+          },
+          py::arg("inputs"),
+          "Runs one frame: inputs as a list (model order), a dict by name, or one array; returns "
+          "the outputs as a list of arrays.")
+      .def(
+          "submit",
+          [](PySession& s, const py::object& inputs) {
+            std::vector<Tensor> in = to_inputs(*s.model, inputs);
+            Result<uint64_t> id = [&] {
+              py::gil_scoped_release release;
+              return s.session->submit(in);
+            }();
+            return unwrap(std::move(id));
+          },
+          py::arg("inputs"), "Queues one frame of a stream; returns its id (0, 1, ...).")
+      .def(
+          "next",
+          [](PySession& s) {
+            Result<Frame> frame = [&] {
+              py::gil_scoped_release release;
+              return s.session->next();
+            }();
+            Frame f = unwrap(std::move(frame));
+            if (!f.status.ok()) {
+              raise(Status(f.status.code(),
+                           "frame " + std::to_string(f.id) + ": " + f.status.message()));
+            }
+            return py::make_tuple(f.id, to_list(std::move(f.outputs)));
+          },
+          "The next frame in submission order: (id, outputs). Raises the frame's own error.")
+      .def("close", [](PySession& s) {
+        py::gil_scoped_release release;
+        s.session->close();
+      });
+}
+
+}  // namespace tessera::python

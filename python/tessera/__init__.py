@@ -1,0 +1,28 @@
+"""Tessera: an inference engine for heterogeneous systems.
+
+    import numpy as np, tessera
+    tessera.convert("mobilenet_v2.onnx", "mobilenet_v2.tsr")
+    model = tessera.Model.load("mobilenet_v2.tsr")
+    session = tessera.Session(model, device="cpu")          # or plan="plan.json"
+    (logits,) = session.run([np.zeros((1, 3, 224, 224), np.float32)])
+
+    stream = tessera.Session(model, plan="plan.json")       # frames overlap across stages
+    ids = [stream.submit([frame]) for frame in frames]
+    for _ in ids:
+        frame_id, outputs = stream.next()                   # in submission order
+
+Errors raise tessera.Error (bad arguments ValueError, missing files FileNotFoundError) with
+the engine's message. `python -m tessera ARGS` runs the `tessera` command installed with the
+package (profile, plan, simulate, bench, ...).
+"""
+import os as _os
+
+from ._tessera import Error, Model, Plan, Session, __version__, convert, devices
+
+
+def tool_path():
+    """The path of the `tessera` command installed with this package."""
+    return _os.path.join(_os.path.dirname(__file__), "bin", "tessera")
+
+
+__all__ = ["Error", "Model", "Plan", "Session", "__version__", "convert", "devices", "tool_path"]

@@ -1,0 +1,147 @@
+"""Tests of the Python package, run by scripts/test.sh after `pip install .` into a venv.
+
+The model is a small ONNX graph built with onnx.helper; the oracle is NumPy.
+"""
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import tessera
+
+RNG = np.random.default_rng(7)
+W1 = RNG.standard_normal((8, 3, 3, 3)).astype(np.float32) * 0.3
+B1 = RNG.standard_normal(8).astype(np.float32) * 0.1
+W2 = RNG.standard_normal((5, 8 * 6 * 6)).astype(np.float32) * 0.1
+B2 = RNG.standard_normal(5).astype(np.float32) * 0.1
+
+
+def reference(x):
+    """Conv 3x3 (valid) + ReLU + Flatten + Gemm, in NumPy."""
+    n, c, h, w = x.shape
+    oh, ow = h - 2, w - 2
+    y = np.zeros((n, 8, oh, ow), np.float64)
+    for i in range(3):
+        for j in range(3):
+            patch = x[:, :, i:i + oh, j:j + ow].astype(np.float64)
+            y += np.einsum("nchw,oc->nohw", patch, W1[:, :, i, j])
+    y += B1[None, :, None, None]
+    y = np.maximum(y, 0).reshape(n, -1)
+    return (y @ W2.T.astype(np.float64) + B2).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory):
+    d = tmp_path_factory.mktemp("model")
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c"], kernel_shape=[3, 3]),
+        helper.make_node("Relu", ["c"], ["r"]),
+        helper.make_node("Flatten", ["r"], ["f"], axis=1),
+        helper.make_node("Gemm", ["f", "w2", "b2"], ["y"], transB=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "small",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 5])],
+        [numpy_helper.from_array(W1, "w1"), numpy_helper.from_array(B1, "b1"),
+         numpy_helper.from_array(W2, "w2"), numpy_helper.from_array(B2, "b2")])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx_path = str(d / "small.onnx")
+    onnx.save(m, onnx_path)
+    tsr = str(d / "small.tsr")
+    tessera.convert(onnx_path, tsr)
+    return tsr
+
+
+def test_version_and_devices():
+    assert tessera.__version__ == "0.1.0"
+    names = [name for name, _ in tessera.devices()]
+    assert "reference" in names and "cpu" in names
+    assert "npu:0" in names  # the reference driver is found inside the package
+
+
+def test_model_descriptions(model_path):
+    m = tessera.Model.load(model_path)
+    assert m.inputs == [("x", np.dtype("float32"), (1, 3, 8, 8))]
+    assert m.outputs[0][0] == "y" and m.outputs[0][2] == (1, 5)
+    assert len(m.hash) > 0
+
+
+@pytest.mark.parametrize("device", ["reference", "cpu", "cpu:0", "npu:0"])
+def test_run_matches_numpy(model_path, device):
+    m = tessera.Model.load(model_path)
+    s = tessera.Session(m, device=device)
+    x = RNG.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    (y,) = s.run([x])
+    assert y.dtype == np.float32 and y.shape == (1, 5)
+    tol = 2e-2 if device.startswith("npu") else 1e-4  # the reference NPU computes in fp16
+    np.testing.assert_allclose(y, reference(x), rtol=tol, atol=tol)
+    # A dict by name, one bare array and a float64 array (converted) give the same outputs.
+    np.testing.assert_array_equal(s.run({"x": x})[0], y)
+    np.testing.assert_array_equal(s.run(x)[0], y)
+    np.testing.assert_allclose(s.run(x.astype(np.float64))[0], y, rtol=1e-6, atol=1e-6)
+
+
+def test_outputs_own_their_memory(model_path):
+    s = tessera.Session(tessera.Model.load(model_path), device="cpu")
+    x = np.ones((1, 3, 8, 8), np.float32)
+    first = s.run([x])[0]
+    kept = first.copy()
+    s.run([np.zeros((1, 3, 8, 8), np.float32)])
+    np.testing.assert_array_equal(first, kept)  # a later run does not overwrite it
+
+
+def test_bad_input_raises(model_path):
+    m = tessera.Model.load(model_path)
+    s = tessera.Session(m, device="cpu")
+    with pytest.raises(ValueError, match="expects shape"):
+        s.run([np.zeros((1, 3, 9, 8), np.float32)])
+    with pytest.raises(ValueError, match="no input 'z'"):
+        s.run({"x": np.zeros((1, 3, 8, 8), np.float32), "z": np.zeros(1)})
+    with pytest.raises(ValueError, match="1 inputs, got 2"):
+        s.run([np.zeros((1, 3, 8, 8), np.float32)] * 2)
+    with pytest.raises(FileNotFoundError):
+        tessera.Model.load("/nonexistent/model.tsr")
+    with pytest.raises(ValueError, match="unknown device 'no_such_device:7'"):
+        tessera.Session(m, device="no_such_device:7")
+    with pytest.raises(tessera.Error, match="npu:9"):
+        tessera.Session(m, device="npu:9")
+    with pytest.raises(FileNotFoundError):
+        tessera.convert("/nonexistent/model.onnx", "/tmp/never.tsr")
+
+
+def test_stream_by_a_plan_matches_sequential(model_path, tmp_path):
+    tool = tessera.tool_path()
+    profile = str(tmp_path / "profile.json")
+    plan_path = str(tmp_path / "plan.json")
+    subprocess.run([tool, "profile", model_path, "--devices", "cpu:0,cpu:1", "--repeat", "1",
+                    "--calibration", "0", "-o", profile], check=True, capture_output=True)
+    subprocess.run([tool, "plan", model_path, "--profile", profile, "--planner", "pipeline",
+                    "--stages", "2", "-o", plan_path], check=True, capture_output=True)
+    m = tessera.Model.load(model_path)
+    plan = tessera.Plan.load(plan_path)
+    assert len(plan.notation) > 0
+    seq = tessera.Session(m, device="cpu")
+    stream = tessera.Session(m, plan=plan, queue_capacity=2)
+    frames = [RNG.standard_normal((1, 3, 8, 8)).astype(np.float32) for _ in range(12)]
+    ids = [stream.submit([f]) for f in frames[:3]]
+    got = []
+    for k in range(len(frames)):
+        frame_id, outputs = stream.next()
+        got.append((frame_id, outputs[0]))
+        if k + 3 < len(frames):
+            ids.append(stream.submit([frames[k + 3]]))
+    assert [g[0] for g in got] == list(range(len(frames))) == ids
+    for f, (_, y) in zip(frames, got):
+        np.testing.assert_allclose(y, seq.run([f])[0], rtol=1e-5, atol=1e-5)
+    # A plan path works too.
+    tessera.Session(m, plan=plan_path).close()
+
+
+def test_python_m_tessera_runs_the_tool():
+    out = subprocess.run([sys.executable, "-m", "tessera", "devices"],
+                         check=True, capture_output=True, text=True).stdout
+    assert "reference" in out
