@@ -25,6 +25,7 @@
 #include "scheduler/profiler.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
+#include "tools/progress.h"
 
 namespace tessera::tools {
 
@@ -60,28 +61,8 @@ const std::vector<cli::FlagSpec> kFlags = {
     {"--memory-budget", "", true, false,
      "with --check: MiB of resident memory up to which configurations are compiled together "
      "and timed interleaved; the rest are timed one at a time (default 4096)"},
+    {"--quiet", "-q", false, false, "no progress display on stderr"},
     {"--help", "-h", false, false, "show this help"},
-};
-
-// A one-line progress bar on stderr, redrawn at most every 100 ms.
-class ProgressBar {
- public:
-  void update(int done, int total, const std::string& what) {
-    const auto now = std::chrono::steady_clock::now();
-    if (done < total && now - last_ < std::chrono::milliseconds(100)) return;
-    last_ = now;
-    const int width = 30;
-    const double frac = total > 0 ? std::min(1.0, static_cast<double>(done) / total) : 1;
-    const int filled = static_cast<int>(frac * width);
-    std::fprintf(stderr, "\r[%s%s] %3d%% %-40.40s", std::string(filled, '#').c_str(),
-                 std::string(width - filled, '.').c_str(), static_cast<int>(frac * 100),
-                 what.c_str());
-    if (done >= total) std::fputc('\n', stderr);
-    std::fflush(stderr);
-  }
-
- private:
-  std::chrono::steady_clock::time_point last_{};
 };
 
 struct LoadedGraph {
@@ -698,13 +679,12 @@ int cmd_profile(int argc, char** argv) {
   options.calibration_slices = *calibration;
   options.statistic = args->get("--statistic", "median");
   options.sysfs_root = sysfs;
-  ProgressBar bar;
-  if (isatty(STDERR_FILENO)) {
-    options.progress = [&bar](int done, int total, const std::string& what) {
-      bar.update(done, total, what);
-    };
-  }
+  Progress progress("profile " + model->name, args->has("--quiet"));
+  options.progress = [&progress](int done, int total, const std::string& what) {
+    progress.update(done, total, what);
+  };
   auto profile = profile_model(*model->lg, platform, options, model->name, model->hash);
+  progress.finish(profile.ok());
   if (!profile.ok()) return report_error("profile", profile.status());
   Status st = profile->save(args->get("--output"));
   if (!st.ok()) return report_error("profile", st);

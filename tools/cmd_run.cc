@@ -23,6 +23,7 @@
 #include "scheduler/profile.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
+#include "tools/progress.h"
 
 namespace tessera::tools {
 
@@ -52,6 +53,7 @@ const std::vector<cli::FlagSpec> kFlags = {
      "with --stream on a two-stage plan: move the cut while streaming when the measured period "
      "or a stage's time drifts > 5% (seed 001 Algorithm 2); logs every decision"},
     {"--adapt-window", "", true, false, "with --adapt: frames per measurement (default 30)"},
+    {"--quiet", "-q", false, false, "no progress display on stderr while streaming"},
     {"--help", "-h", false, false, "show this help"},
 };
 
@@ -245,6 +247,7 @@ Result<StreamTotals> drive_stream(Stream& s, const std::vector<std::vector<Tenso
   uint64_t first_id = 0;
   auto t0 = std::chrono::steady_clock::now();
   double cpu0 = cpu_seconds();
+  Progress progress("stream", args.has("--quiet"));
   while (received < total) {
     while (submitted < total && submitted - received < s.num_slots()) {
       ASSIGN_OR_RETURN(uint64_t id,
@@ -278,7 +281,9 @@ Result<StreamTotals> drive_stream(Stream& s, const std::vector<std::vector<Tenso
       t.last = std::move(r.outputs);
     }
     ++received;
+    progress.update(received, total, "frame " + std::to_string(received));
   }
+  progress.finish();
   t.wall_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   t.cpu_s = cpu_seconds() - cpu0;
