@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/json.h"
 #include "core/npy.h"
 #include "graph/format/model_file.h"
 #include "graph/graph.h"
@@ -93,6 +94,50 @@ TEST(Cli, RunPrintsEveryTimedRunWithTimes) {
   EXPECT_EQ(read_npy(out).value().shape(), (Shape{1, 4}));
   EXPECT_EQ(run_cli("run " + model + " --repeat 2").output.find("times ms:"), std::string::npos);
   EXPECT_EQ(run_cli("run " + model + " --warmup -1").exit_code, 1);
+}
+
+TEST(Cli, BenchReportsLatencyStreamMemoryAndOpTimes) {
+  const std::string model = write_small_model();
+  const std::string out = temp_path("bench.json");
+  CommandResult r = run_cli(
+      "bench " + model + " --devices reference,cpu:0 --runs 4 --warmup 1 --stream 5 --json " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("p99 ms"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("time per operator kind"), std::string::npos) << r.output;
+  auto j = json::parse_file(out);
+  ASSERT_TRUE(j.ok()) << j.status().to_string();
+  const json::Json& rows = (*j)["bench"];
+  ASSERT_EQ(rows.size(), 2u) << j->dump();
+  for (const json::Json& row : rows) {
+    EXPECT_EQ(row["runs"].get<int>(), 4);
+    const json::Json& lat = row["latency_ms"];
+    EXPECT_LE(lat["min"].get<double>(), lat["p50"].get<double>());
+    EXPECT_LE(lat["p50"].get<double>(), lat["p90"].get<double>());
+    EXPECT_LE(lat["p90"].get<double>(), lat["p99"].get<double>());
+    EXPECT_GT(row["stream_frames_per_s"].get<double>(), 0);
+    EXPECT_GT(row["memory_mib"]["peak_rss"].get<double>(), 0);
+    EXPECT_TRUE(row["op_ms"].contains("Relu")) << row.dump();
+  }
+  EXPECT_EQ(rows[0]["target"], "reference");
+  EXPECT_EQ(rows[1]["target"], "cpu:0");
+}
+
+TEST(Cli, BenchNamesWhatCouldNotRun) {
+  const std::string model = write_small_model();
+  // A device that does not exist: the others are still measured, the command fails naming it.
+  CommandResult r = run_cli("bench " + model + " --devices reference,bogus:3 --runs 2 --stream 0");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("unknown device 'bogus:3'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("reference"), std::string::npos) << r.output;
+  // ONNX Runtime that cannot run (no ONNX file recorded): a note, not a failure.
+  r = run_cli("bench " + model + " --devices reference --runs 2 --stream 0 --compare-ort");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("give --onnx"), std::string::npos) << r.output;
+  r = run_cli("bench " + model + " --onnx a.onnx --onnx b.onnx --compare-ort");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("one file per model"), std::string::npos) << r.output;
+  EXPECT_EQ(run_cli("bench " + model + " --runs 0").exit_code, 1);
+  EXPECT_EQ(run_cli("bench").exit_code, 2);
 }
 
 // An ONNX model, opset 13, with input x: f32[1, 4], output `y` and the given nodes
