@@ -25,6 +25,8 @@ PACKAGES=(
   python3 python3-numpy python3-onnx python3-torch python3-torchvision
   # the Python package (python/: pybind11 module, `pip install .` into a venv, pytest)
   pybind11-dev python3-dev python3-venv python3-pytest
+  # `tessera plot` tests render the SVG charts to PNG (rsvg-convert) and read them (python3-pil)
+  librsvg2-bin python3-pil
 )
 
 missing=()

@@ -18,7 +18,8 @@ const char kUsage[] =
     "  profile   measure every layer on every device; fit the cost models\n"
     "  plan      slice a model across devices from its profile (latency or energy)\n"
     "  simulate  a discrete-event run of a plan over a profile's cost model\n"
-    "  bench     measure one part of Tessera on a model (pack: the remote-hop codec per cut)\n"
+    "  bench     latency, frames/s, memory and op times per model and device (pack: the codec)\n"
+    "  plot      draw a profile, a plan or a trace as SVG\n"
     "\n"
     "Run `tessera <command> --help` for the options of a command.\n";
 
@@ -37,6 +38,7 @@ int dispatch(int argc, char** argv) {
   if (cmd == "plan") return tessera::tools::cmd_plan(argc, argv);
   if (cmd == "simulate") return tessera::tools::cmd_simulate(argc, argv);
   if (cmd == "bench") return tessera::tools::cmd_bench(argc, argv);
+  if (cmd == "plot") return tessera::tools::cmd_plot(argc, argv);
   std::fprintf(stderr, "tessera: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
   return 2;
 }
