@@ -12,6 +12,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,9 +21,15 @@
 #include "api/internal.h"
 #include "api/tessera.h"
 #include "backends/registry.h"
+#include "energy/platform.h"
 #include "graph/format/model_file.h"
 #include "graph/onnx/onnx_import.h"
+#include "scheduler/cost_model.h"
 #include "scheduler/plan.h"
+#include "scheduler/planners/planner.h"
+#include "scheduler/profile.h"
+#include "scheduler/profiler.h"
+#include "scheduler/simulator.h"
 
 namespace py = pybind11;
 
@@ -205,6 +213,80 @@ void convert(const std::string& onnx_path, const std::string& tsr_path,
   check(save_model(m.graph, tsr_path, meta));
 }
 
+// A model file with its layer graph and hash, as profiles and plans name it.
+struct ModelFile {
+  std::shared_ptr<const Model> model;
+  std::unique_ptr<LayerGraph> lg;
+  std::string hash, name;
+};
+
+ModelFile open_model_file(const std::string& path) {
+  ModelFile f;
+  f.model = unwrap_file(Model::load(path), path);
+  f.lg = std::make_unique<LayerGraph>(unwrap(LayerGraph::build(model_graph(*f.model))));
+  f.hash = unwrap(model_file_hash(path));
+  f.name = std::filesystem::path(path).stem().string();
+  return f;
+}
+
+Profile profile(const std::string& model_path, const std::vector<std::string>& devices, int repeat,
+                int warmup, int calibration, const std::string& platform) {
+  ModelFile f = open_model_file(model_path);
+  Platform p;
+  if (platform.empty()) {
+    p = Platform::detect();
+  } else {
+    p = unwrap(Platform::load_file_or_board(platform));
+  }
+  ProfileOptions options;
+  options.devices = devices;
+  options.repeat = repeat;
+  options.warmup = warmup;
+  options.calibration_slices = calibration;
+  Result<Profile> out = [&] {
+    py::gil_scoped_release release;
+    return profile_model(*f.lg, p, options, f.name, f.hash);
+  }();
+  return unwrap(std::move(out));
+}
+
+Plan plan(const std::string& model_path, const Profile& profile, const PlanRequest& request) {
+  ModelFile f = open_model_file(model_path);
+  if (profile.model_hash != f.hash) {
+    throw py::value_error("the profile is of model " + profile.model_hash + ", not of " +
+                          model_path + " (" + f.hash + ")");
+  }
+  CostModel cm = unwrap(CostModel::build(profile, *f.lg));
+  Result<PlanOutcome> out = [&] {
+    py::gil_scoped_release release;
+    return run_planner(cm, *f.lg, request);
+  }();
+  PlanOutcome o = unwrap(std::move(out));
+  o.plan.model_name = f.name;
+  o.plan.model_hash = f.hash;
+  return o.plan;
+}
+
+py::dict simulate(const std::string& model_path, const Plan& plan, const Profile& profile,
+                  const SimulationOptions& options) {
+  ModelFile f = open_model_file(model_path);
+  CostModel cm = unwrap(CostModel::build(profile, *f.lg));
+  SimulationResult r = unwrap(simulate_plan(cm, *f.lg, plan, options));
+  py::dict d;
+  d["frames"] = r.frames;
+  d["period_ms"] = r.period_ms;
+  d["frames_per_s"] = r.frames_per_s;
+  d["makespan_ms"] = r.makespan_ms;
+  d["latency_ms"] = py::dict(py::arg("mean") = r.latency_mean_ms, py::arg("p50") = r.latency_p50_ms,
+                             py::arg("p90") = r.latency_p90_ms, py::arg("p99") = r.latency_p99_ms,
+                             py::arg("max") = r.latency_max_ms);
+  d["energy_per_frame_mj"] = r.energy_per_frame_mj;
+  py::dict busy;
+  for (const SimulatedDevice& dev : r.devices) busy[py::str(dev.device)] = dev.busy_ms;
+  d["device_busy_ms"] = busy;
+  return d;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_tessera, m) {
@@ -258,6 +340,64 @@ PYBIND11_MODULE(_tessera, m) {
       .def_readonly("estimated_latency_ms", &Plan::estimated_latency_ms)
       .def_readonly("estimated_period_ms", &Plan::estimated_period_ms)
       .def("__repr__", [](const Plan& self) { return "<tessera.Plan " + self.notation() + ">"; });
+
+  py::class_<Profile>(m, "Profile")
+      .def_static(
+          "load", [](const std::string& path) { return unwrap_file(Profile::load(path), path); },
+          py::arg("path"))
+      .def("save", [](const Profile& self, const std::string& path) { check(self.save(path)); })
+      .def("to_json", &Profile::to_json_text)
+      .def_property_readonly("devices",
+                             [](const Profile& self) {
+                               std::vector<std::string> out;
+                               for (const DeviceProfile& d : self.devices) out.push_back(d.device);
+                               return out;
+                             })
+      .def_readonly("model_hash", &Profile::model_hash)
+      .def("__repr__", [](const Profile& self) {
+        return "<tessera.Profile of " + self.model_name + ", " +
+               std::to_string(self.devices.size()) + " devices>";
+      });
+
+  m.def("profile", &profile, py::arg("model_path"), py::arg("devices") = std::vector<std::string>{},
+        py::arg("repeat") = 5, py::arg("warmup") = 1, py::arg("calibration") = 8,
+        py::arg("platform") = "",
+        "Measures every layer of the model on the devices (default: every device of this "
+        "machine, or of `platform`, a platform file or shipped board): what `tessera profile` "
+        "does.");
+  m.def(
+      "plan",
+      [](const std::string& model_path, const Profile& prof, const std::string& planner,
+         const std::string& objective, const std::vector<std::string>& devices,
+         const std::vector<std::string>& prefer, int stages) {
+        PlanRequest req;
+        req.planner = planner;
+        req.objective = objective;
+        req.devices = devices;
+        req.prefer = prefer;
+        req.stages = stages;
+        return plan(model_path, prof, req);
+      },
+      py::arg("model_path"), py::arg("profile"), py::arg("planner") = "slice",
+      py::arg("objective") = "", py::arg("devices") = std::vector<std::string>{},
+      py::arg("prefer") = std::vector<std::string>{}, py::arg("stages") = 0,
+      "Plans the model from its profile with a planner (slice, preferred, hca, exhaustive, "
+      "pipeline): what `tessera plan` does.");
+  m.def(
+      "simulate",
+      [](const std::string& model_path, const Plan& p, const Profile& prof, int frames,
+         int queue_capacity, const std::map<std::string, double>& load) {
+        SimulationOptions o;
+        o.frames = frames;
+        o.warmup = std::min(20, frames / 5);
+        o.queue_capacity = queue_capacity;
+        o.load = load;
+        return simulate(model_path, p, prof, o);
+      },
+      py::arg("model_path"), py::arg("plan"), py::arg("profile"), py::arg("frames") = 300,
+      py::arg("queue_capacity") = 0, py::arg("load") = std::map<std::string, double>{},
+      "A discrete-event run of the plan over the profile's cost model: what `tessera simulate` "
+      "does. Returns period, frames/s, latency percentiles, energy and device busy times.");
 
   py::class_<PySession>(m, "Session")
       .def(py::init([](std::shared_ptr<Model> model, const std::string& device,

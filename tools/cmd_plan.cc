@@ -15,8 +15,7 @@
 #include "graph/layer_graph.h"
 #include "scheduler/cost_model.h"
 #include "scheduler/planners/pipeline.h"
-#include "scheduler/planners/slice.h"
-#include "scheduler/pricer.h"
+#include "scheduler/planners/planner.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 
@@ -55,16 +54,25 @@ Result<double> milliseconds(const cli::Args& args, const std::string& flag) {
   return x;
 }
 
-Result<PipelineRequest> pipeline_request(const cli::Args& args) {
-  PipelineRequest req;
-  ASSIGN_OR_RETURN(req.objective, parse_pipeline_objective(args.get("--objective", "throughput")));
+Result<PlanRequest> plan_request(const cli::Args& args) {
+  PlanRequest req;
+  req.planner = args.get("--planner", "slice");
+  req.objective = args.get("--objective");
+  req.devices = cli::split_commas(args.get("--devices"));
+  req.prefer = cli::split_commas(args.get("--prefer"));
+  if (req.planner != "pipeline") {
+    for (const char* flag : {"--stages", "--max-latency", "--max-period"}) {
+      if (args.has(flag)) {
+        return invalid_argument(std::string(flag) + " applies to --planner pipeline only");
+      }
+    }
+  }
   const std::string stages = args.get("--stages", "auto");
   if (stages != "auto") {
     ASSIGN_OR_RETURN(req.stages, args.get_int("--stages", 0, 1, PipelineRequest::kMaxStages));
   }
   ASSIGN_OR_RETURN(req.max_latency_ms, milliseconds(args, "--max-latency"));
   ASSIGN_OR_RETURN(req.max_period_ms, milliseconds(args, "--max-period"));
-  req.devices = cli::split_commas(args.get("--devices"));
   return req;
 }
 
@@ -120,53 +128,26 @@ int cmd_plan(int argc, char** argv) {
   auto cm = CostModel::build(*profile, *lg);
   if (!cm.ok()) return report_error("plan", cm.status());
 
-  const std::string planner = args->get("--planner", "slice");
-  if (planner != "pipeline") {
-    for (const char* flag : {"--stages", "--max-latency", "--max-period"}) {
-      if (args->has(flag)) {
-        return report_error(
-            "plan", invalid_argument(std::string(flag) + " applies to --planner pipeline only"));
-      }
-    }
+  auto req = plan_request(*args);
+  if (!req.ok()) return report_error("plan", req.status());
+  auto outcome = run_planner(*cm, *lg, *req);
+  if (!outcome.ok()) return report_error("plan", outcome.status());
+  if (!outcome->proven_optimal) {
+    std::printf(
+        "note: the search stopped after pricing %lld stage candidates; the plan below is the "
+        "best it found, not proven optimal (fewer --stages make the proof cheaper)\n",
+        static_cast<long long>(outcome->visited));
   }
-  SlicePlanRequest req;
-  req.devices = cli::split_commas(args->get("--devices"));
-  Result<Plan> plan = Plan{};
-  if (planner == "pipeline") {
-    auto preq = pipeline_request(*args);
-    if (!preq.ok()) return report_error("plan", preq.status());
-    auto found = plan_pipeline(*cm, *lg, *preq);
-    if (!found.ok()) return report_error("plan", found.status());
-    if (!found->proven_optimal) {
-      std::printf(
-          "note: the search stopped after pricing %lld stage candidates; the plan below is the "
-          "best it found, not proven optimal (fewer --stages make the proof cheaper)\n",
-          static_cast<long long>(found->visited));
-    }
-    plan = pipeline_to_plan(*cm, *found);
-    plan->objective = pipeline_objective_name(preq->objective);
-  } else {
-    auto objective = parse_objective(args->get("--objective", "latency"));
-    if (!objective.ok()) return report_error("plan", objective.status());
-    req.objective = *objective;
-    req.planner = planner;
-    req.preference = cli::split_commas(args->get("--prefer"));
-    if (req.planner == "preferred" && req.preference.empty()) req.preference = req.devices;
-    plan = make_slice_plan(*cm, req);
-  }
-  if (!plan.ok()) return report_error("plan", plan.status());
+  Plan* plan = &outcome->plan;
   plan->model_name = std::filesystem::path(path).stem().string();
   plan->model_hash = *hash;
-  // The one pricer fills the plan-level estimates (period, device load) the planner leaves out.
-  Status priced = price_plan(*cm, *lg, &*plan);
-  if (!priced.ok()) return report_error("plan", priced);
   print_plan_table(*plan, *lg);
 
   // For comparison: every requested device alone at its top level.
   for (int vd : cm->latency_devices()) {
     const VirtualDevice& v = cm->virtual_devices()[static_cast<size_t>(vd)];
-    if (!req.devices.empty() &&
-        std::find(req.devices.begin(), req.devices.end(), v.device) == req.devices.end()) {
+    if (!req->devices.empty() &&
+        std::find(req->devices.begin(), req->devices.end(), v.device) == req->devices.end()) {
       continue;
     }
     const int L = cm->num_layers();

@@ -1,0 +1,51 @@
+// Every planner behind one call: what `tessera plan`, the library's users and the Python module
+// run. A planner reads a CostModel (a profile of the model on the devices) and returns a Plan
+// with its estimates filled by the pricer (scheduler/pricer.h).
+//
+//   slice, preferred, hca, exhaustive   seed 000: a sequential plan of contiguous slices
+//                                       (scheduler/planners/slice.h), latency or energy
+//   pipeline                            seed 001: a streaming plan of contiguous stages
+//                                       (scheduler/planners/pipeline.h), throughput, energy or
+//                                       latency, optional stage count and bounds
+//
+// Thread rule: run_planner reads its arguments only; calls may run on several threads at once.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "graph/layer_graph.h"
+#include "scheduler/cost_model.h"
+#include "scheduler/plan.h"
+
+namespace tessera {
+
+struct PlanRequest {
+  std::string planner = "slice";
+  std::string objective;             // "" = the planner's default (latency; pipeline: throughput)
+  std::vector<std::string> devices;  // "cpu:0" or "cpu:0@1800"; empty = every profiled device
+  std::vector<std::string> prefer;   // planner "preferred": the preferred device, then fallbacks
+  // Pipeline only (an error for the other planners when set):
+  int stages = 0;                         // 0 = auto; else 1..8
+  double max_latency_ms = kInfiniteCost;  // the largest latency of one frame allowed
+  double max_period_ms = kInfiniteCost;   // the largest period allowed
+};
+
+struct PlanOutcome {
+  Plan plan;
+  // False when a search stopped at its budget before proving the plan optimal.
+  bool proven_optimal = true;
+  int64_t visited = 0;  // candidates the search priced, where the planner counts them
+};
+
+// The planners run_planner knows, in the order help texts list them.
+const std::vector<std::string>& planner_names();
+
+// Runs the request's planner on `cm` (built for `lg`) and prices the plan. The caller sets the
+// plan's model_name and model_hash. Errors name the planner, objective or option at fault.
+Result<PlanOutcome> run_planner(const CostModel& cm, const LayerGraph& lg,
+                                const PlanRequest& request);
+
+}  // namespace tessera
