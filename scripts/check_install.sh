@@ -4,8 +4,9 @@
 #   2. the installed `tessera` finds its reference NPU driver and shipped platform files;
 #   3. libtessera.so has its SONAME and exports only Tessera's symbols;
 #   4. examples/ builds against it twice, with find_package(Tessera) from a separate CMake project
-#      and with pkg-config from a plain Makefile, and both programs stream a real model by a
-#      pipeline plan made with the installed tool, matching the sequential outputs.
+#      and with pkg-config from a plain Makefile, each also linked statically (libtessera.a), and
+#      the programs stream a real model by a pipeline plan made with the installed tool, matching
+#      the sequential outputs.
 #
 # usage: scripts/check_install.sh [BUILD_DIR]   (default build; run after the release build)
 # Uses squeezenet1_1 from $TESSERA_MODEL_CACHE (default ~/.cache/tessera/models), exporting it
@@ -52,7 +53,7 @@ if [ ! -f "$models/squeezenet1_1.onnx" ]; then
 fi
 tessera=$prefix/bin/tessera
 "$tessera" convert "$models/squeezenet1_1.onnx" -o "$work/model.tsr" >/dev/null
-"$tessera" profile "$work/model.tsr" --devices cpu:0,cpu:1 --repeat 1 --calibration 0 \
+"$tessera" profile "$work/model.tsr" --devices cpu:0,cpu:1 --repeat 1 --calibration 0 -q \
   -o "$work/profile.json" >/dev/null
 "$tessera" plan "$work/model.tsr" --profile "$work/profile.json" --planner pipeline --stages 2 \
   -o "$work/plan.json" >/dev/null
@@ -63,11 +64,18 @@ cmake -S examples -B "$work/cmake-build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" 
 cmake --build "$work/cmake-build" >/dev/null
 "$work/cmake-build/stream_frames" "$work/model.tsr" "$work/plan.json" 6
 "$work/cmake-build/stream_frames_c" "$work/model.tsr" "$work/plan.json" 6
+# Statically linked against libtessera.a: no libtessera.so needed at run time.
+if readelf -d "$work/cmake-build/stream_frames_c_static" | grep -q 'libtessera'; then
+  echo "stream_frames_c_static needs libtessera.so" >&2
+  exit 1
+fi
+"$work/cmake-build/stream_frames_c_static" "$work/model.tsr" "$work/plan.json" 3
 
 step "examples with pkg-config"
 mkdir -p "$work/make-build"
 cp examples/Makefile examples/stream_frames.cc examples/stream_frames_c.c "$work/make-build/"
-PKG_CONFIG_PATH=$libdir/pkgconfig make -s -C "$work/make-build"
+PKG_CONFIG_PATH=$libdir/pkgconfig make -s -C "$work/make-build" all static
 "$work/make-build/stream_frames" "$work/model.tsr" "$work/plan.json" 4
 "$work/make-build/stream_frames_c" "$work/model.tsr" "$work/plan.json" 4
+"$work/make-build/stream_frames_static" "$work/model.tsr" "$work/plan.json" 3
 step "ok"
