@@ -4,16 +4,21 @@
 // tessera plan MODEL.tsr --profile profile.json --planner pipeline
 //              --objective throughput|energy|latency [--stages auto|K] [--max-latency MS]
 //              [--max-period MS] [--devices a,b] [-o plan.json]
+// tessera plan MODEL.tsr --profile profile.json --planner ga [--seed N] [--ga-population N]
+//              [--ga-epochs N] [--ga-comm all|cross] [--ga-objective balance|max]
+//              [--ga-init random|pipeline] [--devices a,b] [-o plan.json]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <sstream>
 
 #include "api/internal.h"
 #include "graph/layer_graph.h"
 #include "scheduler/cost_model.h"
+#include "scheduler/planners/ga.h"
 #include "scheduler/planners/pipeline.h"
 #include "scheduler/planners/slice.h"
 #include "scheduler/pricer.h"
@@ -31,7 +36,18 @@ const std::vector<cli::FlagSpec> kFlags = {
      "latency"},
     {"--planner", "", true, false,
      "slice (default: seed 000 Algorithm 1), preferred, hca, exhaustive (small models) or "
-     "pipeline (seed 001: a streaming plan of contiguous stages)"},
+     "pipeline (seed 001: a streaming plan of contiguous stages) or ga (seed 003: CSDF actors "
+     "with phases, mapped by a genetic algorithm)"},
+    {"--seed", "", true, false, "ga: seed of the genetic algorithm (default 1)"},
+    {"--ga-population", "", true, false, "ga: population (default 1000)"},
+    {"--ga-epochs", "", true, false, "ga: most epochs (default 500; stops after 50 without gain)"},
+    {"--ga-comm", "", true, false,
+     "ga: all (default, eq. 4 as printed: every channel) or cross (channels between processors)"},
+    {"--ga-objective", "", true, false,
+     "ga: balance (default, eq. 1) or max (the largest processor load)"},
+    {"--ga-init", "", true, false,
+     "ga: random (default) or pipeline (an ablation: the pipeline planner's mapping joins the "
+     "initial population; the plan is labelled ga+seeded)"},
     {"--stages", "", true, false,
      "pipeline: auto (default: add stages while that helps) or the number of stages, 1..8"},
     {"--max-latency", "", true, false, "pipeline: the largest latency of one frame allowed, ms"},
@@ -66,6 +82,53 @@ Result<PipelineRequest> pipeline_request(const cli::Args& args) {
   ASSIGN_OR_RETURN(req.max_period_ms, milliseconds(args, "--max-period"));
   req.devices = cli::split_commas(args.get("--devices"));
   return req;
+}
+
+// The ga planner: options from the flags, the GA, and its numbers printed before the plan.
+Result<Plan> ga_plan(const cli::Args& args, const CostModel& cm, const LayerGraph& lg,
+                     const std::vector<std::string>& devices) {
+  GaOptions o;
+  ASSIGN_OR_RETURN(int seed, args.get_int("--seed", 1, 0, std::numeric_limits<int>::max()));
+  o.seed = static_cast<uint64_t>(seed);
+  ASSIGN_OR_RETURN(o.population, args.get_int("--ga-population", 1000, 2, 1'000'000));
+  ASSIGN_OR_RETURN(o.epochs, args.get_int("--ga-epochs", 500, 0, 1'000'000));
+  ASSIGN_OR_RETURN(o.comm, parse_ga_comm(args.get("--ga-comm", "all")));
+  ASSIGN_OR_RETURN(o.objective, parse_ga_objective(args.get("--ga-objective", "balance")));
+  const std::string init = args.get("--ga-init", "random");
+  std::vector<std::string> devs = devices;
+  if (devs.empty()) {
+    for (int vd : cm.latency_devices()) {
+      devs.push_back(cm.virtual_devices()[static_cast<size_t>(vd)].label);
+    }
+  }
+  if (init == "pipeline") {
+    PipelineRequest preq;
+    preq.devices = devs;
+    ASSIGN_OR_RETURN(Pipeline p, plan_pipeline(cm, lg, preq));
+    std::vector<int> chromosome(static_cast<size_t>(lg.num_layers()), 0);
+    for (const PipelineStage& st : p.stages) {
+      const std::string& label = cm.virtual_devices()[static_cast<size_t>(st.vd)].label;
+      const int proc = static_cast<int>(std::find(devs.begin(), devs.end(), label) - devs.begin());
+      for (int l = st.first; l < st.last; ++l) chromosome[static_cast<size_t>(l)] = proc;
+    }
+    o.initial.push_back(std::move(chromosome));
+  } else if (init != "random") {
+    return invalid_argument("--ga-init '" + init + "': expected random or pipeline");
+  }
+  ASSIGN_OR_RETURN(GaPlan gp, make_ga_plan(cm, lg, devs, o));
+  std::printf(
+      "ga: %d epochs, %lld evaluations, %.3f s (population %d, mutation %.2f, crossover %.2f, "
+      "seed %llu, comm %s, objective %s%s)\n",
+      gp.result.epochs, static_cast<long long>(gp.result.evaluations), gp.seconds, o.population,
+      o.mutation, o.crossover, static_cast<unsigned long long>(o.seed), ga_comm_name(o.comm),
+      ga_objective_name(o.objective), o.initial.empty() ? "" : ", seeded with the pipeline plan");
+  std::printf("ga: phi %.3f ms, loads (tau_i):", gp.result.phi);
+  for (size_t i = 0; i < devs.size(); ++i) {
+    std::printf(" %s %.3f ms", devs[i].c_str(), gp.result.load_ms[i]);
+  }
+  std::printf("\ncsdf: %s (%d phases split for deadlock freedom%s)\n", gp.csdf.describe().c_str(),
+              gp.csdf.splits, gp.csdf.reordered ? ", phases reordered" : "");
+  return std::move(gp.plan);
 }
 
 }  // namespace
@@ -104,7 +167,9 @@ int cmd_plan(int argc, char** argv) {
         " [-o plan.json]\n"
         "       tessera plan MODEL.tsr --profile profile.json --planner pipeline"
         " [--objective throughput|energy|latency] [--stages auto|K] [--max-latency MS]"
-        " [--max-period MS]\n\n%s",
+        " [--max-period MS]\n"
+        "       tessera plan MODEL.tsr --profile profile.json --planner ga [--seed N]"
+        " [--ga-comm all|cross] [--ga-objective balance|max] [--ga-init random|pipeline]\n\n%s",
         cli::usage(kFlags).c_str());
     return args->has("--help") ? 0 : 2;
   }
@@ -121,6 +186,15 @@ int cmd_plan(int argc, char** argv) {
   if (!cm.ok()) return report_error("plan", cm.status());
 
   const std::string planner = args->get("--planner", "slice");
+  if (planner != "ga") {
+    for (const char* flag :
+         {"--seed", "--ga-population", "--ga-epochs", "--ga-comm", "--ga-objective", "--ga-init"}) {
+      if (args->has(flag)) {
+        return report_error("plan",
+                            invalid_argument(std::string(flag) + " applies to --planner ga only"));
+      }
+    }
+  }
   if (planner != "pipeline") {
     for (const char* flag : {"--stages", "--max-latency", "--max-period"}) {
       if (args->has(flag)) {
@@ -132,7 +206,11 @@ int cmd_plan(int argc, char** argv) {
   SlicePlanRequest req;
   req.devices = cli::split_commas(args->get("--devices"));
   Result<Plan> plan = Plan{};
-  if (planner == "pipeline") {
+  if (planner == "ga") {
+    auto gp = ga_plan(*args, *cm, *lg, req.devices);
+    if (!gp.ok()) return report_error("plan", gp.status());
+    plan = std::move(*gp);
+  } else if (planner == "pipeline") {
     auto preq = pipeline_request(*args);
     if (!preq.ok()) return report_error("plan", preq.status());
     auto found = plan_pipeline(*cm, *lg, *preq);
