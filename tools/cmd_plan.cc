@@ -5,7 +5,7 @@
 //              --objective throughput|energy|latency [--stages auto|K] [--max-latency MS]
 //              [--max-period MS] [--devices a,b] [-o plan.json]
 // tessera plan MODEL.tsr --profile profile.json --planner ga [--seed N] [--ga-population N]
-//              [--ga-epochs N] [--ga-comm all|cross] [--ga-objective balance|max]
+//              [--ga-epochs N] [--ga-patience N] [--ga-comm all|cross] [--ga-objective balance|max]
 //              [--ga-init random|pipeline] [--devices a,b] [-o plan.json]
 #include <algorithm>
 #include <cmath>
@@ -40,7 +40,9 @@ const std::vector<cli::FlagSpec> kFlags = {
      "with phases, mapped by a genetic algorithm)"},
     {"--seed", "", true, false, "ga: seed of the genetic algorithm (default 1)"},
     {"--ga-population", "", true, false, "ga: population (default 1000)"},
-    {"--ga-epochs", "", true, false, "ga: most epochs (default 500; stops after 50 without gain)"},
+    {"--ga-epochs", "", true, false, "ga: most epochs (default 500)"},
+    {"--ga-patience", "", true, false,
+     "ga: stop after this many epochs without improvement (default 50)"},
     {"--ga-comm", "", true, false,
      "ga: all (default, eq. 4 as printed: every channel) or cross (channels between processors)"},
     {"--ga-objective", "", true, false,
@@ -92,6 +94,7 @@ Result<Plan> ga_plan(const cli::Args& args, const CostModel& cm, const LayerGrap
   o.seed = static_cast<uint64_t>(seed);
   ASSIGN_OR_RETURN(o.population, args.get_int("--ga-population", 1000, 2, 1'000'000));
   ASSIGN_OR_RETURN(o.epochs, args.get_int("--ga-epochs", 500, 0, 1'000'000));
+  ASSIGN_OR_RETURN(o.patience, args.get_int("--ga-patience", 50, 1, 1'000'000));
   ASSIGN_OR_RETURN(o.comm, parse_ga_comm(args.get("--ga-comm", "all")));
   ASSIGN_OR_RETURN(o.objective, parse_ga_objective(args.get("--ga-objective", "balance")));
   const std::string init = args.get("--ga-init", "random");
@@ -187,8 +190,8 @@ int cmd_plan(int argc, char** argv) {
 
   const std::string planner = args->get("--planner", "slice");
   if (planner != "ga") {
-    for (const char* flag :
-         {"--seed", "--ga-population", "--ga-epochs", "--ga-comm", "--ga-objective", "--ga-init"}) {
+    for (const char* flag : {"--seed", "--ga-population", "--ga-epochs", "--ga-patience",
+                             "--ga-comm", "--ga-objective", "--ga-init"}) {
       if (args->has(flag)) {
         return report_error("plan",
                             invalid_argument(std::string(flag) + " applies to --planner ga only"));
