@@ -108,11 +108,20 @@ Result<Plan> ga_plan(const cli::Args& args, const CostModel& cm, const LayerGrap
     PipelineRequest preq;
     preq.devices = devs;
     ASSIGN_OR_RETURN(Pipeline p, plan_pipeline(cm, lg, preq));
+    std::vector<int> vds;
+    for (const std::string& d : devs) {
+      ASSIGN_OR_RETURN(int vd, cm.find(d));
+      vds.push_back(vd);
+    }
     std::vector<int> chromosome(static_cast<size_t>(lg.num_layers()), 0);
     for (const PipelineStage& st : p.stages) {
-      const std::string& label = cm.virtual_devices()[static_cast<size_t>(st.vd)].label;
-      const int proc = static_cast<int>(std::find(devs.begin(), devs.end(), label) - devs.begin());
-      for (int l = st.first; l < st.last; ++l) chromosome[static_cast<size_t>(l)] = proc;
+      const auto it = std::find(vds.begin(), vds.end(), st.vd);
+      if (it == vds.end()) {
+        return internal_error("--ga-init pipeline: the pipeline uses a device not in --devices");
+      }
+      for (int l = st.first; l < st.last; ++l) {
+        chromosome[static_cast<size_t>(l)] = static_cast<int>(it - vds.begin());
+      }
     }
     o.initial.push_back(std::move(chromosome));
   } else if (init != "random") {
