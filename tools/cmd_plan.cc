@@ -5,7 +5,8 @@
 //              --objective throughput|energy|latency [--stages auto|K] [--max-latency MS]
 //              [--max-period MS] [--devices a,b] [-o plan.json]
 // tessera plan MODEL.tsr --profile profile.json --planner ga [--seed N] [--ga-population N]
-//              [--ga-epochs N] [--ga-patience N] [--ga-comm all|cross] [--ga-objective balance|max]
+//              [--ga-epochs N] [--ga-patience N] [--ga-comm all|cross] [--ga-objective
+//              balance|max|period]
 //              [--ga-init random|pipeline] [--devices a,b] [-o plan.json]
 #include <algorithm>
 #include <cmath>
@@ -46,7 +47,8 @@ const std::vector<cli::FlagSpec> kFlags = {
     {"--ga-comm", "", true, false,
      "ga: all (default, eq. 4 as printed: every channel) or cross (channels between processors)"},
     {"--ga-objective", "", true, false,
-     "ga: balance (default, eq. 1) or max (the largest processor load)"},
+     "ga: balance (default, eq. 1), max (the largest processor load) or period (what the CSDF "
+     "actors' phase order allows)"},
     {"--ga-init", "", true, false,
      "ga: random (default) or pipeline (an ablation: the pipeline planner's mapping joins the "
      "initial population; the plan is labelled ga+seeded)"},
@@ -181,7 +183,8 @@ int cmd_plan(int argc, char** argv) {
         " [--objective throughput|energy|latency] [--stages auto|K] [--max-latency MS]"
         " [--max-period MS]\n"
         "       tessera plan MODEL.tsr --profile profile.json --planner ga [--seed N]"
-        " [--ga-comm all|cross] [--ga-objective balance|max] [--ga-init random|pipeline]\n\n%s",
+        " [--ga-comm all|cross] [--ga-objective balance|max|period] [--ga-init "
+        "random|pipeline]\n\n%s",
         cli::usage(kFlags).c_str());
     return args->has("--help") ? 0 : 2;
   }

@@ -19,14 +19,23 @@ Result<GaComm> parse_ga_comm(const std::string& name) {
 Result<GaObjective> parse_ga_objective(const std::string& name) {
   if (name == "balance") return GaObjective::kBalance;
   if (name == "max") return GaObjective::kMaxLoad;
-  return invalid_argument("GA objective '" + name + "': expected balance or max");
+  if (name == "period") return GaObjective::kPeriod;
+  return invalid_argument("GA objective '" + name + "': expected balance, max or period");
 }
 
 const char* ga_comm_name(GaComm c) {
   return c == GaComm::kAll ? "all" : "cross";
 }
 const char* ga_objective_name(GaObjective o) {
-  return o == GaObjective::kBalance ? "balance" : "max";
+  switch (o) {
+    case GaObjective::kBalance:
+      return "balance";
+    case GaObjective::kMaxLoad:
+      return "max";
+    case GaObjective::kPeriod:
+      return "period";
+  }
+  return "?";
 }
 
 Status GaProblem::validate() const {
@@ -50,6 +59,10 @@ Status GaProblem::validate() const {
     if (!any) {
       return invalid_argument("GA: no processor can run layer " + std::to_string(l));
     }
+  }
+  if (!phase_ms.empty() && phase_ms.size() != static_cast<size_t>(num_processors)) {
+    return invalid_argument("GA: " + std::to_string(phase_ms.size()) + " phase costs for " +
+                            std::to_string(num_processors) + " processors");
   }
   for (size_t c = 0; c < channels.size(); ++c) {
     const Channel& ch = channels[c];
@@ -94,6 +107,109 @@ double objective_of(const std::vector<double>& loads, GaObjective o) {
   return *std::max_element(loads.begin(), loads.end());
 }
 
+// The period objective (ga.h): Algorithm 2's phases of `mapping`, one frame scheduled as soon
+// as possible, max(loads with phase costs, largest actor span). +inf when the phases deadlock.
+double csdf_period(const GaProblem& pr, const std::vector<int>& mapping, GaComm comm,
+                   std::vector<double>* loads) {
+  const int L = pr.num_layers;
+  const size_t P = static_cast<size_t>(pr.num_processors);
+  std::vector<std::vector<int>> out(static_cast<size_t>(L)), in(static_cast<size_t>(L));
+  std::vector<double> cost(static_cast<size_t>(L), 0);
+  for (int l = 0; l < L; ++l)
+    cost[static_cast<size_t>(l)] = pr.exec(l, mapping[static_cast<size_t>(l)]);
+  for (size_t c = 0; c < pr.channels.size(); ++c) {
+    const GaProblem::Channel& ch = pr.channels[c];
+    out[static_cast<size_t>(ch.src)].push_back(ch.dst);
+    in[static_cast<size_t>(ch.dst)].push_back(ch.src);
+    const int ps = mapping[static_cast<size_t>(ch.src)], pd = mapping[static_cast<size_t>(ch.dst)];
+    if (comm == GaComm::kCross && ps == pd) continue;
+    cost[static_cast<size_t>(ch.src)] += ch.write_ms[static_cast<size_t>(ps)];
+    cost[static_cast<size_t>(ch.dst)] += ch.read_ms[static_cast<size_t>(pd)];
+  }
+  // Algorithm 2: phases per processor, in discovery order.
+  std::vector<int> phase_of(static_cast<size_t>(L), -1), phase_proc;
+  std::vector<double> phase_cost;
+  std::vector<std::vector<int>> proc_phases(P);
+  std::vector<int> queue;
+  for (size_t p = 0; p < P; ++p) {
+    for (int k = 0; k < L; ++k) {
+      if (mapping[static_cast<size_t>(k)] != static_cast<int>(p) ||
+          phase_of[static_cast<size_t>(k)] >= 0)
+        continue;
+      const int id = static_cast<int>(phase_cost.size());
+      phase_cost.push_back(pr.phase_ms.empty() ? 0 : pr.phase_ms[p]);
+      phase_proc.push_back(static_cast<int>(p));
+      proc_phases[p].push_back(id);
+      queue.assign(1, k);
+      phase_of[static_cast<size_t>(k)] = id;
+      for (size_t q = 0; q < queue.size(); ++q) {
+        const int j = queue[q];
+        phase_cost[static_cast<size_t>(id)] += cost[static_cast<size_t>(j)];
+        const auto& o = out[static_cast<size_t>(j)];
+        if (std::any_of(o.begin(), o.end(), [&](int d) {
+              return mapping[static_cast<size_t>(d)] != static_cast<int>(p);
+            })) {
+          continue;
+        }
+        for (int d : o) {
+          if (phase_of[static_cast<size_t>(d)] < 0) {
+            phase_of[static_cast<size_t>(d)] = id;
+            queue.push_back(d);
+          }
+        }
+      }
+    }
+  }
+  loads->assign(P, 0.0);
+  for (size_t ph = 0; ph < phase_cost.size(); ++ph) {
+    (*loads)[static_cast<size_t>(phase_proc[ph])] += phase_cost[ph];
+  }
+  // One frame, phases in each processor's order, as soon as inputs are there.
+  const size_t n = phase_cost.size();
+  std::vector<std::vector<int>> deps(n);
+  for (int l = 0; l < L; ++l) {
+    for (int s : in[static_cast<size_t>(l)]) {
+      const int a = phase_of[static_cast<size_t>(s)], b = phase_of[static_cast<size_t>(l)];
+      if (a != b) deps[static_cast<size_t>(b)].push_back(a);
+    }
+  }
+  std::vector<double> start(n, 0), end(n, -1);
+  std::vector<size_t> next(P, 0);
+  size_t done = 0;
+  bool progress = true;
+  while (done < n && progress) {
+    progress = false;
+    for (size_t p = 0; p < P; ++p) {
+      while (next[p] < proc_phases[p].size()) {
+        const int ph = proc_phases[p][next[p]];
+        double t = next[p] > 0 ? end[static_cast<size_t>(proc_phases[p][next[p] - 1])] : 0.0;
+        bool ready = true;
+        for (int d : deps[static_cast<size_t>(ph)]) {
+          if (end[static_cast<size_t>(d)] < 0) {
+            ready = false;
+            break;
+          }
+          t = std::max(t, end[static_cast<size_t>(d)]);
+        }
+        if (!ready) break;
+        start[static_cast<size_t>(ph)] = t;
+        end[static_cast<size_t>(ph)] = t + phase_cost[static_cast<size_t>(ph)];
+        ++next[p];
+        ++done;
+        progress = true;
+      }
+    }
+  }
+  if (done < n) return kInfiniteCost;
+  double period = *std::max_element(loads->begin(), loads->end());
+  for (size_t p = 0; p < P; ++p) {
+    if (proc_phases[p].empty()) continue;
+    period = std::max(period, end[static_cast<size_t>(proc_phases[p].back())] -
+                                  start[static_cast<size_t>(proc_phases[p].front())]);
+  }
+  return period;
+}
+
 // Tessera's own draws on the generator, so that a seed gives the same run everywhere.
 struct Rng {
   std::mt19937_64 gen;
@@ -106,10 +222,9 @@ struct Rng {
 
 GaResult finish(const GaProblem& problem, std::vector<int> mapping, const GaOptions& options) {
   GaResult r;
-  ga_loads(problem, mapping, options.comm, &r.load_ms);
+  r.fitness = ga_fitness(problem, mapping, options, &r.load_ms);
   r.phi = phi_of(r.load_ms);
   r.max_load_ms = *std::max_element(r.load_ms.begin(), r.load_ms.end());
-  r.fitness = objective_of(r.load_ms, options.objective);
   r.mapping = std::move(mapping);
   return r;
 }
@@ -130,6 +245,9 @@ double ga_fitness(const GaProblem& problem, const std::vector<int>& mapping,
                   const GaOptions& options, std::vector<double>* load_ms) {
   std::vector<double> local;
   std::vector<double>* loads = load_ms ? load_ms : &local;
+  if (options.objective == GaObjective::kPeriod) {
+    return csdf_period(problem, mapping, options.comm, loads);
+  }
   ga_loads(problem, mapping, options.comm, loads);
   return objective_of(*loads, options.objective);
 }
@@ -320,6 +438,7 @@ Result<GaProblem> ga_problem(const CostModel& cm, const LayerGraph& lg, const Sd
           cm.can_run(vds[p], l) ? cm.exec_ms(vds[p], l) : kInfiniteCost;
     }
   }
+  for (int vd : vds) pr.phase_ms.push_back(cm.slice_overhead(vd).fixed_ms);
   for (const SdfChannel& e : sdf.channels) {
     GaProblem::Channel ch;
     ch.src = e.src;

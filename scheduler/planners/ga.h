@@ -27,7 +27,17 @@
 //   comm = cross  only channels whose two actors are on different processors.
 // and two objectives:
 //   balance       phi, the paper's fitness (it rewards balance, not throughput);
-//   max           max_i tau_i, the period the mapping would have (1 / throughput).
+//   max           max_i tau_i, the period the mapping would have if every actor could overlap
+//                 frames;
+//   period        what the CSDF actors of the mapping allow (docs/dataflow.md, finding 3): an
+//                 actor takes frame f+1 only after its last phase of frame f, so the period is
+//                 at least each actor's span, from the start of its first phase to the end of
+//                 its last in one frame. The fitness runs Algorithm 2 on the chromosome,
+//                 schedules one frame's phases as soon as their inputs and their actor are free
+//                 (each phase costs its layers' tau plus GaProblem::phase_ms of its processor),
+//                 and takes max(max_i tau_i (phases included), max over actors of the span).
+//                 A mapping whose Algorithm-2 phases deadlock scores +inf. About 3-5x the cost
+//                 of the other objectives per evaluation.
 //
 // The GA (parameters of Sect. 5 where the paper gives them):
 //   population 1000 random chromosomes (each gene uniform over the layer's processors); no
@@ -68,7 +78,7 @@
 namespace tessera {
 
 enum class GaComm { kAll, kCross };
-enum class GaObjective { kBalance, kMaxLoad };
+enum class GaObjective { kBalance, kMaxLoad, kPeriod };
 
 Result<GaComm> parse_ga_comm(const std::string& name);
 Result<GaObjective> parse_ga_objective(const std::string& name);
@@ -87,6 +97,9 @@ struct GaProblem {
     std::vector<double> read_ms;   // by processor: the consumer's cost of reading it there
   };
   std::vector<Channel> channels;
+  // By processor: the fixed cost of one phase (one program run: launch, boundary handling),
+  // charged by the period objective only; empty: 0.
+  std::vector<double> phase_ms;
 
   double exec(int layer, int p) const {
     return exec_ms[static_cast<size_t>(layer) * static_cast<size_t>(num_processors) +
