@@ -89,6 +89,8 @@ def main():
             "ga": ["--planner", "ga", "--seed", str(args.seed)],
             "ga-max": ["--planner", "ga", "--seed", str(args.seed), "--ga-objective", "max",
                        "--ga-comm", "cross"],
+            "ga-period": ["--planner", "ga", "--seed", str(args.seed), "--ga-objective", "period",
+                          "--ga-comm", "cross"],
             "pipeline": ["--planner", "pipeline"],
         }
         paths, notes = {}, {}
@@ -136,12 +138,17 @@ def main():
         rows.append((name, med, notes, identical, actor_predictions(paths["ga"]),
                      actor_measured(last_ga)))
         print(f"{name}: ga plan {notes['csdf']}", flush=True)
-    print(f"{'model':14} {'ga f/s':>8} {'ga-max f/s':>10} {'pipe f/s':>9} {'cpu f/s':>8} "
-          f"{'ga/cpu':>7} {'ga/pipe':>8} {'gamax/cpu':>9} {'GA s':>6} {'equal':>6}")
+    print(f"{'model':14} {'ga f/s':>8} {'ga-max f/s':>10} {'ga-per f/s':>10} {'pipe f/s':>9} "
+          f"{'cpu f/s':>8} {'ga/cpu':>7} {'ga/pipe':>8} {'gaper/cpu':>9} {'GA s':>6} {'equal':>6}")
     for name, med, notes, same, _, _ in rows:
-        print(f"{name:14} {med['ga']:8.2f} {med['ga-max']:10.2f} {med['pipeline']:9.2f} "
-              f"{med['cpu']:8.2f} {med['ga'] / med['cpu']:7.2f} {med['ga'] / med['pipeline']:8.2f} "
-              f"{med['ga-max'] / med['cpu']:9.2f} {notes['ga_s']:6.2f} {str(same):>6}")
+        print(f"{name:14} {med['ga']:8.2f} {med['ga-max']:10.2f} {med['ga-period']:10.2f} "
+              f"{med['pipeline']:9.2f} {med['cpu']:8.2f} {med['ga'] / med['cpu']:7.2f} "
+              f"{med['ga'] / med['pipeline']:8.2f} {med['ga-period'] / med['cpu']:9.2f} "
+              f"{notes['ga_s']:6.2f} {str(same):>6}")
+    print("priced periods ms (ga, ga-max, ga-period, pipeline):")
+    for name, _, notes, _, _, _ in rows:
+        print(f"  {name:14} " + " ".join(f"{notes[k]:.2f}" for k in
+                                         ("ga", "ga-max", "ga-period", "pipeline")))
     ratios = [r[1]["ga"] / r[1]["cpu"] for r in rows]
     print(f"geometric mean ga/cpu: {statistics.geometric_mean(ratios):.3f}")
     print("GA actors, measured busy ms/frame vs predicted (plan estimate):")
