@@ -449,11 +449,17 @@ Result<GaProblem> ga_problem(const CostModel& cm, const LayerGraph& lg, const Sd
     }
     pr.channels.push_back(std::move(ch));
   }
-  Status s = pr.validate();
-  if (!s.ok()) {
-    return invalid_argument(s.message() + " (layer names: see `tessera info`; devices " +
-                            std::to_string(devices.size()) + ")");
+  for (int l = 0; l < pr.num_layers; ++l) {
+    bool any = false;
+    for (int p = 0; p < pr.num_processors; ++p) any = any || std::isfinite(pr.exec(l, p));
+    if (!any) {
+      std::string names;
+      for (const std::string& d : devices) names += (names.empty() ? "" : ", ") + d;
+      return invalid_argument("GA: none of the devices (" + names + ") can run layer " +
+                              std::to_string(l) + " '" + lg.layer(l).name + "'");
+    }
   }
+  RETURN_IF_ERROR(pr.validate());
   return pr;
 }
 
