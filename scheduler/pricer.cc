@@ -111,22 +111,27 @@ Status price_plan(const CostModel& cm, const LayerGraph& lg, Plan* plan) {
   double period = 0;
   for (const auto& [d, b] : device_busy) period = std::max(period, b);
   for (const auto& [a, b] : actor_busy) period = std::max(period, b);
-  plan->estimated_period_ms = period;
 
   // Critical path of one frame: a stage starts after its producers and its actor's previous
   // stage.
   const std::vector<std::vector<int>> deps = stage_dependencies(lg, *plan);
   std::vector<double> finish(n, 0);
-  std::map<int, double> actor_free;
+  std::map<int, double> actor_free, actor_start;
   double latency = 0;
   for (size_t i = 0; i < n; ++i) {
     double start = actor_free[actor[i]];
     for (int s : deps[i]) start = std::max(start, finish[static_cast<size_t>(s)]);
+    if (!actor_start.count(actor[i])) actor_start[actor[i]] = start;
     finish[i] = start + busy[i];
     actor_free[actor[i]] = finish[i];
     latency = std::max(latency, finish[i]);
   }
   plan->estimated_latency_ms = latency;
+  // An actor takes the next frame only after its last stage of this one: where its stages wait
+  // for other actors in between (CSDF phases spread along the model), its span bounds the
+  // period too.
+  for (const auto& [a, start] : actor_start) period = std::max(period, actor_free[a] - start);
+  plan->estimated_period_ms = period;
 
   // Static power of each device over its idle share of the period, at the level of its first
   // stage (mJ = W x ms).

@@ -7,7 +7,10 @@
 //   - sequential latency: the sum of the stages (one frame runs them in plan order);
 //   - streaming period: the largest summed busy time of any resource; the resources are the
 //     devices (a device hosting two stages, at any DVFS levels, pays both) and the actors (the
-//     stages of one actor run one after another on its thread);
+//     stages of one actor run one after another on its thread); and each actor's span in one
+//     frame's critical path (first stage's start to last stage's end), since an actor takes the
+//     next frame only after its last stage of this one (CSDF phases waiting on other actors in
+//     between, seed 003; an estimate: frames in flight can shift the waits);
 //   - streaming latency: one frame's critical path, where a stage starts when the stages it
 //     reads from have finished and the previous stage of its actor has;
 //   - energy per frame: the stage energies, plus in a streaming plan each device's static power

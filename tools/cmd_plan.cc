@@ -4,11 +4,15 @@
 // tessera plan MODEL.tsr --profile profile.json --planner pipeline
 //              --objective throughput|energy|latency [--stages auto|K] [--max-latency MS]
 //              [--max-period MS] [--devices a,b] [-o plan.json]
+// tessera plan MODEL.tsr --profile profile.json --planner ga [--seed N] [--ga-population N]
+//              [--ga-epochs N] [--ga-patience N] [--ga-comm all|cross] [--ga-objective
+//              balance|max|period] [--ga-init random|pipeline] [--devices a,b] [-o plan.json]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <sstream>
 
 #include "api/internal.h"
@@ -29,8 +33,22 @@ const std::vector<cli::FlagSpec> kFlags = {
      "latency (default) or energy; for --planner pipeline: throughput (default), energy or "
      "latency"},
     {"--planner", "", true, false,
-     "slice (default: seed 000 Algorithm 1), preferred, hca, exhaustive (small models) or "
-     "pipeline (seed 001: a streaming plan of contiguous stages)"},
+     "slice (default: seed 000 Algorithm 1), preferred, hca, exhaustive (small models), "
+     "pipeline (seed 001: a streaming plan of contiguous stages) or ga (seed 003: CSDF actors "
+     "with phases, mapped by a genetic algorithm)"},
+    {"--seed", "", true, false, "ga: seed of the genetic algorithm (default 1)"},
+    {"--ga-population", "", true, false, "ga: population (default 1000)"},
+    {"--ga-epochs", "", true, false, "ga: most epochs (default 500)"},
+    {"--ga-patience", "", true, false,
+     "ga: stop after this many epochs without improvement (default 50)"},
+    {"--ga-comm", "", true, false,
+     "ga: all (default, eq. 4 as printed: every channel) or cross (channels between processors)"},
+    {"--ga-objective", "", true, false,
+     "ga: balance (default, eq. 1), max (the largest processor load) or period (what the CSDF "
+     "actors' phase order allows)"},
+    {"--ga-init", "", true, false,
+     "ga: random (default) or pipeline (an ablation: the pipeline planner's mapping joins the "
+     "initial population; the plan is labelled ga+seeded)"},
     {"--stages", "", true, false,
      "pipeline: auto (default: add stages while that helps) or the number of stages, 1..8"},
     {"--max-latency", "", true, false, "pipeline: the largest latency of one frame allowed, ms"},
@@ -60,6 +78,27 @@ Result<PlanRequest> plan_request(const cli::Args& args) {
   req.objective = args.get("--objective");
   req.devices = cli::split_commas(args.get("--devices"));
   req.prefer = cli::split_commas(args.get("--prefer"));
+  if (req.planner != "ga") {
+    for (const char* flag : {"--seed", "--ga-population", "--ga-epochs", "--ga-patience",
+                             "--ga-comm", "--ga-objective", "--ga-init"}) {
+      if (args.has(flag)) {
+        return invalid_argument(std::string(flag) + " applies to --planner ga only");
+      }
+    }
+  } else {
+    ASSIGN_OR_RETURN(int seed, args.get_int("--seed", 1, 0, std::numeric_limits<int>::max()));
+    req.ga.seed = static_cast<uint64_t>(seed);
+    ASSIGN_OR_RETURN(req.ga.population, args.get_int("--ga-population", 1000, 2, 1'000'000));
+    ASSIGN_OR_RETURN(req.ga.epochs, args.get_int("--ga-epochs", 500, 0, 1'000'000));
+    ASSIGN_OR_RETURN(req.ga.patience, args.get_int("--ga-patience", 50, 1, 1'000'000));
+    ASSIGN_OR_RETURN(req.ga.comm, parse_ga_comm(args.get("--ga-comm", "all")));
+    ASSIGN_OR_RETURN(req.ga.objective, parse_ga_objective(args.get("--ga-objective", "balance")));
+    const std::string init = args.get("--ga-init", "random");
+    if (init != "random" && init != "pipeline") {
+      return invalid_argument("--ga-init '" + init + "': expected random or pipeline");
+    }
+    req.ga_seed_with_pipeline = init == "pipeline";
+  }
   if (req.planner != "pipeline") {
     for (const char* flag : {"--stages", "--max-latency", "--max-period"}) {
       if (args.has(flag)) {
@@ -112,7 +151,10 @@ int cmd_plan(int argc, char** argv) {
         " [-o plan.json]\n"
         "       tessera plan MODEL.tsr --profile profile.json --planner pipeline"
         " [--objective throughput|energy|latency] [--stages auto|K] [--max-latency MS]"
-        " [--max-period MS]\n\n%s",
+        " [--max-period MS]\n"
+        "       tessera plan MODEL.tsr --profile profile.json --planner ga [--seed N]"
+        " [--ga-comm all|cross] [--ga-objective balance|max|period] [--ga-init "
+        "random|pipeline]\n\n%s",
         cli::usage(kFlags).c_str());
     return args->has("--help") ? 0 : 2;
   }
@@ -132,6 +174,7 @@ int cmd_plan(int argc, char** argv) {
   if (!req.ok()) return report_error("plan", req.status());
   auto outcome = run_planner(*cm, *lg, *req);
   if (!outcome.ok()) return report_error("plan", outcome.status());
+  for (const std::string& note : outcome->notes) std::printf("%s\n", note.c_str());
   if (!outcome->proven_optimal) {
     std::printf(
         "note: the search stopped after pricing %lld stage candidates; the plan below is the "

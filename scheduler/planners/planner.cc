@@ -1,6 +1,7 @@
 #include "scheduler/planners/planner.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "scheduler/planners/pipeline.h"
 #include "scheduler/planners/slice.h"
@@ -9,8 +10,8 @@
 namespace tessera {
 
 const std::vector<std::string>& planner_names() {
-  static const std::vector<std::string> kNames = {"slice", "preferred", "hca", "exhaustive",
-                                                  "pipeline"};
+  static const std::vector<std::string> kNames = {"slice",      "preferred", "hca",
+                                                  "exhaustive", "pipeline",  "ga"};
   return kNames;
 }
 
@@ -44,6 +45,63 @@ Result<PlanOutcome> pipeline(const CostModel& cm, const LayerGraph& lg, const Pl
   return out;
 }
 
+std::string format(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+Result<PlanOutcome> ga(const CostModel& cm, const LayerGraph& lg, const PlanRequest& r) {
+  RETURN_IF_ERROR(only_for_pipeline(r));
+  GaOptions o = r.ga;
+  std::vector<std::string> devs = r.devices;
+  if (devs.empty()) {
+    for (int vd : cm.latency_devices()) {
+      devs.push_back(cm.virtual_devices()[static_cast<size_t>(vd)].label);
+    }
+  }
+  if (r.ga_seed_with_pipeline) {
+    PipelineRequest preq;
+    preq.devices = devs;
+    ASSIGN_OR_RETURN(Pipeline p, plan_pipeline(cm, lg, preq));
+    std::vector<int> vds;
+    for (const std::string& d : devs) {
+      ASSIGN_OR_RETURN(int vd, cm.find(d));
+      vds.push_back(vd);
+    }
+    std::vector<int> chromosome(static_cast<size_t>(lg.num_layers()), 0);
+    for (const PipelineStage& st : p.stages) {
+      const auto it = std::find(vds.begin(), vds.end(), st.vd);
+      if (it == vds.end()) {
+        return internal_error("ga seeded with the pipeline: it uses a device not in the list");
+      }
+      for (int l = st.first; l < st.last; ++l) {
+        chromosome[static_cast<size_t>(l)] = static_cast<int>(it - vds.begin());
+      }
+    }
+    o.initial.push_back(std::move(chromosome));
+  }
+  ASSIGN_OR_RETURN(GaPlan gp, make_ga_plan(cm, lg, devs, o));
+  PlanOutcome out;
+  out.notes.push_back(
+      "ga: " + std::to_string(gp.result.epochs) + " epochs, " +
+      std::to_string(gp.result.evaluations) + " evaluations, " + format("%.3f s", gp.seconds) +
+      " (population " + std::to_string(o.population) + ", mutation " + format("%.2f", o.mutation) +
+      ", crossover " + format("%.2f", o.crossover) + ", seed " + std::to_string(o.seed) +
+      ", comm " + ga_comm_name(o.comm) + ", objective " + ga_objective_name(o.objective) +
+      (o.initial.empty() ? "" : ", seeded with the pipeline plan") + ")");
+  std::string loads = "ga: phi " + format("%.3f ms", gp.result.phi) + ", loads (tau_i):";
+  for (size_t i = 0; i < devs.size() && i < gp.result.load_ms.size(); ++i) {
+    loads += " " + devs[i] + " " + format("%.3f ms", gp.result.load_ms[i]);
+  }
+  out.notes.push_back(loads);
+  out.notes.push_back("csdf: " + gp.csdf.describe() + " (" + std::to_string(gp.csdf.splits) +
+                      " phases split for deadlock freedom" +
+                      (gp.csdf.reordered ? ", phases reordered" : "") + ")");
+  out.plan = std::move(gp.plan);
+  return out;
+}
+
 Result<PlanOutcome> slicing(const CostModel& cm, const PlanRequest& r) {
   RETURN_IF_ERROR(only_for_pipeline(r));
   SlicePlanRequest req;
@@ -70,6 +128,8 @@ Result<PlanOutcome> run_planner(const CostModel& cm, const LayerGraph& lg,
   PlanOutcome out;
   if (request.planner == "pipeline") {
     ASSIGN_OR_RETURN(out, pipeline(cm, lg, request));
+  } else if (request.planner == "ga") {
+    ASSIGN_OR_RETURN(out, ga(cm, lg, request));
   } else {
     ASSIGN_OR_RETURN(out, slicing(cm, request));
   }

@@ -7,6 +7,8 @@
 //   pipeline                            seed 001: a streaming plan of contiguous stages
 //                                       (scheduler/planners/pipeline.h), throughput, energy or
 //                                       latency, optional stage count and bounds
+//   ga                                  seed 003: CSDF actors with phases, mapped by a genetic
+//                                       algorithm (scheduler/planners/ga.h)
 //
 // Thread rule: run_planner reads its arguments only; calls may run on several threads at once.
 #pragma once
@@ -19,6 +21,7 @@
 #include "graph/layer_graph.h"
 #include "scheduler/cost_model.h"
 #include "scheduler/plan.h"
+#include "scheduler/planners/ga.h"
 
 namespace tessera {
 
@@ -31,6 +34,10 @@ struct PlanRequest {
   int stages = 0;                         // 0 = auto; else 1..8
   double max_latency_ms = kInfiniteCost;  // the largest latency of one frame allowed
   double max_period_ms = kInfiniteCost;   // the largest period allowed
+  // ga only: the GA's options, and whether the pipeline planner's mapping joins the initial
+  // population (an ablation; the plan is labelled ga+seeded).
+  GaOptions ga;
+  bool ga_seed_with_pipeline = false;
 };
 
 struct PlanOutcome {
@@ -38,6 +45,8 @@ struct PlanOutcome {
   // False when a search stopped at its budget before proving the plan optimal.
   bool proven_optimal = true;
   int64_t visited = 0;  // candidates the search priced, where the planner counts them
+  // What the planner reports beyond the plan (one line each, for `tessera plan` to print).
+  std::vector<std::string> notes;
 };
 
 // The planners run_planner knows, in the order help texts list them.

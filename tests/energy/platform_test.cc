@@ -110,7 +110,8 @@ TEST(PlatformTest, PowerModelFollowsEquation5) {
 }
 
 TEST(PlatformTest, ShippedBoardsLoad) {
-  for (const char* board : {"hikey970", "jetson_tx2", "jetson_agx_xavier", "raspberry_pi3"}) {
+  for (const char* board :
+       {"hikey970", "jetson_tx2", "jetson_tx2_cores", "jetson_agx_xavier", "raspberry_pi3"}) {
     SCOPED_TRACE(board);
     auto p = Platform::load(shipped_platform_dir() + "/" + board + ".json");
     ASSERT_TRUE(p.ok()) << p.status().to_string();

@@ -79,6 +79,33 @@ TEST(PlanCli, PlansRunsAndRefuses) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("--planner pipeline only"), std::string::npos) << r.output;
 
+  // The ga planner: CSDF actors with phases, the same plan for the same seed, clear refusals,
+  // and the plan streams.
+  const std::string plan2 = dir + "plan_cli_plan2.json";
+  for (const std::string& out : {plan, plan2}) {
+    r = run_cli("plan " + model + " --profile " + profile +
+                " --planner ga --seed 5 --ga-objective max --ga-comm cross -o " + out);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("ga: "), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("csdf: a0"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("plan (ga, max, streaming)"), std::string::npos) << r.output;
+  }
+  auto ga1 = Plan::load(plan), ga2 = Plan::load(plan2);
+  ASSERT_TRUE(ga1.ok() && ga2.ok());
+  EXPECT_EQ(ga1->notation(), ga2->notation());
+  EXPECT_EQ(ga1->planner, "ga");
+  r = run_cli("run " + model + " --plan " + plan + " --stream 8 --warmup 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("throughput"), std::string::npos) << r.output;
+  for (const char* bad : {"--ga-comm some", "--ga-objective fast", "--ga-init best",
+                          "--ga-population 1", "--seed -2"}) {
+    r = run_cli("plan " + model + " --profile " + profile + " --planner ga " + bad);
+    EXPECT_EQ(r.exit_code, 1) << bad << ": " << r.output;
+  }
+  r = run_cli("plan " + model + " --profile " + profile + " --seed 2");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--planner ga only"), std::string::npos) << r.output;
+
   // The last plan written (a pipeline) is streaming; run the sequential slice plan below.
   r = run_cli("plan " + model + " --profile " + profile + " -o " + plan);
   ASSERT_EQ(r.exit_code, 0) << r.output;

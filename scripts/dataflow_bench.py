@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""GA-mapped CSDF actors (seed 003) streaming on two cores, against one device and a pipeline.
+
+For each model:
+  - convert it, profile it on cpu:0 and cpu:1 (`tessera profile`, cached in --work);
+  - plan it with `tessera plan --planner ga` (the paper's fitness: eq. 1 balance, eq. 4 charging
+    every channel) and with the Tessera variant (--ga-objective max --ga-comm cross), and with
+    `--planner pipeline` (seed 001's contiguous stages), all on cpu:0,cpu:1;
+  - check that the GA plan's streamed outputs equal its sequential run byte for byte;
+  - in alternating rounds time
+      `tessera run --plan P --stream N --warmup W` for each plan,
+      `tessera run --device cpu --repeat N --warmup W --times` (one program on both cores: the
+       best layer-by-layer single device, the role TensorRT plays in seed 003);
+  - print the median frames/s, the ratios, and each GA actor's measured busy ms per frame (last
+    round) against the plan's predicted load of that actor.
+
+usage: scripts/dataflow_bench.py --tessera build/tools/tessera
+         [--models resnet18,squeezenet1_1,alexnet,googlenet] [--frames 100] [--rounds 3]
+         [--work DIR] [--seed 1]
+Wrap it in `flock -x /tmp/cpu.lock` on a shared machine.
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+import numpy as np
+
+
+def run(cmd, env=None):
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        sys.exit(f"failed: {' '.join(cmd)}\n{p.stdout}\n{p.stderr}")
+    return p.stdout
+
+
+def actor_predictions(plan_path):
+    """Predicted busy ms per dense actor (numbered by first stage, as the executor does)."""
+    with open(plan_path) as f:
+        plan = json.load(f)
+    dense, pred = {}, []
+    for i, st in enumerate(plan["stages"]):
+        key = st["actor"] if st["actor"] >= 0 else f"own{i}"
+        if key not in dense:
+            dense[key] = len(dense)
+            pred.append(0.0)
+        e = st.get("estimate", {})
+        pred[dense[key]] += e.get("exec_ms", 0) + e.get("transfer_ms", 0)
+    return pred
+
+
+def actor_measured(out):
+    busy = {}
+    for line in out.splitlines():
+        tok = line.split()
+        if len(tok) == 6 and tok[0].isdigit() and tok[1].isdigit():
+            busy[int(tok[1])] = busy.get(int(tok[1]), 0.0) + float(tok[4])
+    return [busy[k] for k in sorted(busy)]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tessera", required=True)
+    ap.add_argument("--models-dir", default=os.path.expanduser("~/.cache/tessera/models"))
+    ap.add_argument("--models", default="resnet18,squeezenet1_1,alexnet,googlenet")
+    ap.add_argument("--frames", type=int, default=100)
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--check-frames", type=int, default=4)
+    ap.add_argument("--work", default="/tmp/tessera-dataflow-bench")
+    args = ap.parse_args()
+    env = dict(os.environ, OPENBLAS_CORETYPE=os.environ.get("OPENBLAS_CORETYPE", "SkylakeX"))
+    os.makedirs(args.work, exist_ok=True)
+    t = args.tessera
+    rows = []
+    for name in args.models.split(","):
+        onnx = os.path.join(args.models_dir, name + ".onnx")
+        tsr = os.path.join(args.work, name + ".tsr")
+        prof = os.path.join(args.work, name + ".profile.json")
+        if not os.path.exists(tsr):
+            run([t, "convert", onnx, "-o", tsr], env)
+        if not os.path.exists(prof):
+            run([t, "profile", tsr, "-o", prof, "--devices", "cpu:0,cpu:1", "--repeat", "3"], env)
+        plans = {
+            "ga": ["--planner", "ga", "--seed", str(args.seed)],
+            "ga-max": ["--planner", "ga", "--seed", str(args.seed), "--ga-objective", "max",
+                       "--ga-comm", "cross"],
+            "ga-period": ["--planner", "ga", "--seed", str(args.seed), "--ga-objective", "period",
+                          "--ga-comm", "cross"],
+            "pipeline": ["--planner", "pipeline"],
+        }
+        paths, notes = {}, {}
+        for key, flags in plans.items():
+            paths[key] = os.path.join(args.work, f"{name}.{key}.plan.json")
+            out = run([t, "plan", tsr, "-p", prof, "--devices", "cpu:0,cpu:1", "-o", paths[key]]
+                      + flags, env)
+            m = re.search(r"estimated period ([\d.]+) ms", out)
+            notes[key] = float(m.group(1)) if m else float("nan")
+            if key == "ga":
+                g = re.search(r"ga: (\d+) epochs, (\d+) evaluations, ([\d.]+) s", out)
+                notes["ga_s"] = float(g.group(3))
+                c = re.search(r"csdf: (.*)", out)
+                notes["csdf"] = c.group(1) if c else ""
+        # Fidelity: the GA plan streamed vs run sequentially, distinct inputs.
+        frames_dir = os.path.join(args.work, name + "-in")
+        os.makedirs(frames_dir, exist_ok=True)
+        x = np.load(os.path.join(args.models_dir, name + ".input.npy"))
+        rng = np.random.default_rng(1)
+        for k in range(args.check_frames):
+            np.save(os.path.join(frames_dir, f"{k:04d}.npy"),
+                    rng.standard_normal(x.shape).astype(np.float32))
+        out_s = os.path.join(args.work, name + "-s%d.npy")
+        out_q = os.path.join(args.work, name + "-q%d.npy")
+        run([t, "run", tsr, "--plan", paths["ga"], "--input", frames_dir, "--output", out_s,
+             "--stream", str(args.check_frames), "--warmup", "0"], env)
+        run([t, "run", tsr, "--plan", paths["ga"], "--input", frames_dir, "--output", out_q,
+             "--warmup", "0", "--repeat", str(args.check_frames)], env)
+        identical = all(np.array_equal(np.load(out_s % k), np.load(out_q % k))
+                        for k in range(args.check_frames))
+        fps = {k: [] for k in list(plans) + ["cpu"]}
+        last_ga = ""
+        for _ in range(args.rounds):
+            for key in plans:
+                out = run([t, "run", tsr, "--plan", paths[key], "--stream", str(args.frames),
+                           "--warmup", str(args.warmup)], env)
+                fps[key].append(float(re.search(r"throughput ([\d.]+) frames/s", out).group(1)))
+                if key == "ga":
+                    last_ga = out
+            out = run([t, "run", tsr, "--device", "cpu", "--repeat", str(args.frames),
+                       "--warmup", str(args.warmup), "--times"], env)
+            times = [float(v) for v in re.search(r"times ms: (.*)", out).group(1).split()]
+            fps["cpu"].append(1000.0 * len(times) / sum(times))
+        med = {k: statistics.median(v) for k, v in fps.items()}
+        rows.append((name, med, notes, identical, actor_predictions(paths["ga"]),
+                     actor_measured(last_ga)))
+        print(f"{name}: ga plan {notes['csdf']}", flush=True)
+    print(f"{'model':14} {'ga f/s':>8} {'ga-max f/s':>10} {'ga-per f/s':>10} {'pipe f/s':>9} "
+          f"{'cpu f/s':>8} {'ga/cpu':>7} {'ga/pipe':>8} {'gaper/cpu':>9} {'GA s':>6} {'equal':>6}")
+    for name, med, notes, same, _, _ in rows:
+        print(f"{name:14} {med['ga']:8.2f} {med['ga-max']:10.2f} {med['ga-period']:10.2f} "
+              f"{med['pipeline']:9.2f} {med['cpu']:8.2f} {med['ga'] / med['cpu']:7.2f} "
+              f"{med['ga'] / med['pipeline']:8.2f} {med['ga-period'] / med['cpu']:9.2f} "
+              f"{notes['ga_s']:6.2f} {str(same):>6}")
+    print("priced periods ms (ga, ga-max, ga-period, pipeline):")
+    for name, _, notes, _, _, _ in rows:
+        print(f"  {name:14} " + " ".join(f"{notes[k]:.2f}" for k in
+                                         ("ga", "ga-max", "ga-period", "pipeline")))
+    ratios = [r[1]["ga"] / r[1]["cpu"] for r in rows]
+    print(f"geometric mean ga/cpu: {statistics.geometric_mean(ratios):.3f}")
+    print("GA actors, measured busy ms/frame vs predicted (plan estimate):")
+    for name, _, _, _, pred, meas in rows:
+        pairs = ", ".join(f"a{i}: {m:.2f} vs {p:.2f}" for i, (m, p) in enumerate(zip(meas, pred)))
+        print(f"  {name:14} {pairs}")
+    if not all(r[3] for r in rows):
+        sys.exit("streamed outputs differ from the sequential run")
+
+
+if __name__ == "__main__":
+    main()
