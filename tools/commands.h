@@ -18,6 +18,8 @@ int cmd_profile(int argc, char** argv);
 int cmd_plan(int argc, char** argv);
 int cmd_simulate(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
+int cmd_serve(int argc, char** argv);
+int cmd_keygen(int argc, char** argv);
 
 // Prints the plan's notation and its per-stage table of estimates (tessera plan, run --plan).
 void print_plan_table(const Plan& p, const LayerGraph& lg);

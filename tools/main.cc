@@ -19,6 +19,8 @@ const char kUsage[] =
     "  plan      slice a model across devices from its profile (latency or energy)\n"
     "  simulate  a discrete-event run of a plan over a profile's cost model\n"
     "  bench     measure one part of Tessera on a model (pack: the remote-hop codec per cut)\n"
+    "  serve     host a model and a local device for remote:HOST:PORT devices\n"
+    "  keygen    make a CURVE key pair for serve and remote devices\n"
     "\n"
     "Run `tessera <command> --help` for the options of a command.\n";
 
@@ -37,6 +39,8 @@ int dispatch(int argc, char** argv) {
   if (cmd == "plan") return tessera::tools::cmd_plan(argc, argv);
   if (cmd == "simulate") return tessera::tools::cmd_simulate(argc, argv);
   if (cmd == "bench") return tessera::tools::cmd_bench(argc, argv);
+  if (cmd == "serve") return tessera::tools::cmd_serve(argc, argv);
+  if (cmd == "keygen") return tessera::tools::cmd_keygen(argc, argv);
   std::fprintf(stderr, "tessera: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
   return 2;
 }
