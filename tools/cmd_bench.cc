@@ -294,12 +294,16 @@ int cmd_bench_pack(int argc, char** argv) {
 
 }  // namespace
 
+int cmd_bench_hop(int argc, char** argv);  // cmd_bench_hop.cc
+
 int cmd_bench(int argc, char** argv) {
   if (argc >= 3 && std::string(argv[2]) == "pack") return cmd_bench_pack(argc, argv);
+  if (argc >= 3 && std::string(argv[2]) == "hop") return cmd_bench_hop(argc, argv);
   const bool help = argc >= 3 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h");
   std::fprintf(help ? stdout : stderr,
                "usage: tessera bench pack MODEL.tsr --bits B [options]\n"
                "  pack   the packing codec of remote hops on a model's activations, per cut\n"
+               "  hop    remote hops (raw and packed) against the link microbenchmark's model\n"
                "Run `tessera bench pack --help` for its options.\n");
   return help ? 0 : 2;
 }

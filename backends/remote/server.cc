@@ -29,11 +29,28 @@ uint64_t fnv_pod(T v, uint64_t h) {
   return fnv(&v, sizeof v, h);
 }
 
+uint32_t fnv1a32(std::string_view s, uint32_t h) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 16777619u;
+  }
+  return h;
+}
+
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
 }  // namespace
+
+uint32_t op_set_version() {
+  uint32_t h = 2166136261u;
+  for (int k = 0; k < kNumOpKinds; ++k) {
+    h = fnv1a32(op_name(static_cast<OpKind>(k)), h);
+    h = fnv1a32(";", h);
+  }
+  return h;
+}
 
 std::string graph_digest(const Graph& g) {
   uint64_t h = 1469598103934665603ull;

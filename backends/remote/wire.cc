@@ -6,7 +6,6 @@
 #include <cstring>
 
 #include "core/shape.h"
-#include "ops/op.h"
 
 namespace tessera::remote {
 
@@ -215,24 +214,7 @@ Status expect(std::span<const uint8_t> message, MsgType type) {
   return Status();
 }
 
-uint32_t fnv1a32(std::string_view s, uint32_t h) {
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 16777619u;
-  }
-  return h;
-}
-
 }  // namespace
-
-uint32_t op_set_version() {
-  uint32_t h = 2166136261u;
-  for (int k = 0; k < kNumOpKinds; ++k) {
-    h = fnv1a32(op_name(static_cast<OpKind>(k)), h);
-    h = fnv1a32(";", h);
-  }
-  return h;
-}
 
 const char* msg_type_name(MsgType type) {
   switch (type) {

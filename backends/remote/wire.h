@@ -66,7 +66,8 @@ inline constexpr size_t kEnvelopeBytes = 16;
 
 // The version of the op set a server runs: a hash of every op's name (ops/op.h) in OpKind
 // order, so that a server that knows other ops (or numbers them differently) is refused at the
-// handshake. Computed, not hand-bumped.
+// handshake. Computed, not hand-bumped. (Defined with the server, server.cc: the decoder's
+// library needs no ops.)
 uint32_t op_set_version();
 
 enum class MsgType : uint8_t {
