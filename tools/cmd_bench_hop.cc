@@ -2,7 +2,7 @@
 //
 // Measures remote hops against the link model. First the link microbenchmark: Ping messages of
 // 1 KiB .. 4 MiB each way, median of --repeat rounds, fitted to ms = L + bytes / B (one line per
-// direction, scheduler/profile.h TransferFit). Then, per cut k, the model's layers [k, L) are
+// direction, least squares on the relative error). Then, per cut k, the model's layers [k, L) are
 // compiled on the remote device and run on the real activations live across the cut (computed
 // locally on --local, default cpu), raw and packed at --bits, in alternating rounds. Per run:
 // the round trip on the client, the server's own time (decode + run + encode, reported in the
@@ -51,6 +51,25 @@ double median(std::vector<double> v) {
 
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// ms = beta + alpha * bytes, least squares on the relative error (weights 1 / ms^2), so that the
+// small messages' latency counts as much as the large ones' bandwidth.
+TransferFit fit_link(const std::vector<std::pair<uint64_t, double>>& points) {
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const auto& [b, ms] : points) {
+    const double w = 1 / std::max(ms * ms, 1e-12), x = static_cast<double>(b);
+    sw += w;
+    sx += w * x;
+    sy += w * ms;
+    sxx += w * x * x;
+    sxy += w * x * ms;
+  }
+  TransferFit f;
+  const double det = sw * sxx - sx * sx;
+  f.alpha_ms_per_byte = det > 0 ? std::max(0.0, (sw * sxy - sx * sy) / det) : 0;
+  f.beta_ms = sw > 0 ? std::max(0.0, (sy - f.alpha_ms_per_byte * sx) / sw) : 0;
+  return f;
 }
 
 struct HopRun {
@@ -143,7 +162,7 @@ int cmd_bench_hop(int argc, char** argv) {
   if (!local.ok()) return report_error("bench hop", local.status());
 
   // 1. The link microbenchmark, both directions, alternating sizes round by round.
-  const std::vector<uint64_t> sizes = {1 << 10, 16 << 10, 256 << 10, 1 << 20, 4 << 20};
+  const std::vector<uint64_t> sizes = {1 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20};
   std::vector<std::vector<double>> up(sizes.size()), down(sizes.size());
   for (int r = 0; r < *repeat + 1; ++r) {
     for (size_t i = 0; i < sizes.size(); ++i) {
@@ -167,12 +186,8 @@ int cmd_bench_hop(int argc, char** argv) {
     up_pts.emplace_back(sizes[i], median(up[i]));
     down_pts.emplace_back(sizes[i], median(down[i]));
   }
-  auto up_fit = TransferFit::fit(up_pts);
-  auto down_fit = TransferFit::fit(down_pts);
-  if (!up_fit.ok() || !down_fit.ok()) return report_error("bench hop", up_fit.status());
-  // Lines only (no interpolation on the points): the link model is L + bytes / B.
-  up_fit->points.clear();
-  down_fit->points.clear();
+  auto up_fit = fit_link(up_pts);
+  auto down_fit = fit_link(down_pts);
   std::printf("model %s (%s), %d layers; remote %s\n", path.c_str(), hash->c_str(), L,
               remote->description().c_str());
   std::printf("link microbenchmark (Ping, median of %d):", *repeat);
@@ -180,11 +195,10 @@ int cmd_bench_hop(int argc, char** argv) {
     std::printf(" %lluB %.3f/%.3f ms", static_cast<unsigned long long>(sizes[i]), up_pts[i].second,
                 down_pts[i].second);
   }
-  std::printf("\n  up:   L = %.3f ms, B = %.2f GB/s (R^2 %.3f)\n", up_fit->beta_ms,
-              up_fit->alpha_ms_per_byte > 0 ? 1e-6 / up_fit->alpha_ms_per_byte : 0.0, up_fit->r2);
-  std::printf("  down: L = %.3f ms, B = %.2f GB/s (R^2 %.3f)\n", down_fit->beta_ms,
-              down_fit->alpha_ms_per_byte > 0 ? 1e-6 / down_fit->alpha_ms_per_byte : 0.0,
-              down_fit->r2);
+  std::printf("\n  up:   L = %.3f ms, B = %.1f Mbit/s\n", up_fit.beta_ms,
+              up_fit.alpha_ms_per_byte > 0 ? 8e-3 / up_fit.alpha_ms_per_byte : 0.0);
+  std::printf("  down: L = %.3f ms, B = %.1f Mbit/s\n", down_fit.beta_ms,
+              down_fit.alpha_ms_per_byte > 0 ? 8e-3 / down_fit.alpha_ms_per_byte : 0.0);
   std::printf("\n%4s %-7s %10s %10s %9s %9s %9s %9s %9s %9s %7s\n", "cut", "hop", "sent B",
               "recv B", "round ms", "server ms", "pack ms", "unpack ms", "link ms", "model ms",
               "err");
@@ -253,7 +267,7 @@ int cmd_bench_hop(int argc, char** argv) {
       // Each Ping fit is a whole round trip (its L holds one empty round trip): a Run is
       // L_up + sent / B_up + received / B_down.
       const double predicted =
-          up_fit->ms(any.sent) + down_fit->alpha_ms_per_byte * static_cast<double>(any.received);
+          up_fit.ms(any.sent) + down_fit.alpha_ms_per_byte * static_cast<double>(any.received);
       const double measured = median(link);
       std::printf("%4d %-7s %10llu %10llu %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %+6.0f%%\n", k,
                   p == 0 ? "raw" : ("isq" + std::to_string(*bits)).c_str(),
