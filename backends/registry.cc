@@ -5,6 +5,7 @@
 #include "backends/cpu/cpu_device.h"
 #include "backends/npu/npu_device.h"
 #include "backends/reference/reference_device.h"
+#include "backends/remote/remote_device.h"
 #ifdef TESSERA_HAVE_VULKAN
 #include "backends/vulkan/vulkan_device.h"
 #endif
@@ -89,7 +90,7 @@ const Backend* const kBackends[] = {
 #ifdef TESSERA_HAVE_VULKAN
     &kVulkanBackend,
 #endif
-    &kNpuBackend,
+    &kNpuBackend,       &kRemoteBackend,
 };
 
 }  // namespace

@@ -3,7 +3,8 @@
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET]      (defaults: 120 s, unpack)
 #
-# Targets: unpack (the packing codec's unpacker, backends/remote/packing.h). The corpus grows in
+# Targets: unpack (the packing codec's unpacker, backends/remote/packing.h) and wire (the remote
+# wire protocol's message decoder, backends/remote/wire.h). The corpus grows in
 # build-fuzz/fuzz/corpus/TARGET (seeded with valid packed tensors of every policy); crashes land in
 # build-fuzz/fuzz/artifacts/. Needs clang with compiler-rt (Debian: apt-get install clang).
 # Not part of CI.

@@ -19,6 +19,8 @@ PACKAGES=(
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   # remote hops: the packing codec's LZ4 (backends/remote/packing.h)
   liblz4-dev
+  # remote devices: the ZeroMQ transport with CURVE (backends/remote/zmq_transport.h)
+  libzmq3-dev cppzmq-dev
   # platform, profile and plan JSON files
   nlohmann-json3-dev
   # model export (Debian's python: /usr/bin/python3)

@@ -294,8 +294,11 @@ int cmd_bench_pack(int argc, char** argv) {
 
 }  // namespace
 
+int cmd_bench_hop(int argc, char** argv);  // cmd_bench_hop.cc
+
 int cmd_bench(int argc, char** argv) {
   if (argc >= 3 && std::string(argv[2]) == "pack") return cmd_bench_pack(argc, argv);
+  if (argc >= 3 && std::string(argv[2]) == "hop") return cmd_bench_hop(argc, argv);
   return cmd_bench_models(argc, argv);
 }
 

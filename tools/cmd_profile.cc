@@ -671,6 +671,21 @@ int cmd_profile(int argc, char** argv) {
   }
   ProfileOptions options;
   options.devices = cli::split_commas(args->get("--devices"));
+  // A remote device (remote:HOST:PORT, a `tessera serve`) is no part of the machine's platform:
+  // it joins it here, with the memory its server reports and one fixed level.
+  for (const std::string& name : options.devices) {
+    if (name.rfind("remote:", 0) != 0 || platform.find(name) != nullptr) continue;
+    auto dev = open_device(name);
+    if (!dev.ok()) return report_error("profile", dev.status());
+    PlatformDevice pd;
+    pd.id = name;
+    pd.kind = "remote";
+    pd.device = name;
+    pd.memory_bytes = std::max<uint64_t>(1, (*dev)->memory_capacity());
+    pd.dvfs = {DvfsLevel{}};
+    pd.sources["memory_bytes"] = "reported by the server";
+    platform.devices.push_back(std::move(pd));
+  }
   options.repeat = *repeat;
   options.warmup = *warmup;
   options.all_levels = args->has("--all-levels");

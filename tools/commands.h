@@ -21,6 +21,8 @@ int cmd_bench(int argc, char** argv);
 // tessera bench MODEL...: latency, frames/s, memory and op-kind times (cmd_bench_models.cc).
 int cmd_bench_models(int argc, char** argv);
 int cmd_plot(int argc, char** argv);
+int cmd_serve(int argc, char** argv);
+int cmd_keygen(int argc, char** argv);
 
 // Prints the plan's notation and its per-stage table of estimates (tessera plan, run --plan).
 void print_plan_table(const Plan& p, const LayerGraph& lg);

@@ -18,8 +18,10 @@ const char kUsage[] =
     "  profile   measure every layer on every device; fit the cost models\n"
     "  plan      slice a model across devices from its profile (latency or energy)\n"
     "  simulate  a discrete-event run of a plan over a profile's cost model\n"
-    "  bench     latency, frames/s, memory and op times per model and device (pack: the codec)\n"
+    "  bench     latency, frames/s, memory, op times per model and device; pack, hop: remote hops\n"
     "  plot      draw a profile, a plan or a trace as SVG\n"
+    "  serve     host a model and a local device for remote:HOST:PORT devices\n"
+    "  keygen    make a CURVE key pair for serve and remote devices\n"
     "\n"
     "Run `tessera <command> --help` for the options of a command.\n";
 
@@ -39,6 +41,8 @@ int dispatch(int argc, char** argv) {
   if (cmd == "simulate") return tessera::tools::cmd_simulate(argc, argv);
   if (cmd == "bench") return tessera::tools::cmd_bench(argc, argv);
   if (cmd == "plot") return tessera::tools::cmd_plot(argc, argv);
+  if (cmd == "serve") return tessera::tools::cmd_serve(argc, argv);
+  if (cmd == "keygen") return tessera::tools::cmd_keygen(argc, argv);
   std::fprintf(stderr, "tessera: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
   return 2;
 }

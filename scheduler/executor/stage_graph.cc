@@ -117,7 +117,11 @@ Result<StageGraph> build_stage_graph(
     const int device_index = stage_device[static_cast<size_t>(group.first_stage)];
     Device* dev = sg.devices[static_cast<size_t>(device_index)].get();
     std::vector<std::pair<ExecutorStep, std::unique_ptr<Program>>> compiled;
-    auto prog = dev->compile(g, step_nodes(lg, plan, group), compile_options);
+    // A remote stage packs its hop as the plan says (Stage::packing; the first stage's when
+    // stages merge).
+    CompileOptions step_options = compile_options;
+    step_options.packing = plan.stages[static_cast<size_t>(group.first_stage)].packing;
+    auto prog = dev->compile(g, step_nodes(lg, plan, group), step_options);
     if (prog.ok()) {
       compiled.emplace_back(group, std::move(*prog));
     } else if (group.first_stage == group.last_stage) {
@@ -125,7 +129,8 @@ Result<StageGraph> build_stage_graph(
     } else {
       for (int i = group.first_stage; i <= group.last_stage; ++i) {
         ExecutorStep one{i, i, group.device, group.actor};
-        auto p1 = dev->compile(g, step_nodes(lg, plan, one), compile_options);
+        step_options.packing = plan.stages[static_cast<size_t>(i)].packing;
+        auto p1 = dev->compile(g, step_nodes(lg, plan, one), step_options);
         if (!p1.ok()) return p1.status().with_context(step_where(plan, one));
         compiled.emplace_back(one, std::move(*p1));
       }
