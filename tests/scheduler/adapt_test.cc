@@ -187,8 +187,8 @@ TEST(AdaptiveStreamTest, MovesTheCutOffALoadedDeviceAndBackLosingNoFrame) {
   auto speed_a = std::make_shared<Speed>(), speed_b = std::make_shared<Speed>();
   ExecutorOptions eo;
   eo.open_device = [&](const std::string& name) -> Result<std::unique_ptr<Device>> {
-    if (name == "slow:a") return std::unique_ptr<Device>(new SleepDevice(name, 2.0, speed_a));
-    if (name == "slow:b") return std::unique_ptr<Device>(new SleepDevice(name, 2.0, speed_b));
+    if (name == "slow:a") return std::unique_ptr<Device>(new SleepDevice(name, 4.0, speed_a));
+    if (name == "slow:b") return std::unique_ptr<Device>(new SleepDevice(name, 4.0, speed_b));
     return not_found("no device " + name);
   };
   Plan p = plan_from_slices(8, {{0, "slow:a"}, {4, "slow:b"}}).value();
@@ -240,11 +240,11 @@ TEST(AdaptiveStreamTest, MovesTheCutOffALoadedDeviceAndBackLosingNoFrame) {
     for (int r = 0; r < rounds && ((*s)->cut() != cut || (*s)->adapting()); ++r) stream(20);
     return (*s)->cut() == cut && !(*s)->adapting();
   };
-  // Balanced (4 + 4 layers at 2 ms): the cut holds (a search a noisy window may start ends
+  // Balanced (4 + 4 layers at 4 ms): the cut holds (a search a noisy window may start ends
   // where it began).
   stream(40);
   EXPECT_TRUE(settle_on(4, 20));
-  // Device b three times slower: the best cut is 6 (a: 12 ms, b: 2 x 6 ms).
+  // Device b three times slower: the best cut is 6 (a: 24 ms, b: 2 x 12 ms).
   speed_b->factor = 3.0;
   EXPECT_TRUE(settle_on(6, 40)) << "cut " << (*s)->cut();
   // The load goes: stage b's time drops though the period does not; the cut returns to 4.
