@@ -4,6 +4,8 @@
 // tessera plan MODEL.tsr --profile profile.json --planner pipeline
 //              --objective throughput|energy|latency [--stages auto|K] [--max-latency MS]
 //              [--max-period MS] [--devices a,b] [-o plan.json]
+// tessera plan MODEL.tsr --profile profile.json --planner split [--mem-size MB]
+//              [--stages auto|K] [--devices a,b] [-o plan.json]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +18,7 @@
 #include "scheduler/cost_model.h"
 #include "scheduler/planners/pipeline.h"
 #include "scheduler/planners/slice.h"
+#include "scheduler/planners/split.h"
 #include "scheduler/pricer.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
@@ -31,7 +34,10 @@ const std::vector<cli::FlagSpec> kFlags = {
      "latency"},
     {"--planner", "", true, false,
      "slice (default: seed 000 Algorithm 1), preferred, hca, exhaustive (small models) or "
-     "pipeline (seed 001: a streaming plan of contiguous stages)"},
+     "pipeline (seed 001: a streaming plan of contiguous stages) or split (seed 004: the "
+     "pipeline with layers split across the devices, Procedure 1 Steps 1-2)"},
+    {"--mem-size", "", true, false,
+     "split: memory per device in MB; layers that need more are split (Step 1)"},
     {"--stages", "", true, false,
      "pipeline: auto (default: add stages while that helps) or the number of stages, 1..8"},
     {"--max-latency", "", true, false, "pipeline: the largest latency of one frame allowed, ms"},
@@ -121,7 +127,10 @@ int cmd_plan(int argc, char** argv) {
   if (!cm.ok()) return report_error("plan", cm.status());
 
   const std::string planner = args->get("--planner", "slice");
-  if (planner != "pipeline") {
+  if (planner != "split" && args->has("--mem-size")) {
+    return report_error("plan", invalid_argument("--mem-size applies to --planner split only"));
+  }
+  if (planner != "pipeline" && planner != "split") {
     for (const char* flag : {"--stages", "--max-latency", "--max-period"}) {
       if (args->has(flag)) {
         return report_error(
@@ -132,7 +141,30 @@ int cmd_plan(int argc, char** argv) {
   SlicePlanRequest req;
   req.devices = cli::split_commas(args->get("--devices"));
   Result<Plan> plan = Plan{};
-  if (planner == "pipeline") {
+  if (planner == "split") {
+    SplitPlanRequest sreq;
+    sreq.devices = req.devices;
+    const std::string stages = args->get("--stages", "auto");
+    if (stages != "auto") {
+      auto k = args->get_int("--stages", 0, 1, PipelineRequest::kMaxStages);
+      if (!k.ok()) return report_error("plan", k.status());
+      sreq.base_stages = static_cast<int>(*k);
+    }
+    if (args->has("--mem-size")) {
+      auto mb = args->get_double("--mem-size", 0, 1e-3, 1e9);
+      if (!mb.ok()) return report_error("plan", mb.status());
+      sreq.memory_cap_bytes = static_cast<uint64_t>(*mb * 1e6);
+    }
+    SplitPlanReport rep;
+    plan = make_split_plan(*cm, *lg, sreq, &rep);
+    if (plan.ok()) {
+      std::printf("split planner: base pipeline period %.3f ms -> %.3f ms;", rep.base_period_ms,
+                  rep.period_ms);
+      for (int l : rep.forced_layers) std::printf(" layer %d split (memory);", l);
+      for (int l : rep.balanced_layers) std::printf(" layer %d split (balance);", l);
+      std::printf("\n");
+    }
+  } else if (planner == "pipeline") {
     auto preq = pipeline_request(*args);
     if (!preq.ok()) return report_error("plan", preq.status());
     auto found = plan_pipeline(*cm, *lg, *preq);
