@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "ops/conv_pool_util.h"
 
@@ -455,6 +456,39 @@ uint64_t split_merge_bytes(const SplitRule& rule) {
   return rule.merge == SplitMerge::kConcat ? out : out * rule.pieces.size();
 }
 
+std::optional<Tensor> region_view(const Tensor& t, const Region& r) {
+  const int rank = t.rank();
+  if (static_cast<int>(r.begin.size()) != rank || static_cast<int>(r.end.size()) != rank) {
+    return std::nullopt;
+  }
+  for (int d = 0; d < rank; ++d) {
+    const size_t i = static_cast<size_t>(d);
+    if (r.begin[i] < 0 || r.end[i] > t.dim(d) || r.begin[i] > r.end[i]) return std::nullopt;
+  }
+  if (r.covers(t.shape())) return t;
+  if (t.numel() == 0) return std::nullopt;
+  // Contiguous: the dims before the first narrowed or non-unit one are unit extents, the dims
+  // after it whole.
+  int d = 0;
+  while (d < rank && r.begin[static_cast<size_t>(d)] == 0 &&
+         r.end[static_cast<size_t>(d)] == t.dim(d) && t.dim(d) == 1) {
+    ++d;
+  }
+  if (d == rank) return t;
+  for (int e = d + 1; e < rank; ++e) {
+    if (r.begin[static_cast<size_t>(e)] != 0 || r.end[static_cast<size_t>(e)] != t.dim(e)) {
+      return std::nullopt;
+    }
+  }
+  int64_t inner = 1;
+  for (int e = d + 1; e < rank; ++e) inner *= t.dim(e);
+  const size_t offset =
+      static_cast<size_t>(r.begin[static_cast<size_t>(d)] * inner) * dtype_size(t.dtype());
+  auto owner = std::make_shared<Tensor>(t);
+  void* data = static_cast<unsigned char*>(const_cast<void*>(t.raw())) + offset;
+  return Tensor::view(t.dtype(), r.shape(), data, std::move(owner), t.layout());
+}
+
 Result<Tensor> slice_region(const Tensor& t, const Region& r) {
   const int rank = t.rank();
   if (static_cast<int>(r.begin.size()) != rank || static_cast<int>(r.end.size()) != rank) {
@@ -469,31 +503,7 @@ Result<Tensor> slice_region(const Tensor& t, const Region& r) {
                               ") is outside the tensor of shape " + t.shape().to_string());
     }
   }
-  if (r.covers(t.shape())) return t;  // shares the storage: no copy for a whole input
-  {
-    // Contiguous: dims before the first narrowed one have extent 1, dims after it are whole.
-    int d = 0;
-    while (d < rank && r.begin[static_cast<size_t>(d)] == 0 &&
-           r.end[static_cast<size_t>(d)] == t.dim(d)) {
-      if (t.dim(d) != 1) break;
-      ++d;
-    }
-    bool contiguous = d < rank;
-    for (int e = d + 1; e < rank && contiguous; ++e) {
-      contiguous =
-          r.begin[static_cast<size_t>(e)] == 0 && r.end[static_cast<size_t>(e)] == t.dim(e);
-    }
-    for (int e = 0; e < d && contiguous; ++e) contiguous = r.end[static_cast<size_t>(e)] == 1;
-    if (contiguous && t.numel() > 0) {
-      int64_t inner = 1;
-      for (int e = d + 1; e < rank; ++e) inner *= t.dim(e);
-      const size_t offset =
-          static_cast<size_t>(r.begin[static_cast<size_t>(d)] * inner) * dtype_size(t.dtype());
-      auto owner = std::make_shared<Tensor>(t);
-      void* data = static_cast<unsigned char*>(const_cast<void*>(t.raw())) + offset;
-      return Tensor::view(t.dtype(), r.shape(), data, std::move(owner), t.layout());
-    }
-  }
+  if (std::optional<Tensor> v = region_view(t, r)) return *v;  // shares the storage
   ASSIGN_OR_RETURN(Tensor out, Tensor::create(t.dtype(), r.shape(), t.layout()));
   if (out.numel() == 0) return out;
   // Copy runs of the innermost dims that the region keeps whole.
@@ -533,9 +543,6 @@ Result<Tensor> slice_region(const Tensor& t, const Region& r) {
   return out;
 }
 
-namespace {
-
-// Copies `piece` (shape of r) into region r of `out`.
 void paste_region(const Tensor& piece, const Region& r, Tensor* out) {
   const int rank = out->rank();
   const size_t es = dtype_size(out->dtype());
@@ -572,8 +579,6 @@ void paste_region(const Tensor& piece, const Region& r, Tensor* out) {
     }
   }
 }
-
-}  // namespace
 
 Status merge_split(const SplitRule& rule, std::span<const Tensor> piece_outputs, Tensor* out) {
   if (piece_outputs.size() != rule.pieces.size()) {

@@ -34,6 +34,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -122,6 +123,12 @@ uint64_t split_merge_bytes(const SplitRule& rule);
 // the region is one contiguous run of it (a whole tensor, a range of the outermost non-unit dim),
 // else a copy.
 Result<Tensor> slice_region(const Tensor& t, const Region& r);
+// Region r of t as a view sharing t's storage, when it is one contiguous run of t; nullopt
+// otherwise (or when r does not fit t).
+std::optional<Tensor> region_view(const Tensor& t, const Region& r);
+// Copies `piece` (of r's shape) into region r of *out (which holds the whole output). Pieces
+// pasting disjoint regions may run concurrently.
+void paste_region(const Tensor& piece, const Region& r, Tensor* out);
 // Merges the pieces' outputs into *out (allocated when undefined or of another shape): copies
 // each into its region (kConcat), or sums them in piece order and applies the activation (kSum).
 Status merge_split(const SplitRule& rule, std::span<const Tensor> piece_outputs, Tensor* out);

@@ -1,9 +1,11 @@
 #include "backends/split/split_device.h"
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <optional>
 #include <thread>
 
 #include "graph/split.h"
@@ -21,6 +23,21 @@ class HostBuffer : public Buffer {
  private:
   Tensor t_;
 };
+
+// Runs f(0) on this thread and f(1..n-1) on threads of their own, then joins them all.
+template <typename F>
+Status run_concurrently(size_t n, F&& f) {
+  std::vector<std::thread> threads;
+  try {
+    for (size_t i = 1; i < n; ++i) threads.emplace_back([&f, i] { f(i); });
+  } catch (...) {
+    for (auto& t : threads) t.join();
+    return status_from_current_exception("split program: starting a piece thread");
+  }
+  f(0);
+  for (auto& t : threads) t.join();
+  return Status();
+}
 
 // A split layer compiled: one program per piece, on its member device.
 class SplitProgram : public Program {
@@ -95,32 +112,74 @@ class SplitProgram : public Program {
         piece_in[p].push_back(std::move(*region));
       }
     }
-    // Run: the pieces concurrently, the first on this thread.
+    // The layer's output, written in place where it can be: a concat piece whose region is a
+    // contiguous run of the output (any region at batch 1 along C, H or the features) runs
+    // straight into it; the first partial-sum piece runs into the whole output.
+    const SplitRule& rule = layer_->rule;
+    Tensor& y = outputs[0];
+    if (!y.defined() || y.shape() != rule.output.shape || y.dtype() != rule.output.dtype) {
+      ASSIGN_OR_RETURN(y, Tensor::create(rule.output.dtype, rule.output.shape));
+    }
+    std::vector<Tensor> piece_out(n);
+    std::vector<const void*> in_place(n, nullptr);
+    for (size_t p = 0; p < n; ++p) {
+      std::optional<Tensor> view;
+      if (rule.merge == SplitMerge::kConcat) view = region_view(y, rule.pieces[p].output);
+      if (rule.merge == SplitMerge::kSum && p == 0) view = y;
+      if (view) {
+        piece_out[p] = *view;
+        in_place[p] = view->raw();
+      }
+    }
+    // Run: the pieces concurrently, the first on this thread; a concat piece that could not
+    // write in place pastes its region from its own thread (regions are disjoint).
     RunOptions piece_options;
     piece_options.deadline = options.deadline;
     piece_options.cancel = options.cancel;
-    std::vector<Tensor> piece_out(n);
     std::vector<Status> status(n);
     auto run_piece = [&](size_t p) {
       status[p] = pieces_[p]->run(piece_in[p], std::span<Tensor>(&piece_out[p], 1), piece_options);
+      if (status[p].ok() && rule.merge == SplitMerge::kConcat &&
+          piece_out[p].raw() != in_place[p]) {
+        if (piece_out[p].shape() != rule.pieces[p].output.shape()) {
+          status[p] = internal_error("produced " + piece_out[p].describe() + ", expected " +
+                                     rule.pieces[p].output.shape().to_string());
+          return;
+        }
+        paste_region(piece_out[p], rule.pieces[p].output, &y);
+      }
     };
-    std::vector<std::thread> threads;
-    try {
-      for (size_t p = 1; p < n; ++p) threads.emplace_back(run_piece, p);
-    } catch (...) {
-      for (auto& t : threads) t.join();
-      return status_from_current_exception("split program: starting a piece thread");
-    }
-    run_piece(0);
-    for (auto& t : threads) t.join();
+    RETURN_IF_ERROR(run_concurrently(n, run_piece));
     for (size_t p = 0; p < n; ++p) {
       if (!status[p].ok()) {
         return status[p].with_context("split piece " + std::to_string(p) + " on " +
                                       device_names_[p]);
       }
     }
-    // Gather and merge.
-    RETURN_IF_ERROR(merge_split(layer_->rule, piece_out, &outputs[0]));
+    // Partial sums: y = sum of the pieces, then the activation, in n chunks on n threads.
+    if (rule.merge == SplitMerge::kSum) {
+      for (size_t p = 0; p < n; ++p) {
+        if (piece_out[p].shape() != rule.output.shape || piece_out[p].dtype() != DType::kF32) {
+          return internal_error("split piece " + std::to_string(p) + " produced " +
+                                piece_out[p].describe() + ", expected " +
+                                rule.output.shape.to_string());
+        }
+      }
+      const int64_t total = y.numel();
+      float* out = y.data<float>();
+      auto reduce = [&](size_t c) {
+        const int64_t b = total * static_cast<int64_t>(c) / static_cast<int64_t>(n);
+        const int64_t e = total * static_cast<int64_t>(c + 1) / static_cast<int64_t>(n);
+        const float* first = piece_out[0].data<float>();
+        if (first != out) std::copy(first + b, first + e, out + b);
+        for (size_t p = 1; p < n; ++p) {
+          const float* x = piece_out[p].data<float>();
+          for (int64_t j = b; j < e; ++j) out[j] += x[j];
+        }
+        apply_activation(rule.activation, out + b, e - b);
+      };
+      RETURN_IF_ERROR(run_concurrently(n, reduce));
+    }
     if (options.layer_ms != nullptr) {
       options.layer_ms->assign(
           1, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
