@@ -6,6 +6,7 @@
 #include "backends/npu/npu_device.h"
 #include "backends/reference/reference_device.h"
 #include "backends/remote/remote_device.h"
+#include "backends/split/split_device.h"
 #ifdef TESSERA_HAVE_VULKAN
 #include "backends/vulkan/vulkan_device.h"
 #endif
@@ -96,6 +97,11 @@ const Backend* const kBackends[] = {
 }  // namespace
 
 Result<std::unique_ptr<Device>> open_device(const std::string& name) {
+  // A split placement (backends/split/split_device.h) opens its members through this registry.
+  if (name.rfind("split:", 0) == 0) {
+    ASSIGN_OR_RETURN(SplitSpec spec, parse_split_device_name(name));
+    return open_split_device(spec, [](const std::string& member) { return open_device(member); });
+  }
   ASSIGN_OR_RETURN(DeviceName d, parse_device_name(name));
   for (const Backend* b : kBackends) {
     if (d.kind == b->kind) return b->open(d);

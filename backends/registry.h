@@ -5,6 +5,8 @@
 //   cpu | cpu:A-B | cpu:A,B,...   a CPU device on all cores or on a core set
 //   opencl:N | vulkan:N | npu:N   the N-th device of that backend
 //   remote:HOST:PORT    a `tessera serve` process
+//   split:METHOD:DEV=RATIO+DEV=RATIO...   one layer split over several devices
+//                       (backends/split/split_device.h)
 // A DVFS level is written DEVICE@MHz (e.g. cpu:4-7@1800).
 #pragma once
 

@@ -595,6 +595,23 @@ double CostModel::exec_ms(int vd, int layer) const {
   return exec_ms_[cell(vd, layer)];
 }
 
+double CostModel::piece_exec_ms(int vd, int layer, double piece_flops, double piece_bytes) const {
+  const double whole = exec_ms(vd, layer);
+  if (!std::isfinite(whole)) return whole;
+  const ProfileLayer& pl = profile_.layers[static_cast<size_t>(layer)];
+  const double layer_bytes =
+      static_cast<double>(pl.input_bytes + pl.weight_bytes + pl.output_bytes);
+  const auto& fits = regression_[static_cast<size_t>(vds_[static_cast<size_t>(vd)].device_index)];
+  if (fits.empty()) {
+    // No regression on this device: the piece's share of the FLOPs (or bytes for FLOP-free ops).
+    const double share =
+        pl.flops > 0 ? piece_flops / pl.flops : (layer_bytes > 0 ? piece_bytes / layer_bytes : 1.0);
+    return whole * share;
+  }
+  const RegressionFit& f = choose(fits, pl.op);
+  return whole * predict(f, piece_flops, piece_bytes) / predict(f, pl.flops, layer_bytes);
+}
+
 bool CostModel::estimated(int vd, int layer) const {
   return estimated_[cell(vd, layer)] != 0;
 }

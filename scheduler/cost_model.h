@@ -125,6 +125,11 @@ class CostModel {
   bool can_run(int vd, int layer) const;
   // e_{l,d,f}: execution without transfers, ms; kInfiniteCost when the layer cannot run.
   double exec_ms(int vd, int layer) const;
+  // A piece of a split layer (seed 004): the layer's exec_ms scaled by the per-op regression's
+  // ratio of the piece's FLOPs and bytes to the whole layer's, so that the profiled layer
+  // calibrates the regression on this device ("the database"). kInfiniteCost when the layer
+  // cannot run.
+  double piece_exec_ms(int vd, int layer, double piece_flops, double piece_bytes) const;
   // Whether exec_ms(vd, layer) comes from the regression (the layer was not measured).
   bool estimated(int vd, int layer) const;
   // Eq. 4-5, watts.

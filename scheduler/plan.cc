@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "backends/split/split_device.h"
 #include "core/json.h"
 
 namespace tessera {
@@ -35,6 +36,19 @@ std::string Placement::label() const {
   }
   if (!split.empty()) s += "/" + split;
   return s;
+}
+
+Result<std::string> Placement::device_name() const {
+  if (devices.empty()) return invalid_argument("placement names no device");
+  if (single()) return devices[0].device;
+  if (split.empty()) return invalid_argument(label() + ": several devices but no split method");
+  SplitSpec spec;
+  ASSIGN_OR_RETURN(spec.method, parse_split_method(split));
+  for (const DeviceShare& d : devices) {
+    spec.devices.push_back(d.device);
+    spec.ratios.push_back(d.ratio);
+  }
+  return split_device_name(spec);
 }
 
 bool Stage::contiguous() const {

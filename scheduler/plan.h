@@ -56,8 +56,9 @@ struct DeviceShare {
   bool operator==(const DeviceShare&) const = default;
 };
 
-// Where a stage runs. One device share today; a split over several devices (seed 004) names the
-// dimension in `split` and gives one share per device.
+// Where a stage runs. One device share, or a split of the stage's one layer over several devices
+// (seed 004): `split` names the method (fc-out, fc-in, conv-channel, conv-spatial, conv-filter;
+// ops/split_rule.h) and each share's ratio is its part of the layer's work.
 struct Placement {
   std::vector<DeviceShare> devices;
   std::string split;  // "" for a single device
@@ -66,6 +67,10 @@ struct Placement {
   bool single() const { return devices.size() == 1 && split.empty(); }
   // The single device's label, or "a+b/split" for a split.
   std::string label() const;
+  // The device the executor opens for this placement: the single device's name, or for a split
+  // the composite device split:METHOD:DEV=RATIO+... (backends/split/split_device.h). Fails on an
+  // unknown split method (the message lists the methods).
+  Result<std::string> device_name() const;
   bool operator==(const Placement&) const = default;
 };
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "ops/split_rule.h"
+
 namespace tessera {
 
 namespace {
@@ -50,6 +52,90 @@ std::vector<std::vector<int>> stage_dependencies(const LayerGraph& lg, const Pla
   return deps;
 }
 
+namespace {
+
+// What one stage costs, and which virtual devices it keeps busy for how long.
+struct StagePrice {
+  StageEstimate estimate;
+  double busy_ms = 0;                           // the stage, end to end
+  std::vector<std::pair<int, double>> vd_busy;  // (virtual device, ms it is busy)
+};
+
+Result<StagePrice> price_single(const CostModel& cm, const Stage& st, const std::string& where) {
+  StagePrice p;
+  auto vd = cm.find(st.placement.devices[0].label());
+  if (!vd.ok()) return vd.status().with_context(where);
+  for (const auto& [first, last] : ranges(st.layers)) {
+    if (!cm.can_run_slice(*vd, first, last)) {
+      return failed_precondition(where + ": the device cannot run layers " + std::to_string(first) +
+                                 ".." + std::to_string(last - 1) + " (op support or memory)");
+    }
+    const double exec = cm.slice_exec_ms(*vd, first, last);
+    p.estimate.exec_ms += exec;
+    p.estimate.transfer_ms += cm.slice_ms(*vd, first, last) - exec;
+    p.estimate.energy_mj += cm.slice_energy_mj(*vd, first, last);
+  }
+  p.busy_ms = p.estimate.exec_ms + p.estimate.transfer_ms;
+  p.vd_busy.emplace_back(*vd, p.busy_ms);
+  return p;
+}
+
+// A split stage (seed 004; wave2-spec Sect. 6.3): each piece's execution from the per-op
+// regression on its FLOPs and bytes, calibrated by the profiled layer (piece_exec_ms); its
+// scatter and gather from the exact byte counts through the member's transfer fits (eq. 1-2);
+// the stage = max over pieces (scatter + exec + gather) + the host merge, priced as a download of
+// the bytes it touches on the first member's fit.
+Result<StagePrice> price_split(const CostModel& cm, const LayerGraph& lg, const Stage& st,
+                               const std::string& where) {
+  if (st.layers.size() != 1) {
+    return invalid_argument(where + ": a split stage holds one layer, it has " +
+                            std::to_string(st.layers.size()));
+  }
+  const int layer = st.layers[0];
+  auto method = parse_split_method(st.placement.split);
+  if (!method.ok()) return method.status().with_context(where);
+  std::vector<double> ratios;
+  std::vector<int> vds;
+  for (const DeviceShare& d : st.placement.devices) {
+    auto vd = cm.find(d.label());
+    if (!vd.ok()) return vd.status().with_context(where);
+    if (!cm.can_run(*vd, layer)) {
+      return failed_precondition(where + ": " + d.label() + " cannot run layer " +
+                                 std::to_string(layer));
+    }
+    vds.push_back(*vd);
+    ratios.push_back(d.ratio);
+  }
+  const Graph& g = lg.graph();
+  NodeContext nc(g, g.node(lg.layer(layer).node));
+  auto rule = split_node(nc.ctx(), *method, ratios);
+  if (!rule.ok()) return rule.status().with_context(where);
+  const SplitTraffic traffic = split_traffic(nc.ctx(), *rule);
+  StagePrice p;
+  double slowest = 0, slowest_exec = 0;
+  for (size_t i = 0; i < vds.size(); ++i) {
+    const OpCost c = split_piece_cost(nc.ctx(), *rule, i);
+    const double exec =
+        cm.piece_exec_ms(vds[i], layer, c.flops,
+                         static_cast<double>(c.input_bytes + c.weight_bytes + c.output_bytes));
+    const double moved = cm.upload_ms(vds[i], traffic.piece_scatter_bytes[i]) +
+                         cm.download_ms(vds[i], traffic.piece_gather_bytes[i]);
+    p.vd_busy.emplace_back(vds[i], exec + moved);
+    p.estimate.energy_mj += cm.power_w(vds[i], layer) * exec;
+    if (exec + moved > slowest) {
+      slowest = exec + moved;
+      slowest_exec = exec;
+    }
+  }
+  const double merge = cm.download_ms(vds[0], split_merge_bytes(*rule));
+  p.estimate.exec_ms = slowest_exec;
+  p.estimate.transfer_ms = slowest - slowest_exec + merge;
+  p.busy_ms = slowest + merge;
+  return p;
+}
+
+}  // namespace
+
 Status price_plan(const CostModel& cm, const LayerGraph& lg, Plan* plan) {
   if (lg.num_layers() != cm.num_layers()) {
     return invalid_argument("the cost model is for " + std::to_string(cm.num_layers()) +
@@ -57,39 +143,35 @@ Status price_plan(const CostModel& cm, const LayerGraph& lg, Plan* plan) {
   }
   RETURN_IF_ERROR(plan->validate(cm.num_layers(), {}, false));
   const size_t n = plan->stages.size();
-  std::vector<int> vd_of(n), device_of(n);
+  std::vector<StagePrice> prices(n);
   std::vector<double> busy(n);  // exec + transfers of each stage, ms
   plan->estimated_energy_mj = 0;
   for (size_t i = 0; i < n; ++i) {
     Stage& st = plan->stages[i];
     const std::string where = plan->stage_name(i);
-    if (!st.placement.single()) return unimplemented(where + ": split placements are not priced");
-    auto vd = cm.find(st.placement.devices[0].label());
-    if (!vd.ok()) return vd.status().with_context(where);
-    vd_of[i] = *vd;
-    device_of[i] = cm.virtual_devices()[static_cast<size_t>(*vd)].device_index;
-    st.estimate = StageEstimate{};
-    for (const auto& [first, last] : ranges(st.layers)) {
-      if (!cm.can_run_slice(*vd, first, last)) {
-        return failed_precondition(where + ": the device cannot run layers " +
-                                   std::to_string(first) + ".." + std::to_string(last - 1) +
-                                   " (op support or memory)");
-      }
-      const double exec = cm.slice_exec_ms(*vd, first, last);
-      st.estimate.exec_ms += exec;
-      st.estimate.transfer_ms += cm.slice_ms(*vd, first, last) - exec;
-      st.estimate.energy_mj += cm.slice_energy_mj(*vd, first, last);
-    }
-    busy[i] = st.estimate.exec_ms + st.estimate.transfer_ms;
+    auto price =
+        st.placement.single() ? price_single(cm, st, where) : price_split(cm, lg, st, where);
+    if (!price.ok()) return price.status();
+    prices[i] = std::move(*price);
+    st.estimate = prices[i].estimate;
+    busy[i] = prices[i].busy_ms;
     plan->estimated_energy_mj += st.estimate.energy_mj;
   }
 
-  // Load per device (all its levels together), in first-use order.
+  // Load per device (all its levels together), in first-use order; a split stage loads each
+  // member with its piece.
   std::vector<int> device_order;
   std::map<int, double> device_busy;
+  std::map<int, int> device_level;  // the level of the device's first use
   for (size_t i = 0; i < n; ++i) {
-    if (!device_busy.count(device_of[i])) device_order.push_back(device_of[i]);
-    device_busy[device_of[i]] += busy[i];
+    for (const auto& [vd, ms] : prices[i].vd_busy) {
+      const VirtualDevice& v = cm.virtual_devices()[static_cast<size_t>(vd)];
+      if (!device_busy.count(v.device_index)) {
+        device_order.push_back(v.device_index);
+        device_level[v.device_index] = v.level;
+      }
+      device_busy[v.device_index] += ms;
+    }
   }
   plan->device_load.clear();
   for (int d : device_order) {
@@ -136,13 +218,7 @@ Status price_plan(const CostModel& cm, const LayerGraph& lg, Plan* plan) {
   // Static power of each device over its idle share of the period, at the level of its first
   // stage (mJ = W x ms).
   for (int d : device_order) {
-    int level = 0;
-    for (size_t i = 0; i < n; ++i) {
-      if (device_of[i] == d) {
-        level = cm.virtual_devices()[static_cast<size_t>(vd_of[i])].level;
-        break;
-      }
-    }
+    const int level = device_level[d];
     const PlatformDevice& pd = cm.devices()[static_cast<size_t>(d)];
     const double idle = std::max(0.0, period - device_busy[d]);
     plan->estimated_energy_mj += pd.dvfs[static_cast<size_t>(level)].static_w * idle;

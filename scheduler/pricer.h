@@ -4,6 +4,11 @@
 //   - a stage: execution, transfers and per-slice overhead of its layers on its virtual device
 //     (seed 000 eq. 8; a stage whose layers are not one range is priced as the sum of its
 //     maximal ranges, each with its own boundary), and its energy;
+//   - a split stage (one layer over several devices, seed 004): each piece's execution from the
+//     per-op regression on its FLOPs and bytes, calibrated by the profiled layer; its scatter and
+//     gather from the exact byte counts (ops/split_rule.h) through the member's transfer fits;
+//     the stage is the slowest piece (scatter + exec + gather) plus the host merge, and each
+//     member device is loaded with its own piece;
 //   - sequential latency: the sum of the stages (one frame runs them in plan order);
 //   - streaming period: the largest summed busy time of any resource; the resources are the
 //     devices (a device hosting two stages, at any DVFS levels, pays both) and the actors (the

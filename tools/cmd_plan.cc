@@ -7,6 +7,8 @@
 // tessera plan MODEL.tsr --profile profile.json --planner ga [--seed N] [--ga-population N]
 //              [--ga-epochs N] [--ga-patience N] [--ga-comm all|cross] [--ga-objective
 //              balance|max|period] [--ga-init random|pipeline] [--devices a,b] [-o plan.json]
+// tessera plan MODEL.tsr --profile profile.json --planner split [--mem-size MB]
+//              [--stages auto|K] [--devices a,b] [-o plan.json]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -34,8 +36,11 @@ const std::vector<cli::FlagSpec> kFlags = {
      "latency"},
     {"--planner", "", true, false,
      "slice (default: seed 000 Algorithm 1), preferred, hca, exhaustive (small models), "
-     "pipeline (seed 001: a streaming plan of contiguous stages) or ga (seed 003: CSDF actors "
-     "with phases, mapped by a genetic algorithm)"},
+     "pipeline (seed 001: a streaming plan of contiguous stages), ga (seed 003: CSDF actors "
+     "with phases, mapped by a genetic algorithm) or split (seed 004: the pipeline with layers "
+     "split across the devices, Procedure 1 Steps 1-2)"},
+    {"--mem-size", "", true, false,
+     "split: memory per device in MB; layers that need more are split (Step 1)"},
     {"--seed", "", true, false, "ga: seed of the genetic algorithm (default 1)"},
     {"--ga-population", "", true, false, "ga: population (default 1000)"},
     {"--ga-epochs", "", true, false, "ga: most epochs (default 500)"},
@@ -99,8 +104,16 @@ Result<PlanRequest> plan_request(const cli::Args& args) {
     }
     req.ga_seed_with_pipeline = init == "pipeline";
   }
+  if (req.planner != "split" && args.has("--mem-size")) {
+    return invalid_argument("--mem-size applies to --planner split only");
+  }
+  if (args.has("--mem-size")) {
+    ASSIGN_OR_RETURN(double mb, args.get_double("--mem-size", 0, 1e-3, 1e9));
+    req.memory_cap_bytes = static_cast<uint64_t>(mb * 1e6);
+  }
   if (req.planner != "pipeline") {
     for (const char* flag : {"--stages", "--max-latency", "--max-period"}) {
+      if (req.planner == "split" && std::string(flag) == "--stages") continue;
       if (args.has(flag)) {
         return invalid_argument(std::string(flag) + " applies to --planner pipeline only");
       }

@@ -91,10 +91,10 @@ Result<StageGraph> build_stage_graph(
   for (size_t i = 0; i < plan.stages.size(); ++i) {
     const Stage& s = plan.stages[i];
     const std::string where = plan.stage_name(i);
-    if (!s.placement.single()) {
-      return unimplemented(where + ": split placements are not executed yet");
-    }
-    const std::string& name = s.placement.devices[0].device;
+    // A split placement opens as one composite device like any other (backends/split/).
+    auto device_name = s.placement.device_name();
+    if (!device_name.ok()) return device_name.status().with_context(where);
+    const std::string& name = *device_name;
     auto it = opened.find(name);
     if (it == opened.end()) {
       auto dev = open(name);

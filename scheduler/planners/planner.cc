@@ -5,20 +5,23 @@
 
 #include "scheduler/planners/pipeline.h"
 #include "scheduler/planners/slice.h"
+#include "scheduler/planners/split.h"
 #include "scheduler/pricer.h"
 
 namespace tessera {
 
 const std::vector<std::string>& planner_names() {
-  static const std::vector<std::string> kNames = {"slice",      "preferred", "hca",
-                                                  "exhaustive", "pipeline",  "ga"};
+  static const std::vector<std::string> kNames = {"slice",    "preferred", "hca",  "exhaustive",
+                                                  "pipeline", "ga",        "split"};
   return kNames;
 }
 
 namespace {
 
-Status only_for_pipeline(const PlanRequest& r) {
-  if (r.stages != 0) return invalid_argument("stages applies to the pipeline planner only");
+Status only_for_pipeline(const PlanRequest& r, bool stages_allowed = false) {
+  if (r.stages != 0 && !stages_allowed) {
+    return invalid_argument("stages applies to the pipeline planner only");
+  }
   if (r.max_latency_ms != kInfiniteCost) {
     return invalid_argument("a latency bound applies to the pipeline planner only");
   }
@@ -29,6 +32,9 @@ Status only_for_pipeline(const PlanRequest& r) {
 }
 
 Result<PlanOutcome> pipeline(const CostModel& cm, const LayerGraph& lg, const PlanRequest& r) {
+  if (r.memory_cap_bytes != 0) {
+    return invalid_argument("a memory cap applies to the split planner only");
+  }
   PipelineRequest req;
   ASSIGN_OR_RETURN(req.objective,
                    parse_pipeline_objective(r.objective.empty() ? "throughput" : r.objective));
@@ -102,8 +108,28 @@ Result<PlanOutcome> ga(const CostModel& cm, const LayerGraph& lg, const PlanRequ
   return out;
 }
 
+Result<PlanOutcome> split(const CostModel& cm, const LayerGraph& lg, const PlanRequest& r) {
+  RETURN_IF_ERROR(only_for_pipeline(r, /*stages_allowed=*/true));
+  SplitPlanRequest req;
+  req.devices = r.devices;
+  req.base_stages = r.stages;
+  req.memory_cap_bytes = r.memory_cap_bytes;
+  SplitPlanReport rep;
+  PlanOutcome out;
+  ASSIGN_OR_RETURN(out.plan, make_split_plan(cm, lg, req, &rep));
+  std::string note = "split planner: base pipeline period " +
+                     format("%.3f ms", rep.base_period_ms) + " -> " +
+                     format("%.3f ms", rep.period_ms) + ";";
+  for (int l : rep.forced_layers) note += " layer " + std::to_string(l) + " split (memory);";
+  for (int l : rep.balanced_layers) note += " layer " + std::to_string(l) + " split (balance);";
+  out.notes.push_back(note);
+  return out;
+}
+
 Result<PlanOutcome> slicing(const CostModel& cm, const PlanRequest& r) {
   RETURN_IF_ERROR(only_for_pipeline(r));
+  if (r.memory_cap_bytes != 0)
+    return invalid_argument("a memory cap applies to the split planner only");
   SlicePlanRequest req;
   ASSIGN_OR_RETURN(req.objective, parse_objective(r.objective.empty() ? "latency" : r.objective));
   req.planner = r.planner;
@@ -130,6 +156,8 @@ Result<PlanOutcome> run_planner(const CostModel& cm, const LayerGraph& lg,
     ASSIGN_OR_RETURN(out, pipeline(cm, lg, request));
   } else if (request.planner == "ga") {
     ASSIGN_OR_RETURN(out, ga(cm, lg, request));
+  } else if (request.planner == "split") {
+    ASSIGN_OR_RETURN(out, split(cm, lg, request));
   } else {
     ASSIGN_OR_RETURN(out, slicing(cm, request));
   }

@@ -9,6 +9,8 @@
 //                                       latency, optional stage count and bounds
 //   ga                                  seed 003: CSDF actors with phases, mapped by a genetic
 //                                       algorithm (scheduler/planners/ga.h)
+//   split                               seed 004: the pipeline with layers split across the
+//                                       devices, Procedure 1 Steps 1-2 (planners/split.h)
 //
 // Thread rule: run_planner reads its arguments only; calls may run on several threads at once.
 #pragma once
@@ -38,6 +40,8 @@ struct PlanRequest {
   // population (an ablation; the plan is labelled ga+seeded).
   GaOptions ga;
   bool ga_seed_with_pipeline = false;
+  // split only: memory per device, bytes (Step 1 splits the layers that need more); 0 = none.
+  uint64_t memory_cap_bytes = 0;
 };
 
 struct PlanOutcome {
