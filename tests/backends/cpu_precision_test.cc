@@ -3,7 +3,9 @@
 // bf16: its tensors stay bf16 between consecutive bf16 layers (conversions only at the edges)
 // and its outputs stay within bf16's error of the reference device's.
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <random>
 
@@ -11,6 +13,7 @@
 #include "backends/cpu/layout.h"
 #include "backends/cpu/onednn.h"
 #include "backends/registry.h"
+#include "graph/onnx/onnx_import.h"
 #include "scheduler/fidelity.h"
 #include "scheduler/plan.h"
 #include "tests/backends/backend_test_util.h"
@@ -289,6 +292,44 @@ TEST(CpuBf16Program, CompileOptionSelectsPrecision) {
   auto lp = (*level)->compile(net.g, net.layers);
   ASSERT_TRUE(lp.ok()) << lp.status().to_string();
   EXPECT_NE((*lp)->describe().find("onednn bf16"), std::string::npos);
+}
+
+// The exported ResNet-18 and MobileNetV2 (skipped where not exported; the model tests check their
+// outputs): every convolution, pool and the classifier in bf16, every residual Add fused, and the
+// only conversions the input's and the two around Flatten.
+TEST(CpuBf16Program, ModelsStayBf16EndToEnd) {
+  const char* env = std::getenv("TESSERA_MODEL_DIR");
+  const char* home = std::getenv("HOME");
+  if (env == nullptr && home == nullptr) GTEST_SKIP() << "neither TESSERA_MODEL_DIR nor HOME set";
+  const std::string dir = env != nullptr ? env : std::string(home) + "/.cache/tessera/models";
+  std::shared_ptr<cpu::ThreadPool> pool = testing::cpu_pool_on_first_cores(1);
+  ASSERT_NE(pool, nullptr);
+  for (const char* name : {"resnet18", "mobilenet_v2"}) {
+    SCOPED_TRACE(name);
+    const std::string path = dir + "/" + name + ".onnx";
+    if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " not exported";
+    auto model = convert_onnx(path);
+    ASSERT_TRUE(model.ok()) << model.status().to_string();
+    const Graph& g = model->graph;
+    std::vector<NodeId> layers(static_cast<size_t>(g.num_nodes()));
+    int heavy = 0;
+    for (size_t i = 0; i < layers.size(); ++i) {
+      layers[i] = static_cast<NodeId>(i);
+      const OpKind k = g.node(layers[i]).kind;
+      heavy += k == OpKind::kConv || k == OpKind::kMaxPool || k == OpKind::kGlobalAveragePool ||
+                       k == OpKind::kGemm
+                   ? 1
+                   : 0;
+    }
+    auto p = cpu::CpuProgram::compile(g, layers, pool, nullptr, cpu::KernelChoice::kRules,
+                                      Precision::kBf16);
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    const std::string d = (*p)->describe();
+    EXPECT_EQ((*p)->num_bf16_layers(), heavy) << d;
+    EXPECT_EQ((*p)->num_conversions(), 3) << d;
+    EXPECT_EQ(d.find("residual add fused") == std::string::npos, false) << d;
+    EXPECT_EQ(d.find(": xnnpack"), std::string::npos) << d;
+  }
 }
 
 #endif  // TESSERA_HAVE_ONEDNN
