@@ -21,7 +21,7 @@
 // truly overlap). A Program must not outlive its Device.
 //
 // Device names follow one scheme (backends/registry.h): reference, cpu, cpu:0-1, opencl:0,
-// vulkan:0, npu:0, remote:HOST:PORT.
+// vulkan:0, npu:0, remote:HOST:PORT; a precision level is a virtual device, cpu:0-1#bf16.
 #pragma once
 
 #include <atomic>
@@ -61,11 +61,27 @@ struct DeviceInfo {
   int concurrency = 1;
 };
 
+// The arithmetic a program computes in (docs/precision.md). kF32 is exact with respect to the
+// model; the others trade accuracy for speed where the hardware has them: kBf16 keeps f32's
+// range with an 8-bit mantissa (activations and weights in bf16, accumulation in f32); kInt8 is
+// static quantisation (per-channel weight scales, calibrated activation ranges). A backend that
+// has no kernel of the precision for a layer runs that layer in f32, converting at its edges.
+enum class Precision { kF32, kBf16, kInt8 };
+inline constexpr Precision kAllPrecisions[] = {Precision::kF32, Precision::kBf16, Precision::kInt8};
+// "f32", "bf16", "int8".
+const char* precision_name(Precision p);
+// Parses a precision name; the error lists the names accepted.
+Result<Precision> parse_precision(std::string_view name);
+
 // Options fixed when a set of layers is compiled.
 struct CompileOptions {
   std::string model_hash;  // the model's hash (lets a device cache or check what it compiled)
   int mhz = 0;             // DVFS level the program will run at; 0: the current level
   std::string packing;     // packing policy of a remote hop ("" for none)
+  // Arithmetic of the program. A device opened as a precision level (`cpu#bf16`,
+  // backends/registry.h) compiles at that level whatever this says; a device that lacks the
+  // precision fails compile() with Unimplemented.
+  Precision precision = Precision::kF32;
 };
 
 // Options of one run of a Program.
@@ -156,10 +172,17 @@ class Device {
   virtual uint64_t memory_capacity() const = 0;
 
   // Compiles `layers` (node ids of `g`, in topological order). `g` must outlive the Program.
+  // Fails with Unimplemented when the device lacks options.precision.
   Result<std::unique_ptr<Program>> compile(const Graph& g, std::span<const NodeId> layers,
                                            const CompileOptions& options = {}) {
+    if (!has_precision(options.precision)) {
+      return unimplemented("device '" + name() + "' has no " + precision_name(options.precision) +
+                           " kernels");
+    }
     return compile_program(g, layers, options);
   }
+  // Whether compile() can run programs at precision `p` (every device has f32).
+  virtual bool has_precision(Precision p) const { return p == Precision::kF32; }
 
   virtual Result<std::unique_ptr<Buffer>> upload(const Tensor& host) = 0;
   virtual Status download(const Buffer& device, Tensor* host) = 0;

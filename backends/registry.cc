@@ -22,7 +22,7 @@ const char* const kKnownKinds[] = {"reference", "cpu", "opencl", "vulkan", "npu"
 
 const char kForms[] =
     "expected reference, cpu, cpu:A-B, opencl:N, vulkan:N, npu:N or remote:HOST:PORT, "
-    "optionally followed by @MHz";
+    "optionally followed by #PRECISION (f32, bf16, int8) and @MHz";
 
 bool all_digits(const std::string& s) {
   if (s.empty()) return false;
@@ -37,8 +37,15 @@ bool all_digits(const std::string& s) {
 std::string DeviceName::to_string() const {
   std::string s = kind;
   if (!spec.empty()) s += ":" + spec;
+  if (precision != Precision::kF32) s += std::string("#") + precision_name(precision);
   if (mhz > 0) s += "@" + std::to_string(mhz);
   return s;
+}
+
+std::string DeviceName::base() const {
+  DeviceName d = *this;
+  d.precision = Precision::kF32;
+  return d.to_string();
 }
 
 Result<DeviceName> parse_device_name(const std::string& name) {
@@ -52,6 +59,13 @@ Result<DeviceName> parse_device_name(const std::string& name) {
     }
     d.mhz = std::stoi(mhz);
     rest = rest.substr(0, at);
+  }
+  const size_t hash = rest.find('#');
+  if (hash != std::string::npos) {
+    Result<Precision> p = parse_precision(rest.substr(hash + 1));
+    if (!p.ok()) return p.status().with_context("device '" + name + "'");
+    d.precision = *p;
+    rest = rest.substr(0, hash);
   }
   const size_t colon = rest.find(':');
   d.kind = rest.substr(0, colon);
@@ -103,6 +117,10 @@ Result<std::unique_ptr<Device>> open_device(const std::string& name) {
     return open_split_device(spec, [](const std::string& member) { return open_device(member); });
   }
   ASSIGN_OR_RETURN(DeviceName d, parse_device_name(name));
+  if (d.precision != Precision::kF32 && d.kind != "cpu") {
+    return unimplemented("device '" + name + "': precision " + precision_name(d.precision) +
+                         " is offered by cpu devices only");
+  }
   for (const Backend* b : kBackends) {
     if (d.kind == b->kind) return b->open(d);
   }

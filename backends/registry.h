@@ -7,7 +7,10 @@
 //   remote:HOST:PORT    a `tessera serve` process
 //   split:METHOD:DEV=RATIO+DEV=RATIO...   one layer split over several devices
 //                       (backends/split/split_device.h)
-// A DVFS level is written DEVICE@MHz (e.g. cpu:4-7@1800).
+// A DVFS level is written DEVICE@MHz (e.g. cpu:4-7@1800). A precision level is a virtual device
+// too, written DEVICE#PRECISION (cpu:0-1#bf16, cpu#int8; with a DVFS level cpu:4-7#bf16@1800):
+// profiles and plans key devices by name, so each precision is measured and planned as a device
+// of its own (docs/precision.md).
 #pragma once
 
 #include <memory>
@@ -22,6 +25,10 @@ struct DeviceName {
   std::string kind;  // reference, cpu, opencl, vulkan, npu, remote
   std::string spec;  // what follows the first ':' (core set, index, host:port), may be empty
   int mhz = 0;       // DVFS level, 0 when not given
+  Precision precision = Precision::kF32;  // f32 when not given
+
+  // The name without its precision level ("cpu:0-1#bf16@1800" -> "cpu:0-1@1800").
+  std::string base() const;
 
   std::string to_string() const;
 };

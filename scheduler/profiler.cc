@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <deque>
 #include <memory>
 #include <random>
 #include <thread>
@@ -506,11 +507,23 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
 
   // The devices to profile, in platform order (or the order asked).
   std::vector<const PlatformDevice*> targets;
+  // Precision levels of platform devices (`cpu#bf16`, docs/precision.md): the device's own
+  // description under the level's name, profiled as a device of its own.
+  std::deque<PlatformDevice> precision_levels;
   if (options.devices.empty()) {
     for (const PlatformDevice& d : platform.devices) targets.push_back(&d);
   } else {
     for (const std::string& name : options.devices) {
       const PlatformDevice* d = platform.find(name);
+      const Result<DeviceName> parsed = parse_device_name(name);
+      if (d == nullptr && parsed.ok() && parsed->precision != Precision::kF32) {
+        if (const PlatformDevice* base = platform.find(parsed->base())) {
+          precision_levels.push_back(*base);
+          precision_levels.back().device = name;
+          precision_levels.back().id = base->id + "#" + precision_name(parsed->precision);
+          d = &precision_levels.back();
+        }
+      }
       if (d == nullptr) {
         return not_found("device '" + name + "' is not in platform '" + platform.name +
                          "' (see `tessera devices`)");

@@ -61,10 +61,11 @@ def measure_peak(bench):
     return peaks
 
 
-def tessera_batch(tessera, tsr, inp, device, repeat, warmup):
+def tessera_batch(tessera, tsr, inp, device, repeat, warmup, precision="f32"):
     """The wall times (ms) of `repeat` timed runs of one `tessera run` process, in run order."""
     out = subprocess.run([tessera, "run", tsr, "-i", inp, "-d", device, "--repeat", str(repeat),
-                          "--warmup", str(warmup), "--times"], capture_output=True, text=True)
+                          "--warmup", str(warmup), "--times", "--precision", precision],
+                         capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(out.stderr)
     m = re.search(r"^times ms:((?: [0-9.]+)+)$", out.stdout, re.M)
@@ -88,7 +89,11 @@ def main():
     ap.add_argument("--pause", type=float, default=0.2,
                     help="seconds between the two sides (lets the other's threads go idle)")
     ap.add_argument("--peak", type=float, default=0, help="FP32 peak GFLOP/s per thread if no --bench")
+    ap.add_argument("--precisions", default="f32",
+                    help="Tessera precisions to time, each in its own batch of the alternation "
+                         "(e.g. f32,bf16; docs/precision.md); the GFLOP/s column counts f32 FLOPs")
     args = ap.parse_args()
+    precisions = args.precisions.split(",")
 
     peaks = {}
     if os.path.exists(args.bench):
@@ -114,27 +119,32 @@ def main():
             feed = {sess.get_inputs()[0].name: x}
             sess.run(None, feed)  # warm-up
             device = "cpu:0" if threads == 1 else "cpu:0-%d" % (threads - 1)
-            ort_ms, tes_ms = [], []
+            ort_ms, tes_ms = [], {p: [] for p in precisions}
             batch = args.batch
-            while len(ort_ms) < args.runs or len(tes_ms) < args.runs:
+            while len(ort_ms) < args.runs or min(len(v) for v in tes_ms.values()) < args.runs:
                 for _ in range(batch):
                     t0 = time.perf_counter()
                     sess.run(None, feed)
                     ort_ms.append((time.perf_counter() - t0) * 1e3)
                 time.sleep(args.pause)
                 # tessera run: --warmup untimed runs, then `batch` timed runs, each run's time.
-                tes_ms.extend(tessera_batch(args.tessera, tsr, inp, device, batch, args.warmup))
-                time.sleep(args.pause)
-            o, t = statistics.median(ort_ms), statistics.median(tes_ms)
+                for p in precisions:
+                    tes_ms[p].extend(tessera_batch(args.tessera, tsr, inp, device, batch,
+                                                   args.warmup, p))
+                    time.sleep(args.pause)
+            o = statistics.median(ort_ms)
             peak = peaks.get(threads, args.peak * 1e9 * threads)
-            rows.append((name, threads, t, o, t / o, flops / t * 1e-6, flops / o * 1e-6, peak * 1e-9))
-            print("%-14s %d thr  tessera %8.2f ms  ort %8.2f ms  ratio %.2f" % (name, threads, t, o, t / o),
-                  file=sys.stderr, flush=True)
+            for p in precisions:
+                t = statistics.median(tes_ms[p])
+                rows.append((name, threads, p, t, o, t / o, flops / t * 1e-6, flops / o * 1e-6,
+                             peak * 1e-9))
+                print("%-14s %d thr %-5s tessera %8.2f ms  ort %8.2f ms  ratio %.2f"
+                      % (name, threads, p, t, o, t / o), file=sys.stderr, flush=True)
 
-    print("| model | threads | Tessera ms | ORT ms | Tessera/ORT | Tessera GFLOP/s | ORT GFLOP/s | FMA peak GFLOP/s |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| model | threads | precision | Tessera ms | ORT f32 ms | Tessera/ORT | Tessera GFLOP/s | ORT GFLOP/s | FMA peak GFLOP/s |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print("| %s | %d | %.2f | %.2f | %.2f | %.1f | %.1f | %.0f |" % r)
+        print("| %s | %d | %s | %.2f | %.2f | %.2f | %.1f | %.1f | %.0f |" % r)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ PACKAGES=(
   # cpu backend (OpenBLAS is loaded at run time, see backends/cpu/openblas.h) and the reference
   # NPU driver (backends/npu/reference_driver: XNNPACK fp16/int8 operators)
   libxnnpack-dev libpthreadpool-dev libcpuinfo-dev libopenblas-dev
+  # cpu backend, reduced precision (bf16 kernels; optional, TESSERA_ONEDNN)
+  libdnnl-dev
   # Vulkan backend: headers + loader, lavapipe (Vulkan on the CPU, for tests), glslc (shaders)
   libvulkan-dev mesa-vulkan-drivers glslc
   # OpenCL backend: headers, ICD loader, and PoCL (an OpenCL CPU device the tests run on)

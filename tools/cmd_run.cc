@@ -15,10 +15,12 @@
 #include <numeric>
 
 #include "api/internal.h"
+#include "backends/registry.h"
 #include "core/npy.h"
 #include "graph/layer_graph.h"
 #include "scheduler/adapt/adaptive_stream.h"
 #include "scheduler/executor/executor.h"
+#include "scheduler/fidelity.h"
 #include "scheduler/plan.h"
 #include "scheduler/profile.h"
 #include "tools/cli.h"
@@ -54,6 +56,12 @@ const std::vector<cli::FlagSpec> kFlags = {
      "or a stage's time drifts > 5% (seed 001 Algorithm 2); logs every decision"},
     {"--adapt-window", "", true, false, "with --adapt: frames per measurement (default 30)"},
     {"--quiet", "-q", false, false, "no progress display on stderr while streaming"},
+    {"--precision", "", true, false,
+     "f32 (default), bf16 or int8: the arithmetic of every stage (a device without it fails; "
+     "per stage, name precision levels in the plan: cpu#bf16; docs/precision.md)"},
+    {"--fidelity", "", false, false,
+     "also run every frame in f32 and report top-1 agreement, top-5 overlap and relative L2 of "
+     "the outputs against it (use inputs held apart from calibration)"},
     {"--help", "-h", false, false, "show this help"},
 };
 
@@ -366,6 +374,37 @@ Result<std::pair<uint64_t, std::vector<Tensor>>> run_adaptive_stream(
   return std::make_pair(t.last_id, std::move(t.last));
 }
 
+// Runs every frame on `ex` and on the same plan compiled in f32 (every device at its f32 level),
+// and prints how far the outputs are from f32's; warns below the goals of docs/precision.md.
+Status report_fidelity(const LayerGraph& lg, const Plan& plan, const ExecutorOptions& options,
+                       Executor& ex, const std::vector<std::vector<Tensor>>& frames) {
+  Plan f32 = plan;
+  for (Stage& s : f32.stages) {
+    for (DeviceShare& d : s.placement.devices) {
+      ASSIGN_OR_RETURN(DeviceName name, parse_device_name(d.device));
+      d.device = name.base();
+    }
+  }
+  ExecutorOptions f32_options = options;
+  f32_options.compile.precision = Precision::kF32;
+  ASSIGN_OR_RETURN(std::unique_ptr<Executor> ref, Executor::create(lg, f32, f32_options));
+  FidelityMeter meter;
+  std::vector<Tensor> y, y32;
+  for (const std::vector<Tensor>& frame : frames) {
+    RETURN_IF_ERROR(ex.run(frame, &y));
+    RETURN_IF_ERROR(ref->run(frame, &y32));
+    RETURN_IF_ERROR(meter.add(y, y32));
+  }
+  const Fidelity f = meter.result();
+  std::printf("fidelity against f32 (%s) over %zu frame(s): %s\n", f32.notation().c_str(),
+              frames.size(), f.to_string().c_str());
+  if (f.rows > 0 && f.top1_agreement < kFidelityTop1Goal) {
+    std::printf("warning: top-1 agreement %.1f%% is below %.0f%%: this precision changes answers\n",
+                100.0 * f.top1_agreement, 100.0 * kFidelityTop1Goal);
+  }
+  return Status();
+}
+
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
@@ -434,6 +473,15 @@ int cmd_run(int argc, char** argv) {
   ExecutorOptions options;
   options.queue_capacity = args->has("--queue") ? *queue : 0;
   options.compile.model_hash = (*model)->hash();
+  if (args->has("--precision")) {
+    auto precision = parse_precision(args->get("--precision"));
+    if (!precision.ok()) return report_error("run", precision.status().with_context("--precision"));
+    options.compile.precision = *precision;
+  }
+  if (args->has("--fidelity") && (args->has("--stream") || args->has("--adapt"))) {
+    return report_error("run", invalid_argument("--fidelity runs frames one at a time; drop "
+                                                "--stream"));
+  }
   if (args->has("--adapt")) {
     print_plan_table(plan, *lg);
     auto r =
@@ -472,6 +520,10 @@ int cmd_run(int argc, char** argv) {
       std::printf("device %s: latency median %.3f ms, min %.3f ms over %d run(s)\n", device.c_str(),
                   (*ms)[ms->size() / 2], ms->front(), *repeat);
     }
+  }
+  if (args->has("--fidelity")) {
+    Status st = report_fidelity(*lg, plan, options, **ex, *frames);
+    if (!st.ok()) return report_error("run", st);
   }
   if ((*ex)->peak_memory_bytes() > 0) {
     std::printf("%s: peak memory %.1f MiB (activation arenas + packed weights)\n",

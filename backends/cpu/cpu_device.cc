@@ -4,6 +4,7 @@
 
 #include "backends/cpu/cpu_program.h"
 #include "backends/cpu/kernel_table.h"
+#include "backends/cpu/onednn.h"
 #include "backends/cpu/openblas.h"
 #include "backends/cpu/xnn_util.h"
 #include "core/allocator.h"
@@ -45,7 +46,14 @@ std::string describe_cores(const CoreSet& cores) {
   return s;
 }
 
-Result<std::unique_ptr<CpuDevice>> CpuDevice::open(const std::string& name, const CoreSet& cores) {
+Result<std::unique_ptr<CpuDevice>> CpuDevice::open(const std::string& name, const CoreSet& cores,
+                                                   Precision precision) {
+  if (precision == Precision::kInt8) {
+    return unimplemented("device '" + name + "': the cpu device has no int8 kernels yet");
+  }
+  if (precision == Precision::kBf16 && !onednn_available()) {
+    return unimplemented("device '" + name + "': bf16 needs oneDNN: " + onednn_note());
+  }
   const Topology& topo = machine_topology();
   for (int c : cores.cores()) {
     if (!topo.online.contains(c)) {
@@ -57,13 +65,16 @@ Result<std::unique_ptr<CpuDevice>> CpuDevice::open(const std::string& name, cons
   Result<std::unique_ptr<ThreadPool>> pool = ThreadPool::create(cores);
   if (!pool.ok()) return pool.status().with_context("device '" + name + "'");
   return std::unique_ptr<CpuDevice>(
-      new CpuDevice(name, std::shared_ptr<ThreadPool>(std::move(*pool))));
+      new CpuDevice(name, std::shared_ptr<ThreadPool>(std::move(*pool)), precision));
 }
 
 std::string CpuDevice::description() const {
   return "XNNPACK + " + openblas().note + " on " + describe_cores(pool_->cores()) +
          (pool_->pinned_per_core() ? ", one pinned thread per core"
-                                   : ", threads confined to the core set");
+                                   : ", threads confined to the core set") +
+         (precision_ != Precision::kF32
+              ? std::string(", ") + precision_name(precision_) + " on " + onednn_note()
+              : std::string());
 }
 
 Capability CpuDevice::capabilities(const Graph& /*g*/, const Node& node) const {
@@ -81,6 +92,10 @@ Capability CpuDevice::capabilities(const Graph& /*g*/, const Node& node) const {
   return Capability::yes();
 }
 
+bool CpuDevice::has_precision(Precision p) const {
+  return p == Precision::kF32 || (p == Precision::kBf16 && onednn_available());
+}
+
 uint64_t CpuDevice::memory_capacity() const {
   return host_memory_bytes();
 }
@@ -91,9 +106,12 @@ DeviceInfo CpuDevice::info() const {
 
 Result<std::unique_ptr<Program>> CpuDevice::compile_program(const Graph& g,
                                                             std::span<const NodeId> layers,
-                                                            const CompileOptions& /*options*/) {
+                                                            const CompileOptions& options) {
   RETURN_IF_ERROR(check_capabilities(*this, g, layers));
-  ASSIGN_OR_RETURN(std::unique_ptr<CpuProgram> p, CpuProgram::compile(g, layers, pool_));
+  const Precision precision = precision_ != Precision::kF32 ? precision_ : options.precision;
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<CpuProgram> p,
+      CpuProgram::compile(g, layers, pool_, nullptr, default_kernel_choice(), precision));
   return std::unique_ptr<Program>(std::move(p));
 }
 
@@ -157,7 +175,8 @@ Result<std::unique_ptr<Device>> open_cpu(const DeviceName& name) {
     if (!parsed.ok()) return parsed.status().with_context("device '" + name.to_string() + "'");
     cores = *parsed;
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<CpuDevice> d, CpuDevice::open(name.to_string(), cores));
+  ASSIGN_OR_RETURN(std::unique_ptr<CpuDevice> d,
+                   CpuDevice::open(name.to_string(), cores, name.precision));
   return std::unique_ptr<Device>(std::move(d));
 }
 

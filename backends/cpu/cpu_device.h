@@ -18,7 +18,11 @@ class CpuDevice final : public Device {
  public:
   // Opens a device on `cores`; `name` is what the user typed. Fails when a core is not online
   // or not allowed for this process.
-  static Result<std::unique_ptr<CpuDevice>> open(const std::string& name, const CoreSet& cores);
+  // `precision`: the level the device compiles at when CompileOptions ask for f32 (a device
+  // opened as `cpu:0-1#bf16` is that precision level as a device of its own). Fails when the
+  // precision has no kernels in this build.
+  static Result<std::unique_ptr<CpuDevice>> open(const std::string& name, const CoreSet& cores,
+                                                 Precision precision = Precision::kF32);
 
   const std::string& name() const override { return name_; }
   std::string description() const override;
@@ -28,10 +32,13 @@ class CpuDevice final : public Device {
   // Host memory; concurrency 1: the device's pinned pool runs one program at a time.
   DeviceInfo info() const override;
   uint64_t memory_capacity() const override;
+  // f32 always; bf16 with oneDNN (onednn.h); int8 not yet.
+  bool has_precision(Precision p) const override;
   Result<std::unique_ptr<Buffer>> upload(const Tensor& host) override;
   Status download(const Buffer& device, Tensor* host) override;
 
   const CoreSet& cores() const { return pool_->cores(); }
+  Precision precision() const { return precision_; }
   ThreadPool& pool() { return *pool_; }
 
  protected:
@@ -39,10 +46,11 @@ class CpuDevice final : public Device {
                                                    const CompileOptions& options) override;
 
  private:
-  CpuDevice(std::string name, std::shared_ptr<ThreadPool> pool)
-      : name_(std::move(name)), pool_(std::move(pool)) {}
+  CpuDevice(std::string name, std::shared_ptr<ThreadPool> pool, Precision precision)
+      : name_(std::move(name)), pool_(std::move(pool)), precision_(precision) {}
   std::string name_;
   std::shared_ptr<ThreadPool> pool_;
+  Precision precision_ = Precision::kF32;
 };
 
 // A description of a core set for listings: "2 cores (0-1), AVX-512, 2.0 GHz".

@@ -8,6 +8,7 @@
 #include "backends/arena.h"
 #include "backends/cpu/kernel_table.h"
 #include "backends/cpu/layout.h"
+#include "backends/cpu/onednn.h"
 #include "core/allocator.h"
 
 namespace tessera::cpu {
@@ -17,6 +18,17 @@ namespace {
 // Conversions only matter for rank-4 f32 tensors whose two layouts differ in memory.
 bool convertible(const TensorInfo& info) {
   return info.dtype == DType::kF32 && info.shape.rank() == 4 && !layout_trivial(info.shape);
+}
+
+// The forms a value may be held in, one buffer each: f32 in NCHW (slot 0) or NHWC (slot 1), the
+// slot of a Layout's value; or bf16 (kBf16Slot), NHWC for rank 4 and logical order otherwise.
+constexpr int kBf16Slot = 2;
+constexpr int kNumSlots = 3;
+int slot_of(Layout l) {
+  return static_cast<int>(l);
+}
+Layout bf16_layout(const TensorInfo& info) {
+  return info.shape.rank() == 4 ? Layout::kNHWC : Layout::kNCHW;
 }
 
 // The step of an Add fused into the convolution that produces one of its inputs: that
@@ -39,7 +51,14 @@ class FusedAddKernel final : public Kernel {
 Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& g,
                                                         std::span<const NodeId> layers,
                                                         std::shared_ptr<ThreadPool> pool,
-                                                        const char* variant, KernelChoice choice) {
+                                                        const char* variant, KernelChoice choice,
+                                                        Precision precision) {
+  if (precision == Precision::kInt8) {
+    return unimplemented("the cpu device has no int8 kernels yet (docs/precision.md)");
+  }
+  if (precision == Precision::kBf16 && !onednn_available()) {
+    return unimplemented("bf16 on the cpu device needs oneDNN: " + onednn_note());
+  }
   std::unique_ptr<CpuProgram> p(new CpuProgram(g, std::move(pool)));
   p->measured_ = variant == nullptr && choice == KernelChoice::kMeasured;
   slice_boundary(g, layers, &p->inputs_, &p->outputs_);
@@ -56,8 +75,10 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& g,
     }
     NodeContext nc(g, node);
     KernelRequest req{g, node, nc.ctx(), *p->pool_};
-    Result<std::unique_ptr<Kernel>> k =
-        p->measured_ ? build_measured_kernel(req) : build_kernel(req, variant);
+    Result<std::unique_ptr<Kernel>> k = std::unique_ptr<Kernel>();
+    if (precision == Precision::kBf16 && variant == nullptr) k = make_onednn_bf16_kernel(req);
+    if (k.ok() && *k == nullptr)
+      k = p->measured_ ? build_measured_kernel(req) : build_kernel(req, variant);
     if (!k.ok())
       return k.status().with_context("node '" + node.name + "' (" + op_name(node.kind) + ")");
     p->owned_bytes_ += (*k)->owned_bytes();
@@ -144,7 +165,7 @@ void CpuProgram::fuse_residual_adds(std::span<const NodeId> layers,
 std::unique_ptr<Kernel> CpuProgram::fusing_kernel(NodeId conv, std::unique_ptr<Kernel> k,
                                                   const Activation& act, bool* fused) {
   *fused = k->fuse_residual(act);
-  if (*fused || !measured_) return k;
+  if (*fused || !measured_ || k->bf16_io()) return k;
   const Node& node = g_.node(conv);
   NodeContext nc(g_, node);
   KernelRequest req{g_, node, nc.ctx(), *pool_};
@@ -163,15 +184,24 @@ void CpuProgram::plan(std::span<const NodeId> layers,
   steps_.clear();
   input_bufs_.clear();
   output_bufs_.clear();
-  // For each value, its buffer in each layout (-1: none) and the layout it was produced in.
-  std::vector<std::array<int, 2>> buf_of(static_cast<size_t>(g_.num_values()), {-1, -1});
-  std::vector<Layout> primary(static_cast<size_t>(g_.num_values()), Layout::kNCHW);
-  auto new_buf = [&](ValueId v, Layout l, int step) {
+  // For each value, its buffer in each slot (-1: none) and the slot it was produced in.
+  std::vector<std::array<int, kNumSlots>> buf_of(static_cast<size_t>(g_.num_values()),
+                                                 {-1, -1, -1});
+  std::vector<int> primary(static_cast<size_t>(g_.num_values()), 0);
+  auto new_buf = [&](ValueId v, int slot, int step) {
     const TensorInfo& info = g_.value(v).info;
-    bufs_.push_back(Buf{v, convertible(info) ? l : Layout::kNCHW, info.byte_size(), step, step, 0});
-    const int b = static_cast<int>(bufs_.size()) - 1;
-    buf_of[static_cast<size_t>(v)][static_cast<size_t>(l)] = b;
-    return b;
+    Buf b;
+    b.value = v;
+    b.bf16 = slot == kBf16Slot;
+    b.layout = b.bf16              ? bf16_layout(info)
+               : convertible(info) ? static_cast<Layout>(slot)
+                                   : Layout::kNCHW;
+    b.bytes = b.bf16 ? static_cast<uint64_t>(info.shape.numel()) * 2 : info.byte_size();
+    b.first = b.last = step;
+    bufs_.push_back(b);
+    const int idx = static_cast<int>(bufs_.size()) - 1;
+    buf_of[static_cast<size_t>(v)][static_cast<size_t>(slot)] = idx;
+    return idx;
   };
   auto touch = [&](int b, int step) {
     bufs_[static_cast<size_t>(b)].last = std::max(bufs_[static_cast<size_t>(b)].last, step);
@@ -183,8 +213,10 @@ void CpuProgram::plan(std::span<const NodeId> layers,
   for (size_t i = 0; i < inputs_.size(); ++i) {
     const ValueId v = inputs_[i];
     const Layout l = convertible(g_.value(v).info) ? input_layouts[i] : Layout::kNCHW;
-    primary[static_cast<size_t>(v)] = l;
-    input_bufs_.push_back(new_buf(v, l, 0));
+    primary[static_cast<size_t>(v)] = slot_of(l);
+    const int b = new_buf(v, slot_of(l), 0);
+    if (!convertible(g_.value(v).info)) buf_of[static_cast<size_t>(v)] = {b, b, -1};
+    input_bufs_.push_back(b);
   }
   auto input_index = [&](ValueId v) -> int {
     for (size_t i = 0; i < inputs_.size(); ++i) {
@@ -196,20 +228,26 @@ void CpuProgram::plan(std::span<const NodeId> layers,
   std::vector<Layout> available, wanted, produced;
   for (size_t li = 0; li < layers.size(); ++li) {
     const Node& node = g_.node(layers[li]);
+    const bool bf16 = kernels[li]->bf16_io();
     const size_t ni = node.inputs.size();
     available.assign(ni, Layout::kNCHW);
     wanted.assign(ni, Layout::kNCHW);
     produced.assign(node.outputs.size(), Layout::kNCHW);
     for (size_t j = 0; j < ni; ++j) {
       const ValueId v = node.inputs[j];
-      if (v != kNoValue && !g_.value(v).is_constant) available[j] = primary[static_cast<size_t>(v)];
+      if (v != kNoValue && !g_.value(v).is_constant)
+        available[j] =
+            bufs_[static_cast<size_t>(buf_of[static_cast<size_t>(v)]
+                                            [static_cast<size_t>(primary[static_cast<size_t>(v)])])]
+                .layout;
     }
     kernels[li]->choose_layouts(available, wanted, produced);
 
     Step step;
     step.node = layers[li];
     // A fused Add's step reads and writes nothing; a convolution with a fused Add reads the
-    // residual as one more input, in the layout of its output, and writes the Add's output.
+    // residual as one more input, in the layout (and precision) of its output, and writes the
+    // Add's output.
     const Fusion& fusion = fusions_[li];
     std::vector<ValueId> reads = node.inputs;
     if (fusion.into >= 0) std::fill(reads.begin(), reads.end(), kNoValue);
@@ -230,33 +268,43 @@ void CpuProgram::plan(std::span<const NodeId> layers,
         continue;
       }
       const TensorInfo& info = g_.value(v).info;
-      Layout want = info.shape.rank() == 4 ? wanted[j] : Layout::kNCHW;
+      // A bf16 kernel reads its activation input 0 and a fused residual in bf16.
+      const bool want_bf16 = bf16 && (j == 0 || j >= node.inputs.size());
+      const Layout want_layout = want_bf16                ? bf16_layout(info)
+                                 : info.shape.rank() == 4 ? wanted[j]
+                                                          : Layout::kNCHW;
+      const int want = want_bf16 ? kBf16Slot : slot_of(want_layout);
       const int in_idx = input_index(v);
       if (in_idx >= 0 && !seen[static_cast<size_t>(in_idx)]) {
         seen[static_cast<size_t>(in_idx)] = true;
-        (*first_wanted)[static_cast<size_t>(in_idx)] = convertible(info) ? want : Layout::kNCHW;
+        (*first_wanted)[static_cast<size_t>(in_idx)] =
+            convertible(info) && !want_bf16 ? want_layout : Layout::kNCHW;
       }
-      const Layout have = primary[static_cast<size_t>(v)];
-      int b = buf_of[static_cast<size_t>(v)][static_cast<size_t>(want)];
-      if (b < 0 && !convertible(info))
-        b = buf_of[static_cast<size_t>(v)][static_cast<size_t>(have)];
+      std::array<int, kNumSlots>& have = buf_of[static_cast<size_t>(v)];
+      int b = have[static_cast<size_t>(want)];
       if (b < 0) {
-        // A conversion step right before this layer.
+        // A conversion step right before this layer, from an f32 buffer where there is one
+        // (the one in the wanted layout's other f32 slot first), else from the bf16 one.
+        const std::array<int, 2> order =
+            want == kBf16Slot ? std::array<int, 2>{1, 0} : std::array<int, 2>{1 - want, kBf16Slot};
+        int src = -1;
+        for (int slot : order) {
+          if (src < 0) src = have[static_cast<size_t>(slot)];
+        }
         Step conv;
         conv.kernel = nullptr;
-        const int src = buf_of[static_cast<size_t>(v)][static_cast<size_t>(have)];
         const int cstep = static_cast<int>(steps_.size()) + 1;
         touch(src, cstep);
         conv.inputs = {src};
-        conv.in_layouts = {have};
+        conv.in_layouts = {bufs_[static_cast<size_t>(src)].layout};
         b = new_buf(v, want, cstep);
+        // A layout-trivial f32 tensor serves both f32 slots from one buffer.
+        if (want != kBf16Slot && !convertible(info)) have[0] = have[1] = b;
         conv.outputs = {b};
         steps_.push_back(std::move(conv));
       }
       step.inputs.push_back(b);
-      step.in_layouts.push_back(convertible(info)        ? want
-                                : info.shape.rank() == 4 ? want
-                                                         : Layout::kNCHW);
+      step.in_layouts.push_back(bufs_[static_cast<size_t>(b)].layout);
     }
     const int sidx = static_cast<int>(steps_.size()) + 1;
     for (int b : step.inputs) {
@@ -271,15 +319,17 @@ void CpuProgram::plan(std::span<const NodeId> layers,
         continue;
       }
       const TensorInfo& info = g_.value(v).info;
-      const Layout l =
-          convertible(info) ? produced[o] : (info.shape.rank() == 4 ? produced[o] : Layout::kNCHW);
-      primary[static_cast<size_t>(v)] = l;
-      const int b = new_buf(v, l, sidx);
-      // A layout-trivial tensor serves both layouts from one buffer.
-      if (!convertible(info)) buf_of[static_cast<size_t>(v)] = {b, b};
+      const int slot = bf16 && o == 0           ? kBf16Slot
+                       : info.shape.rank() == 4 ? slot_of(produced[o])
+                                                : 0;
+      primary[static_cast<size_t>(v)] = slot;
+      const int b = new_buf(v, slot, sidx);
+      // A layout-trivial f32 tensor serves both f32 slots from one buffer.
+      if (slot != kBf16Slot && !convertible(info)) buf_of[static_cast<size_t>(v)] = {b, b, -1};
       // A reshape-like output shares its input's storage.
       if (o == 0 && kernels[li]->aliases_input() && !step.inputs.empty() && step.inputs[0] >= 0 &&
-          bufs_[static_cast<size_t>(step.inputs[0])].bytes == info.byte_size()) {
+          bufs_[static_cast<size_t>(step.inputs[0])].bytes == bufs_[static_cast<size_t>(b)].bytes &&
+          bufs_[static_cast<size_t>(step.inputs[0])].bf16 == bufs_[static_cast<size_t>(b)].bf16) {
         bufs_[static_cast<size_t>(b)].alias = step.inputs[0];
       }
       step.outputs.push_back(b);
@@ -314,8 +364,9 @@ void CpuProgram::place_concat_inputs() {
   auto in_place = [&](int b) {
     const Buf& buf = bufs_[static_cast<size_t>(b)];
     const int p = producer[static_cast<size_t>(b)];
-    return buf.layout == Layout::kNHWC && buf.alias < 0 && reads[static_cast<size_t>(b)] == 1 &&
-           p >= 0 && steps_[static_cast<size_t>(p)].kernel->writes_strided_output();
+    return buf.layout == Layout::kNHWC && !buf.bf16 && buf.alias < 0 &&
+           reads[static_cast<size_t>(b)] == 1 && p >= 0 &&
+           steps_[static_cast<size_t>(p)].kernel->writes_strided_output();
   };
   // Steps run in order, so an inner Concat's output becomes a slice of the outer one after its
   // own inputs became slices of it; allocate_and_bind resolves such chains.
@@ -326,8 +377,8 @@ void CpuProgram::place_concat_inputs() {
     const Buf& whole = bufs_[static_cast<size_t>(s.outputs[0])];
     const TensorInfo& info = g_.value(whole.value).info;
     const Result<int64_t> axis = node.attrs.get_int("axis");
-    if (whole.layout != Layout::kNHWC || info.dtype != DType::kF32 || info.shape.rank() != 4 ||
-        !axis.ok() || (*axis != 1 && *axis != -3) ||
+    if (whole.layout != Layout::kNHWC || whole.bf16 || info.dtype != DType::kF32 ||
+        info.shape.rank() != 4 || !axis.ok() || (*axis != 1 && *axis != -3) ||
         std::any_of(s.inputs.begin(), s.inputs.end(), [](int b) { return b < 0; }))
       continue;
     int64_t channel = 0;
@@ -420,6 +471,7 @@ Status CpuProgram::allocate_and_bind() {
       o.shape = info.shape;
       o.layout = s.in_layouts[j];
       o.pixel_stride = buf.pixel_stride;
+      o.bf16 = buf.bf16;
       ins.push_back(o);
     }
     for (int b : s.outputs) {
@@ -432,11 +484,18 @@ Status CpuProgram::allocate_and_bind() {
         o.shape = info.shape;
         o.layout = buf.layout;
         o.pixel_stride = buf.pixel_stride;
+        o.bf16 = buf.bf16;
       }
       outs.push_back(o);
     }
-    if (s.kernel == nullptr)
-      s.kernel = std::make_unique<LayoutConversion>(s.in_layouts[0], outs[0].layout);
+    if (s.kernel == nullptr) {
+      if (ins[0].bf16 != outs[0].bf16) {
+        s.kernel =
+            std::make_unique<PrecisionConversion>(s.in_layouts[0], outs[0].layout, outs[0].bf16);
+      } else {
+        s.kernel = std::make_unique<LayoutConversion>(s.in_layouts[0], outs[0].layout);
+      }
+    }
     Status st = s.kernel->bind(ins, outs, *pool_);
     if (!st.ok()) {
       return node != nullptr
@@ -510,10 +569,14 @@ Status CpuProgram::run_steps(std::span<const Tensor> inputs, std::span<Tensor> o
   // them are charged to the layer that needs them) to the end of its own.
   size_t layer = 0;
   Clock::time_point t0 = layer_ms != nullptr ? Clock::now() : Clock::time_point();
+  bool parked = false;  // the pthreadpool workers sleep while OpenMP kernels run
   for (Step& s : steps_) {
     if (s.node != kNoNode && options.stop_requested()) {
       return options.check("node '" + g_.node(s.node).name + "'");
     }
+    const bool openmp = s.kernel->runs_on_openmp();
+    if (openmp && !parked) pool.park_workers();
+    if (s.node != kNoNode) parked = openmp;
     Status st = s.kernel->run(pool);
     if (layer_ms != nullptr && s.node != kNoNode) {
       const Clock::time_point t1 = Clock::now();
@@ -529,7 +592,14 @@ Status CpuProgram::run_steps(std::span<const Tensor> inputs, std::span<Tensor> o
   for (size_t i = 0; i < outputs.size(); ++i) {
     const Buf& b = bufs_[static_cast<size_t>(output_bufs_[i])];
     Tensor& t = outputs[i];
-    if (b.layout == Layout::kNHWC) {
+    if (b.bf16) {
+      const auto* src = static_cast<const uint16_t*>(address(output_bufs_[i]));
+      if (t.rank() == 4 && !layout_trivial(t.shape())) {
+        nhwc_bf16_to_nchw_f32(src, t.data<float>(), t.dim(0), t.dim(1), t.dim(2) * t.dim(3), &pool);
+      } else {
+        bf16_to_f32_array(src, t.data<float>(), t.shape().numel(), &pool);
+      }
+    } else if (b.layout == Layout::kNHWC) {
       nhwc_to_nchw(static_cast<const float*>(address(output_bufs_[i])), t.data<float>(), t.dim(0),
                    t.dim(1), t.dim(2) * t.dim(3), &pool);
     } else {
@@ -557,6 +627,18 @@ int CpuProgram::num_reference_steps() const {
 int CpuProgram::num_in_place_concat_inputs() const {
   int n = 0;
   for (const Buf& b : bufs_) n += b.pixel_stride > 0 ? 1 : 0;
+  return n;
+}
+
+int CpuProgram::num_bf16_layers() const {
+  int n = 0;
+  for (const Step& s : steps_) n += s.node != kNoNode && s.kernel->bf16_io() ? 1 : 0;
+  return n;
+}
+
+int CpuProgram::num_bf16_buffers() const {
+  int n = 0;
+  for (const Buf& b : bufs_) n += b.bf16 ? 1 : 0;
   return n;
 }
 

@@ -18,6 +18,9 @@ namespace tessera::cpu {
 
 class CpuProgram final : public Program {
  public:
+  // `precision`: kBf16 gives each layer that has a bf16 kernel (onednn.h) that kernel, the
+  // others their f32 kernel; bf16 tensors flow between consecutive bf16 layers and are converted
+  // where an f32 layer or the slice boundary reads them. kInt8 is not implemented (Unimplemented).
   // `variant`: see build_kernel (tests and benchmarks that compare kernel variants). `choice`:
   // how each node's kernel is picked when no variant is forced (kernel_choice.h); a convolution
   // whose residual Add the measured kernel cannot fuse gets the rules' kernel where that one can
@@ -25,7 +28,8 @@ class CpuProgram final : public Program {
   static Result<std::unique_ptr<CpuProgram>> compile(const Graph& g, std::span<const NodeId> layers,
                                                      std::shared_ptr<ThreadPool> pool,
                                                      const char* variant = nullptr,
-                                                     KernelChoice choice = default_kernel_choice());
+                                                     KernelChoice choice = default_kernel_choice(),
+                                                     Precision precision = Precision::kF32);
 
   const std::vector<ValueId>& input_values() const override { return inputs_; }
   const std::vector<ValueId>& output_values() const override { return outputs_; }
@@ -36,6 +40,9 @@ class CpuProgram final : public Program {
   std::string describe() const override;
   int num_reference_steps() const;
   int num_conversions() const;
+  // Layers that run on a bf16 kernel, and buffers held in bf16.
+  int num_bf16_layers() const;
+  int num_bf16_buffers() const;
   // Concat inputs written in place into their Concat's output (place_concat_inputs).
   int num_in_place_concat_inputs() const;
 
@@ -61,6 +68,7 @@ class CpuProgram final : public Program {
     int alias = -1;
     uint64_t alias_offset = 0;  // bytes into the alias's storage
     int64_t pixel_stride = 0;   // a channel slice: floats between its pixels; 0 dense
+    bool bf16 = false;          // held in bf16 (slot kBf16Slot)
   };
   // A residual Add fused into the convolution producing one of its inputs
   // (fuse_residual_adds), per layer of the slice.

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <optional>
 
+#include "backends/cpu/fully_connected.h"
+
 #include "backends/cpu/activation.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/gemv.h"
@@ -13,6 +15,63 @@
 #include "backends/cpu/openblas.h"
 
 namespace tessera::cpu {
+
+Result<std::optional<FcParams>> gemm_params(const KernelRequest& req) {
+  const OpContext& ctx = req.ctx;
+  const Node& node = req.node;
+  const Tensor* b = ctx.constant(1);
+  if (ctx.input(0).dtype != DType::kF32 || ctx.input(0).shape.rank() != 2 || b == nullptr ||
+      b->dtype() != DType::kF32 || b->rank() != 2) {
+    return std::optional<FcParams>();
+  }
+  ASSIGN_OR_RETURN(int64_t trans_a, node.attrs.int_or("transA", 0));
+  ASSIGN_OR_RETURN(int64_t trans_b, node.attrs.int_or("transB", 0));
+  ASSIGN_OR_RETURN(float alpha, node.attrs.float_or("alpha", 1.f));
+  ASSIGN_OR_RETURN(float beta, node.attrs.float_or("beta", 1.f));
+  if (trans_a != 0) return std::optional<FcParams>();
+  const int64_t m = ctx.input(0).shape[0], k = ctx.input(0).shape[1];
+  const int64_t n = trans_b != 0 ? b->dim(0) : b->dim(1);
+  if ((trans_b != 0 ? b->dim(1) : b->dim(0)) != k) return std::optional<FcParams>();
+  std::optional<FcParams> p(std::in_place);
+  // Bias: C must broadcast along rows (one value per column, or one value).
+  if (ctx.has_input(2)) {
+    const Tensor* c = ctx.constant(2);
+    if (c == nullptr || c->dtype() != DType::kF32) return std::optional<FcParams>();
+    const bool per_col = c->numel() == n && c->shape().dims().back() == n;
+    if (!per_col && c->numel() != 1) return std::optional<FcParams>();
+    p->bias.resize(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j)
+      p->bias[static_cast<size_t>(j)] = beta * c->data<float>()[per_col ? j : 0];
+  }
+  p->w = b->data<float>();
+  if (alpha != 1.f) {
+    p->scaled.assign(p->w, p->w + b->numel());
+    for (float& v : p->scaled) v *= alpha;
+    p->w = p->scaled.data();
+  }
+  p->batch = static_cast<size_t>(m);
+  p->k = static_cast<size_t>(k);
+  p->n = static_cast<size_t>(n);
+  p->w_is_k_by_n = trans_b == 0;
+  return p;
+}
+
+std::optional<FcParams> matmul_params(const KernelRequest& req) {
+  const OpContext& ctx = req.ctx;
+  const Shape& a = ctx.input(0).shape;
+  const Shape& b = ctx.input(1).shape;
+  const Tensor* bc = ctx.constant(1);
+  if (ctx.input(0).dtype != DType::kF32 || ctx.input(1).dtype != DType::kF32 || a.rank() < 1 ||
+      b.rank() != 2 || bc == nullptr || b[0] != a[a.rank() - 1]) {
+    return std::nullopt;
+  }
+  std::optional<FcParams> p(std::in_place);
+  p->k = static_cast<size_t>(b[0]);
+  p->n = static_cast<size_t>(b[1]);
+  p->batch = static_cast<size_t>(a.numel() / std::max<int64_t>(b[0], 1));
+  p->w = bc->data<float>();
+  return p;
+}
 
 namespace {
 
@@ -28,16 +87,6 @@ class XnnFullyConnectedKernel final : public XnnOperatorKernel {
 
   size_t batch_ = 0;
   size_t n_ = 0;
-};
-
-// A product with a constant weight matrix: X[batch, k] * W -> [batch, n], W given as [k, n]
-// (w_is_k_by_n) or [n, k], alpha already folded into `w`, bias = beta * C (empty: none).
-struct FcParams {
-  size_t batch = 0, k = 0, n = 0;
-  const float* w = nullptr;
-  bool w_is_k_by_n = true;
-  std::vector<float> bias;
-  std::vector<float> scaled;  // alpha * B when alpha != 1 (w points here)
 };
 
 // Creates the XNNPACK operator for the product.
@@ -102,65 +151,6 @@ Result<std::unique_ptr<Kernel>> make_gemv(const Node& node, const FcParams& p) {
     ASSIGN_OR_RETURN(kern->post_, ActivationPass::create(act, node.name));
   }
   return std::unique_ptr<Kernel>(std::move(kern));
-}
-
-// The product of a Gemm node whose B is a constant; nullopt: not this kind of node.
-Result<std::optional<FcParams>> gemm_params(const KernelRequest& req) {
-  const OpContext& ctx = req.ctx;
-  const Node& node = req.node;
-  const Tensor* b = ctx.constant(1);
-  if (ctx.input(0).dtype != DType::kF32 || ctx.input(0).shape.rank() != 2 || b == nullptr ||
-      b->dtype() != DType::kF32 || b->rank() != 2) {
-    return std::optional<FcParams>();
-  }
-  ASSIGN_OR_RETURN(int64_t trans_a, node.attrs.int_or("transA", 0));
-  ASSIGN_OR_RETURN(int64_t trans_b, node.attrs.int_or("transB", 0));
-  ASSIGN_OR_RETURN(float alpha, node.attrs.float_or("alpha", 1.f));
-  ASSIGN_OR_RETURN(float beta, node.attrs.float_or("beta", 1.f));
-  if (trans_a != 0) return std::optional<FcParams>();
-  const int64_t m = ctx.input(0).shape[0], k = ctx.input(0).shape[1];
-  const int64_t n = trans_b != 0 ? b->dim(0) : b->dim(1);
-  if ((trans_b != 0 ? b->dim(1) : b->dim(0)) != k) return std::optional<FcParams>();
-  std::optional<FcParams> p(std::in_place);
-  // Bias: C must broadcast along rows (one value per column, or one value).
-  if (ctx.has_input(2)) {
-    const Tensor* c = ctx.constant(2);
-    if (c == nullptr || c->dtype() != DType::kF32) return std::optional<FcParams>();
-    const bool per_col = c->numel() == n && c->shape().dims().back() == n;
-    if (!per_col && c->numel() != 1) return std::optional<FcParams>();
-    p->bias.resize(static_cast<size_t>(n));
-    for (int64_t j = 0; j < n; ++j)
-      p->bias[static_cast<size_t>(j)] = beta * c->data<float>()[per_col ? j : 0];
-  }
-  p->w = b->data<float>();
-  if (alpha != 1.f) {
-    p->scaled.assign(p->w, p->w + b->numel());
-    for (float& v : p->scaled) v *= alpha;
-    p->w = p->scaled.data();
-  }
-  p->batch = static_cast<size_t>(m);
-  p->k = static_cast<size_t>(k);
-  p->n = static_cast<size_t>(n);
-  p->w_is_k_by_n = trans_b == 0;
-  return p;
-}
-
-// The product of a MatMul node whose B is a constant matrix; nullopt: not this kind of node.
-std::optional<FcParams> matmul_params(const KernelRequest& req) {
-  const OpContext& ctx = req.ctx;
-  const Shape& a = ctx.input(0).shape;
-  const Shape& b = ctx.input(1).shape;
-  const Tensor* bc = ctx.constant(1);
-  if (ctx.input(0).dtype != DType::kF32 || ctx.input(1).dtype != DType::kF32 || a.rank() < 1 ||
-      b.rank() != 2 || bc == nullptr || b[0] != a[a.rank() - 1]) {
-    return std::nullopt;
-  }
-  std::optional<FcParams> p(std::in_place);
-  p->k = static_cast<size_t>(b[0]);
-  p->n = static_cast<size_t>(b[1]);
-  p->batch = static_cast<size_t>(a.numel() / std::max<int64_t>(b[0], 1));
-  p->w = bc->data<float>();
-  return p;
 }
 
 Result<std::unique_ptr<Kernel>> make_gemm(const KernelRequest& req) {

@@ -40,6 +40,9 @@ struct Operand {
   // count). Larger only for the output of a kernel that writes_strided_output(): then the
   // operand is a channel slice of a wider NHWC tensor (a Concat's input written in place).
   int64_t pixel_stride = 0;
+  // The tensor is held in bf16 (2 bytes per element; `dtype` still names the graph's f32): the
+  // activations between reduced-precision kernels (Kernel::bf16_io, docs/precision.md).
+  bool bf16 = false;
 
   float* f32() const { return static_cast<float*>(data); }
   int64_t numel() const { return shape.numel(); }
@@ -91,6 +94,15 @@ class Kernel {
     (void)act;
     return false;
   }
+  // True for a reduced-precision kernel: activation input 0, output 0 and a fused residual are
+  // bound in bf16 (Operand::bf16), in the layouts choose_layouts() asks for. The program keeps
+  // such tensors in bf16 between consecutive bf16 kernels and converts only where an f32 kernel
+  // (or the slice boundary) reads them.
+  virtual bool bf16_io() const { return false; }
+  // True for a kernel that computes on its own OpenMP threads (oneDNN) rather than the pool's
+  // pthreadpool workers: the program parks the workers before it, so that they do not spin on
+  // the cores it uses.
+  virtual bool runs_on_openmp() const { return false; }
   // Phase 3: the bound operands (inputs in node order, omitted ones with data == nullptr). May be
   // called again before run() with other operands of the same shapes (measured kernel choice
   // times a kernel bound to scratch tensors, then the program binds it to its arena): the last

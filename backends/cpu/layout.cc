@@ -5,6 +5,7 @@
 
 #include <immintrin.h>
 
+#include "backends/cpu/onednn.h"
 #include "backends/cpu/simd.h"
 
 namespace tessera::cpu {
@@ -238,6 +239,111 @@ Status LayoutConversion::run(ThreadPool& pool) {
 
 std::string LayoutConversion::describe() const {
   return std::string("convert ") + layout_name(from_) + "->" + layout_name(to_);
+}
+
+namespace {
+
+constexpr int64_t kConvertPiece = 16384;
+
+// Calls fn(begin, end) over [0, count) in pieces, on the pool from 4 pieces on.
+template <typename F>
+void for_pieces(int64_t count, ThreadPool* pool, F&& fn) {
+  if (pool == nullptr || count < 4 * kConvertPiece) {
+    fn(0, count);
+    return;
+  }
+  pool->parallel_for(static_cast<size_t>(count), kConvertPiece, [&](size_t b, size_t e) {
+    fn(static_cast<int64_t>(b), static_cast<int64_t>(e));
+  });
+}
+
+}  // namespace
+
+void f32_to_bf16_array(const float* src, uint16_t* dst, int64_t count, ThreadPool* pool) {
+  for_pieces(count, pool, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) dst[i] = f32_to_bf16(src[i]);
+  });
+}
+
+void bf16_to_f32_array(const uint16_t* src, float* dst, int64_t count, ThreadPool* pool) {
+  for_pieces(count, pool, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) dst[i] = bf16_to_f32(src[i]);
+  });
+}
+
+void nchw_f32_to_nhwc_bf16(const float* src, uint16_t* dst, int64_t n, int64_t c, int64_t hw,
+                           ThreadPool* pool) {
+  // Pixels of all images as one range; each pixel gathers its c channels.
+  for_pieces(n * hw, pool, [&](int64_t b, int64_t e) {
+    for (int64_t q = b; q < e; ++q) {
+      const int64_t img = q / hw, p = q % hw;
+      const float* s = src + img * c * hw + p;
+      uint16_t* d = dst + q * c;
+      for (int64_t ch = 0; ch < c; ++ch) d[ch] = f32_to_bf16(s[ch * hw]);
+    }
+  });
+}
+
+void nhwc_bf16_to_nchw_f32(const uint16_t* src, float* dst, int64_t n, int64_t c, int64_t hw,
+                           ThreadPool* pool) {
+  // Channels of all images as one range; each channel plane gathers its hw pixels.
+  for_pieces(n * c, pool, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const int64_t img = r / c, ch = r % c;
+      const uint16_t* s = src + img * hw * c + ch;
+      float* d = dst + r * hw;
+      for (int64_t p = 0; p < hw; ++p) d[p] = bf16_to_f32(s[p * c]);
+    }
+  });
+}
+
+Status PrecisionConversion::bind(std::span<const Operand> in, std::span<const Operand> out,
+                                 ThreadPool&) {
+  if (in[0].bf16 == to_bf16_ || out[0].bf16 != to_bf16_ || in[0].dtype != DType::kF32) {
+    return internal_error("precision conversion bound to operands of the wrong precision");
+  }
+  src_ = in[0].data;
+  dst_ = out[0].data;
+  count_ = in[0].numel();
+  const Shape& s = in[0].shape;
+  n_ = c_ = hw_ = 0;
+  if (s.rank() == 4 && from_ != to_ && !layout_trivial(s)) {
+    n_ = s[0];
+    c_ = s[1];
+    hw_ = s[2] * s[3];
+  }
+  return Status();
+}
+
+Status PrecisionConversion::run(ThreadPool& pool) {
+  const bool transpose = hw_ > 0;
+  if (to_bf16_) {
+    const auto* s = static_cast<const float*>(src_);
+    auto* d = static_cast<uint16_t*>(dst_);
+    if (!transpose) {
+      f32_to_bf16_array(s, d, count_, &pool);
+    } else if (to_ == Layout::kNHWC) {
+      nchw_f32_to_nhwc_bf16(s, d, n_, c_, hw_, &pool);
+    } else {
+      return internal_error("conversion to bf16 NCHW is not supported");
+    }
+  } else {
+    const auto* s = static_cast<const uint16_t*>(src_);
+    auto* d = static_cast<float*>(dst_);
+    if (!transpose) {
+      bf16_to_f32_array(s, d, count_, &pool);
+    } else if (to_ == Layout::kNCHW) {
+      nhwc_bf16_to_nchw_f32(s, d, n_, c_, hw_, &pool);
+    } else {
+      return internal_error("conversion from bf16 NCHW is not supported");
+    }
+  }
+  return Status();
+}
+
+std::string PrecisionConversion::describe() const {
+  return std::string("convert ") + layout_name(from_) + (to_bf16_ ? " f32" : " bf16") + "->" +
+         layout_name(to_) + (to_bf16_ ? " bf16" : " f32");
 }
 
 }  // namespace tessera::cpu

@@ -19,6 +19,35 @@ void nhwc_to_nchw(const float* src, float* dst, int64_t n, int64_t c, int64_t hw
 // fork/join costs more than the copy). `pool` may be null.
 void copy_bytes(void* dst, const void* src, size_t bytes, ThreadPool* pool);
 
+// f32 <-> bf16 conversions of the reduced-precision path (docs/precision.md), split over the
+// pool from 64 K elements on. `pool` may be null. Rounding: to nearest even (onednn.h).
+void f32_to_bf16_array(const float* src, uint16_t* dst, int64_t count, ThreadPool* pool);
+void bf16_to_f32_array(const uint16_t* src, float* dst, int64_t count, ThreadPool* pool);
+// With the NCHW <-> NHWC transpose in the same pass: dst[n][p][c] = bf16(src[n][c][p]), and
+// dst[n][c][p] = f32(src[n][p][c]).
+void nchw_f32_to_nhwc_bf16(const float* src, uint16_t* dst, int64_t n, int64_t c, int64_t hw,
+                           ThreadPool* pool);
+void nhwc_bf16_to_nchw_f32(const uint16_t* src, float* dst, int64_t n, int64_t c, int64_t hw,
+                           ThreadPool* pool);
+
+// A step converting one bound tensor between f32 and bf16, and between layouts at the same
+// time when they differ (a rank-4 tensor: NCHW f32 <-> NHWC bf16).
+class PrecisionConversion final : public Kernel {
+ public:
+  PrecisionConversion(Layout from, Layout to, bool to_bf16)
+      : from_(from), to_(to), to_bf16_(to_bf16) {}
+  Status bind(std::span<const Operand> in, std::span<const Operand> out, ThreadPool& pool) override;
+  Status run(ThreadPool& pool) override;
+  std::string describe() const override;
+
+ private:
+  Layout from_, to_;
+  bool to_bf16_;
+  const void* src_ = nullptr;
+  void* dst_ = nullptr;
+  int64_t count_ = 0, n_ = 0, c_ = 0, hw_ = 0;
+};
+
 // A step converting one bound tensor into another layout (same logical shape).
 class LayoutConversion final : public Kernel {
  public:

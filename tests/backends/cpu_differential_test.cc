@@ -1,5 +1,6 @@
 // The cpu device against the reference, op by op, on odd shapes (13, 127: vector tails) and
 // attribute variants, on all cores and on one core.
+#include <cmath>
 #include <limits>
 
 #include "backends/cpu/topology.h"
@@ -27,6 +28,7 @@ DiffInput weight(const Shape& s, uint32_t seed, float scale = 0.5f) {
 class CpuDiffTest : public ::testing::TestWithParam<const char*> {
  protected:
   std::string dev() const { return GetParam(); }
+  bool is_bf16() const { return dev().find("#bf16") != std::string::npos; }
 };
 
 TEST_P(CpuDiffTest, ConvVariants) {
@@ -157,7 +159,8 @@ TEST_P(CpuDiffTest, ElementwiseBroadcasts) {
 // Outputs large enough to be cut into chunks that run side by side (one XNNPACK operator each):
 // same shapes, operands broadcast along the cut axis or others, constants, both layouts.
 TEST_P(CpuDiffTest, LargeElementwiseRunsInChunks) {
-  const bool threads = dev() == "cpu" && cpu::process_affinity().size() > 1;
+  const bool threads =
+      (dev() == "cpu" || dev() == "cpu#bf16") && cpu::process_affinity().size() > 1;
   for (OpKind k : {OpKind::kAdd, OpKind::kSub, OpKind::kMul, OpKind::kDiv}) {
     SCOPED_TRACE(op_name(k));
     for (bool nhwc : {false, true}) {
@@ -530,6 +533,17 @@ TEST_P(CpuDiffTest, ChannelShuffleIsFused) {
     ASSERT_EQ(got.size(), 1u);
     ASSERT_EQ(want.size(), 1u);
     EXPECT_NE(kernels.find("channel shuffle nhwc"), std::string::npos) << kernels;
+    if (is_bf16()) {
+      // The pool runs in bf16: one conversion into it, in the same (NHWC) layout, and the
+      // maximum of bf16-rounded values (round to nearest: half an ulp, within 2^-8 relative).
+      EXPECT_NE(kernels.find("convert NHWC f32->NHWC bf16"), std::string::npos) << kernels;
+      EXPECT_EQ(kernels.find("convert NCHW"), std::string::npos) << kernels;
+      for (int64_t i = 0; i < got[0].numel(); ++i) {
+        const float w = want[0].data<float>()[i];
+        ASSERT_NEAR(got[0].data<float>()[i], w, std::ldexp(std::fabs(w), -8)) << i;
+      }
+      continue;
+    }
     EXPECT_EQ(kernels.find("convert"), std::string::npos) << kernels;
     for (int64_t i = 0; i < got[0].numel(); ++i) {
       ASSERT_EQ(got[0].data<float>()[i], want[0].data<float>()[i]) << i;
@@ -540,6 +554,16 @@ TEST_P(CpuDiffTest, ChannelShuffleIsFused) {
 INSTANTIATE_TEST_SUITE_P(Cpu, CpuDiffTest, ::testing::Values("cpu", "cpu:0"), [](const auto& p) {
   return std::string(p.param) == "cpu" ? "all_cores" : "one_core";
 });
+
+#ifdef TESSERA_HAVE_ONEDNN
+// The same case list at the bf16 precision level (docs/precision.md): oneDNN's bf16 kernels
+// where they take a node, f32 kernels with conversions at their edges elsewhere; held to
+// kBf16Tolerance.
+INSTANTIATE_TEST_SUITE_P(CpuBf16, CpuDiffTest, ::testing::Values("cpu#bf16", "cpu:0#bf16"),
+                         [](const auto& p) {
+                           return std::string(p.param) == "cpu#bf16" ? "all_cores" : "one_core";
+                         });
+#endif
 
 }  // namespace
 }  // namespace tessera

@@ -43,6 +43,14 @@ const char* const kDevices[] = {"reference", "cpu", "cpu:0"};
 // installed lavapipe and PoCL).
 const char* const kGpuDevices[] = {"vulkan:0", "opencl:0"};
 
+// The bf16 precision level (docs/precision.md) on the foundation models: relative L2 against
+// f32 PyTorch within this bound. These models carry seeded random weights, rescaled so that
+// activations keep unit scale through the depth: they amplify rounding far more than trained
+// weights do. PyTorch's own bf16 (the model cast to bfloat16, same input) is off by 0.13
+// (ResNet-18), 0.13 (MobileNetV2), 0.35 (ResNet-50) on them; Tessera's bf16 rounds less
+// often (f32 between fused operations, f32 accumulation) and stays below that (docs/precision.md).
+constexpr double kBf16ModelBound = 0.3;
+
 bool is_gpu(const std::string& device) {
   return device.rfind("vulkan", 0) == 0 || device.rfind("opencl", 0) == 0;
 }
@@ -62,7 +70,7 @@ class ModelTest : public ::testing::TestWithParam<std::tuple<ModelCase, const ch
 std::string case_name(const ::testing::TestParamInfo<ModelTest::ParamType>& p) {
   std::string d = std::get<1>(p.param);
   for (char& c : d) {
-    if (c == ':') c = '_';
+    if (c == ':' || c == '#') c = '_';
   }
   return std::string(std::get<0>(p.param).name) + "_" + d;
 }
@@ -123,6 +131,26 @@ TEST_P(ModelTest, MatchesPyTorch) {
     max_ref = std::max(max_ref, static_cast<double>(std::fabs(e)));
     max_err = std::max(max_err, static_cast<double>(std::fabs(g - e)));
   }
+  if (test_device().find('#') != std::string::npos) {
+    // A reduced precision: the relative L2 error against PyTorch's f32 output, bounded by
+    // kBf16ModelBound (see there), and the same arg max.
+    double err2 = 0, ref2 = 0;
+    int64_t arg = 0, arg_ref = 0;
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      const double g = got.data<float>()[i], e = expected->data<float>()[i];
+      err2 += (g - e) * (g - e);
+      ref2 += e * e;
+      if (g > got.data<float>()[arg]) arg = i;
+      if (e > expected->data<float>()[arg_ref]) arg_ref = i;
+    }
+    const double rel = std::sqrt(err2 / std::max(ref2, 1e-30));
+    std::printf("[ model ] %-14s device %-10s relative L2 %.3g  bound %.3g  top-1 %s\n",
+                model_case().name, test_device().c_str(), rel, kBf16ModelBound,
+                arg == arg_ref ? "same" : "differs");
+    EXPECT_LE(rel, kBf16ModelBound);
+    EXPECT_EQ(arg, arg_ref);
+    return;
+  }
   const double tol = (is_gpu(test_device()) ? 1e-3 : 1e-4) * std::max(1.0, max_ref);
   std::printf(
       "[ model ] %-14s device %-10s max|err| %.3g  tolerance %.3g  (max|ref| %.3g, %d layers, "
@@ -147,6 +175,16 @@ INSTANTIATE_TEST_SUITE_P(
                                          ModelCase{"vgg16"}, ModelCase{"alexnet"}),
                        ::testing::ValuesIn(kGpuDevices)),
     case_name);
+#ifdef TESSERA_HAVE_ONEDNN
+// The foundation models at the bf16 precision level of the cpu device, 2 threads and 1.
+INSTANTIATE_TEST_SUITE_P(
+    Bf16, ModelTest,
+    ::testing::Combine(::testing::Values(ModelCase{"mobilenet_v2"}, ModelCase{"resnet18"},
+                                         ModelCase{"resnet50"}, ModelCase{"squeezenet1_1"},
+                                         ModelCase{"vgg16"}, ModelCase{"alexnet"}),
+                       ::testing::Values("cpu#bf16", "cpu:0#bf16")),
+    case_name);
+#endif
 // More torchvision architectures: squeeze-excite and hard-swish (mobilenet_v3_small), inception
 // branches and ceil-mode pooling (googlenet), channel shuffle through run-time shape arithmetic
 // (shufflenet_v2_x0_5), dense concatenation with Pad (densenet121), SiLU (efficientnet_b0).

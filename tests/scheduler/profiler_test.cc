@@ -179,6 +179,42 @@ TEST(ProfilerTest, RefusesUnknownDevicesAndBadOptions) {
   EXPECT_FALSE(measure_slice_ms(*m.lg, "reference", 0, 5, 0, 1).ok());
 }
 
+#ifdef TESSERA_HAVE_ONEDNN
+// A precision level of a platform device (docs/precision.md) is profiled as a device of its own,
+// described by its device's entry under the level's name; a level of a device not in the
+// platform is refused, and one whose backend lacks the precision cannot be profiled.
+TEST(ProfilerTest, ProfilesPrecisionLevelsAsDevices) {
+  auto m = testing::make_model(testing::skip_graph());
+  const Platform platform = Platform::from_json_text(
+                                R"({"format": "tessera-platform", "version": 1, "name": "test",
+    "devices": [
+      {"id": "cpu0", "kind": "cpu", "device": "cpu:0", "memory_bytes": 1000000000,
+       "dvfs": [{"mhz": 0, "mv": 0, "static_w": 1.0}], "dynamic_w": 4.0},
+      {"id": "ref", "kind": "reference", "device": "reference", "memory_bytes": 1000000000,
+       "dvfs": [{"mhz": 0, "mv": 0, "static_w": 1.0}], "dynamic_w": 4.0}]})",
+                                "test")
+                                .value();
+  ProfileOptions o = testing::quick_profile_options(2);
+  o.devices = {"cpu:0", "cpu:0#bf16"};
+  auto p = profile_model(*m.lg, platform, o, "skip", "h");
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  ASSERT_EQ(p->devices.size(), 2u);
+  EXPECT_EQ(p->devices[1].device, "cpu:0#bf16");
+  ASSERT_EQ(p->platform.devices.size(), 2u);
+  EXPECT_EQ(p->platform.devices[1].device, "cpu:0#bf16");
+  EXPECT_EQ(p->platform.devices[1].id, "cpu0#bf16");
+  ASSERT_EQ(p->devices[1].levels.size(), 1u);
+  EXPECT_EQ(p->devices[1].levels[0].layer_ms.size(), 4u);
+  o.devices = {"cpu:1#bf16"};
+  auto absent = profile_model(*m.lg, platform, o, "skip", "h");
+  ASSERT_FALSE(absent.ok());
+  EXPECT_NE(absent.status().message().find("cpu:1#bf16"), std::string::npos);
+  o.devices = {"reference#bf16"};
+  o.warn = [](const std::string&) {};
+  EXPECT_FALSE(profile_model(*m.lg, platform, o, "skip", "h").ok());
+}
+#endif
+
 // time_interleaved: every configuration once per round, its `before` right before it, in an
 // order that changes between rounds; errors name the configuration.
 TEST(ProfilerTest, TimesConfigurationsInShuffledRounds) {

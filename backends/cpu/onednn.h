@@ -1,0 +1,51 @@
+// Reduced-precision kernels of the cpu device on oneDNN (Debian's libdnnl, docs/precision.md).
+//
+// bf16: Conv (dense, grouped, depthwise; fused relu/clip/leaky relu/sigmoid/tanh/hard swish and a
+// fused residual Add), Gemm and MatMul with a constant weight matrix, MaxPool, AveragePool and
+// GlobalAveragePool. Weights are reordered to bf16, in the blocked format oneDNN's chosen
+// implementation wants, once when the kernel is built; activations are bf16 in NHWC (rank 4) or
+// logical order (others), accumulation is f32, bias f32. Every kernel has Kernel::bf16_io(), so
+// consecutive bf16 layers pass bf16 tensors and the program converts only at the edges.
+//
+// Threads: Debian's oneDNN runs on OpenMP. A kernel runs on the pool's leader thread, which the
+// first time (per thread count) starts an OpenMP team of the pool's size and pins its thread i
+// to the pool's core i, so oneDNN computes on the device's cores and no others; with the pool
+// kept to its leader (ThreadPool::set_use_workers(false)) oneDNN runs on one thread.
+//
+// Thread rule: a kernel is used by one program, so by one thread at a time (kernel.h); the
+// functions below are safe to call from any thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "backends/cpu/kernel.h"
+
+namespace tessera::cpu {
+
+// Whether this build has oneDNN (TESSERA_ONEDNN).
+bool onednn_available();
+// What runs bf16 here, for descriptions: "oneDNN 2.6.3 (avx512_core_bf16)", or why none.
+std::string onednn_note();
+
+// The bf16 kernel for a node, or null when oneDNN has none for this configuration (the f32
+// kernels run it). Errors are real errors (bad attributes, a oneDNN failure).
+Result<std::unique_ptr<Kernel>> make_onednn_bf16_kernel(const KernelRequest& req);
+
+// f32 -> bf16 with round-to-nearest-even (NaN stays NaN), and back (exact).
+inline uint16_t f32_to_bf16(float f) {
+  uint32_t u;
+  __builtin_memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+inline float bf16_to_f32(uint16_t h) {
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+}
+
+}  // namespace tessera::cpu

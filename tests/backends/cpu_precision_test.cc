@@ -1,0 +1,338 @@
+// Reduced precision on the cpu device (docs/precision.md): bf16 rounding against a brute-force
+// oracle, precision levels in device names, CompileOptions::precision, and a small network in
+// bf16: its tensors stay bf16 between consecutive bf16 layers (conversions only at the edges)
+// and its outputs stay within bf16's error of the reference device's.
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <random>
+
+#include "backends/cpu/cpu_program.h"
+#include "backends/cpu/layout.h"
+#include "backends/cpu/onednn.h"
+#include "backends/registry.h"
+#include "graph/onnx/onnx_import.h"
+#include "scheduler/fidelity.h"
+#include "scheduler/plan.h"
+#include "tests/backends/backend_test_util.h"
+#include "tests/backends/cpu_test_util.h"
+
+namespace tessera {
+namespace {
+
+using Ints = std::vector<int64_t>;
+using testing::random_tensor;
+
+// The nearest bf16 to f (ties to the even mantissa), by comparing the two bf16 values around f.
+uint16_t nearest_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const uint16_t lo = static_cast<uint16_t>(u >> 16);
+  const uint16_t hi = static_cast<uint16_t>(lo + 1);
+  const double dl = std::fabs(static_cast<double>(f) - cpu::bf16_to_f32(lo));
+  const double dh = std::fabs(static_cast<double>(f) - cpu::bf16_to_f32(hi));
+  if (dl < dh) return lo;
+  if (dh < dl) return hi;
+  return (lo & 1) == 0 ? lo : hi;
+}
+
+TEST(Bf16, RoundsToNearestEven) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<uint32_t> bits;
+  for (int i = 0; i < 200000; ++i) {
+    uint32_t u = bits(rng);
+    if (i % 4 == 0) u = (u & 0xffff0000u) | 0x8000u;  // exact ties
+    float f;
+    std::memcpy(&f, &u, 4);
+    if (!std::isfinite(f) || std::fabs(f) >= 3.3e38f) continue;
+    ASSERT_EQ(cpu::f32_to_bf16(f), nearest_bf16(f)) << std::hex << u;
+  }
+  EXPECT_TRUE(std::isnan(cpu::bf16_to_f32(cpu::f32_to_bf16(std::nanf("")))));
+  EXPECT_EQ(cpu::bf16_to_f32(cpu::f32_to_bf16(-std::numeric_limits<float>::infinity())),
+            -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(cpu::bf16_to_f32(cpu::f32_to_bf16(1.f)), 1.f);
+}
+
+TEST(Bf16, TransposingConversionsRoundTrip) {
+  const int64_t n = 2, c = 13, hw = 7 * 5;
+  const Tensor x = random_tensor(Shape{n, c, 7, 5}, 3);
+  std::vector<uint16_t> nhwc(static_cast<size_t>(n * c * hw));
+  std::vector<float> back(nhwc.size());
+  cpu::nchw_f32_to_nhwc_bf16(x.data<float>(), nhwc.data(), n, c, hw, nullptr);
+  cpu::nhwc_bf16_to_nchw_f32(nhwc.data(), back.data(), n, c, hw, nullptr);
+  for (int64_t img = 0; img < n; ++img) {
+    for (int64_t ch = 0; ch < c; ++ch) {
+      for (int64_t p = 0; p < hw; ++p) {
+        const float v = x.data<float>()[(img * c + ch) * hw + p];
+        ASSERT_EQ(nhwc[static_cast<size_t>((img * hw + p) * c + ch)], cpu::f32_to_bf16(v));
+        ASSERT_EQ(back[static_cast<size_t>((img * c + ch) * hw + p)],
+                  cpu::bf16_to_f32(cpu::f32_to_bf16(v)));
+      }
+    }
+  }
+}
+
+TEST(PrecisionNames, ParseAndPrint) {
+  for (Precision p : kAllPrecisions) {
+    Result<Precision> back = parse_precision(precision_name(p));
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(*back, p);
+  }
+  Result<Precision> bad = parse_precision("fp8");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("bf16"), std::string::npos);
+
+  Result<DeviceName> d = parse_device_name("cpu:0-1#bf16@1800");
+  ASSERT_TRUE(d.ok()) << d.status().to_string();
+  EXPECT_EQ(d->kind, "cpu");
+  EXPECT_EQ(d->spec, "0-1");
+  EXPECT_EQ(d->mhz, 1800);
+  EXPECT_EQ(d->precision, Precision::kBf16);
+  EXPECT_EQ(d->to_string(), "cpu:0-1#bf16@1800");
+  EXPECT_EQ(d->base(), "cpu:0-1@1800");
+  EXPECT_EQ(parse_device_name("cpu#int8")->to_string(), "cpu#int8");
+  EXPECT_EQ(parse_device_name("cpu#f32")->to_string(), "cpu");
+  Result<DeviceName> wrong = parse_device_name("cpu#bf8");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("cpu#bf8"), std::string::npos);
+  // Only cpu devices have precision levels; int8 has no kernels yet.
+  Result<std::unique_ptr<Device>> ref = open_device("reference#bf16");
+  ASSERT_FALSE(ref.ok());
+  EXPECT_EQ(ref.status().code(), StatusCode::kUnimplemented);
+  Result<std::unique_ptr<Device>> int8 = open_device("cpu#int8");
+  ASSERT_FALSE(int8.ok());
+  EXPECT_EQ(int8.status().code(), StatusCode::kUnimplemented);
+}
+
+TEST(PrecisionNames, PlansCarryPrecisionLevels) {
+  Result<Plan> p = parse_plan_notation("cpu#bf16[0] cpu[3] cpu:0#bf16@1800[5]", 8);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  ASSERT_EQ(p->stages.size(), 3u);
+  EXPECT_EQ(p->stages[0].placement.devices[0].device, "cpu#bf16");
+  EXPECT_EQ(p->stages[2].placement.devices[0].device, "cpu:0#bf16");
+  EXPECT_EQ(p->stages[2].placement.devices[0].mhz, 1800);
+  EXPECT_EQ(p->notation(), "cpu#bf16[0] cpu[3] cpu:0#bf16@1800[5]");
+  Result<Plan> back = Plan::from_json_text(p->to_json_text(), "test");
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(back->notation(), p->notation());
+  // A streaming stage's actor suffix still parses after a precision level.
+  Result<Plan> s = parse_plan_notation("cpu#bf16[0]#a0 cpu[4]", 8);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  EXPECT_EQ(s->stages[0].actor, 0);
+  EXPECT_EQ(s->stages[0].placement.devices[0].device, "cpu#bf16");
+}
+
+TEST(Fidelity, CountsAgreementOverlapAndL2) {
+  // Two rows of 6 classes: row 0 agrees on top-1 and shares 4 of the top 5; row 1 disagrees.
+  const std::vector<float> r = {6, 5, 4, 3, 2, 1, 1, 2, 3, 4, 5, 6};
+  const std::vector<float> y = {6, 5, 4, 3, 1, 2.5f, 1, 2, 3, 4, 6, 5};
+  const Tensor ref = Tensor::from_floats(Shape{2, 6}, r);
+  const Tensor out = Tensor::from_floats(Shape{2, 6}, y);
+  FidelityMeter m;
+  ASSERT_TRUE(m.add(std::vector<Tensor>{out}, std::vector<Tensor>{ref}).ok());
+  const Fidelity f = m.result();
+  EXPECT_EQ(f.rows, 2);
+  EXPECT_DOUBLE_EQ(f.top1_agreement, 0.5);
+  EXPECT_DOUBLE_EQ(f.top5_overlap, (4.0 / 5 + 1.0) / 2);
+  double err2 = 0, ref2 = 0;
+  for (int i = 0; i < 12; ++i) {
+    err2 += std::pow(out.data<float>()[i] - ref.data<float>()[i], 2);
+    ref2 += std::pow(ref.data<float>()[i], 2);
+  }
+  EXPECT_NEAR(f.relative_l2, std::sqrt(err2 / ref2), 1e-12);
+  EXPECT_DOUBLE_EQ(f.max_abs_error, 1.5);
+  FidelityMeter bad;
+  EXPECT_FALSE(bad.add(std::vector<Tensor>{out}, std::vector<Tensor>{Tensor::from_floats(
+                                                     Shape{12}, std::vector<float>(12, 0))})
+                   .ok());
+}
+
+#ifdef TESSERA_HAVE_ONEDNN
+
+// A ResNet-like network: conv+relu stem, maxpool, a residual block (conv+relu, conv, Add+relu),
+// a depthwise conv with clip, global average pool, flatten, Gemm.
+struct Net {
+  Graph g;
+  std::vector<NodeId> layers;
+  std::vector<Tensor> feeds;
+  uint32_t seed = 11;
+
+  ValueId node(OpKind kind, const std::string& name, std::vector<ValueId> in, Attributes a = {}) {
+    Node n;
+    n.name = name;
+    n.kind = kind;
+    n.attrs = std::move(a);
+    n.inputs = std::move(in);
+    n.outputs = {g.add_value(name)};
+    layers.push_back(g.add_node(n));
+    return n.outputs[0];
+  }
+  ValueId conv(const std::string& name, ValueId x, int64_t cin, int64_t cout, int64_t k,
+               int64_t stride, int64_t group, const std::string& act) {
+    Attributes a;
+    const int64_t p = k / 2;
+    a.set("pads", Ints{p, p, p, p});
+    a.set("strides", Ints{stride, stride});
+    a.set("group", group);
+    testing::set_fused_activation(a, act, 0.f, 6.f);
+    const float scale = 1.5f / std::sqrt(static_cast<float>(cin / group * k * k));
+    return node(OpKind::kConv, name,
+                {x,
+                 g.add_constant(name + ".w", random_tensor(Shape{cout, cin / group, k, k}, seed++,
+                                                           -scale, scale)),
+                 g.add_constant(name + ".b", random_tensor(Shape{cout}, seed++, -0.1f, 0.1f))},
+                std::move(a));
+  }
+
+  Net() {
+    const ValueId x = g.add_value("x", TensorInfo{DType::kF32, Shape{2, 3, 29, 31}});
+    g.inputs().push_back(x);
+    feeds.push_back(random_tensor(Shape{2, 3, 29, 31}, seed++));
+    const ValueId stem = conv("stem", x, 3, 24, 3, 2, 1, "relu");
+    Attributes pool;
+    pool.set("kernel_shape", Ints{3, 3});
+    pool.set("strides", Ints{2, 2});
+    pool.set("pads", Ints{1, 1, 1, 1});
+    const ValueId p = node(OpKind::kMaxPool, "pool", {stem}, pool);
+    const ValueId c1 = conv("c1", p, 24, 24, 3, 1, 1, "relu");
+    const ValueId c2 = conv("c2", c1, 24, 24, 3, 1, 1, "");
+    Attributes relu;
+    relu.set("activation", std::string("relu"));
+    const ValueId sum = node(OpKind::kAdd, "add", {c2, p}, relu);
+    const ValueId dw = conv("dw", sum, 24, 24, 3, 1, 24, "clip");
+    const ValueId gap = node(OpKind::kGlobalAveragePool, "gap", {dw});
+    Attributes flat;
+    flat.set("axis", int64_t{1});
+    const ValueId f = node(OpKind::kFlatten, "flatten", {gap}, flat);
+    Attributes gemm;
+    gemm.set("transB", int64_t{1});
+    const ValueId y =
+        node(OpKind::kGemm, "fc",
+             {f, g.add_constant("fc.w", random_tensor(Shape{10, 24}, seed++, -0.3f, 0.3f)),
+              g.add_constant("fc.b", random_tensor(Shape{10}, seed++, -0.1f, 0.1f))},
+             gemm);
+    g.outputs() = {y, dw};
+    EXPECT_TRUE(g.infer_shapes().ok());
+  }
+};
+
+std::vector<Tensor> run_on(Program& p, const std::vector<Tensor>& feeds) {
+  std::vector<Tensor> out(p.output_values().size());
+  Status st = p.run(feeds, out);
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  return out;
+}
+
+TEST(CpuBf16Program, TensorsStayBf16BetweenBf16Layers) {
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    std::shared_ptr<cpu::ThreadPool> pool = testing::cpu_pool_on_first_cores(threads);
+    if (pool == nullptr) GTEST_SKIP() << "fewer than " << threads << " cores";
+    Net net;
+    auto p = cpu::CpuProgram::compile(net.g, net.layers, pool, nullptr, cpu::KernelChoice::kRules,
+                                      Precision::kBf16);
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    const std::string d = (*p)->describe();
+    // Every conv, the pools and the Gemm run in bf16; the Add is fused into c2 (a sum post-op).
+    EXPECT_EQ((*p)->num_bf16_layers(), 7) << d;
+    EXPECT_NE(d.find("residual add fused into 'c2'"), std::string::npos) << d;
+    EXPECT_NE(d.find("onednn bf16 conv 3x3/1 depthwise +clip"), std::string::npos) << d;
+    // Conversions: the input into bf16 NHWC (one pass, with the transpose), the pooled vector
+    // into f32 for Flatten and back into bf16 for the Gemm; none between the bf16 layers.
+    EXPECT_EQ((*p)->num_conversions(), 3) << d;
+    EXPECT_NE(d.find("convert NCHW f32->NHWC bf16"), std::string::npos) << d;
+
+    auto ref_dev = open_device("reference");
+    ASSERT_TRUE(ref_dev.ok());
+    auto ref = (*ref_dev)->compile(net.g, net.layers);
+    ASSERT_TRUE(ref.ok());
+    const std::vector<Tensor> want = run_on(**ref, net.feeds);
+    for (int rep = 0; rep < 2; ++rep) {
+      const std::vector<Tensor> got = run_on(**p, net.feeds);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t o = 0; o < got.size(); ++o) {
+        FidelityMeter m;
+        ASSERT_TRUE(m.add(std::vector<Tensor>{got[o]}, std::vector<Tensor>{want[o]}).ok());
+        // Six bf16 layers deep: each rounds its operands to 2^-9 relative.
+        EXPECT_LT(m.result().relative_l2, 2e-2) << "output " << o;
+        EXPECT_GT(m.result().relative_l2, 0.0) << "output " << o << " is exact: not bf16?";
+      }
+    }
+  }
+}
+
+TEST(CpuBf16Program, CompileOptionSelectsPrecision) {
+  Net net;
+  auto cpu = open_device("cpu:0");
+  ASSERT_TRUE(cpu.ok());
+  EXPECT_TRUE((*cpu)->has_precision(Precision::kBf16));
+  EXPECT_FALSE((*cpu)->has_precision(Precision::kInt8));
+  CompileOptions o;
+  o.precision = Precision::kBf16;
+  auto p = (*cpu)->compile(net.g, net.layers, o);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  EXPECT_NE((*p)->describe().find("onednn bf16"), std::string::npos);
+  auto f32 = (*cpu)->compile(net.g, net.layers);
+  ASSERT_TRUE(f32.ok());
+  EXPECT_EQ((*f32)->describe().find("bf16"), std::string::npos);
+  // A device without the precision says so.
+  auto ref = open_device("reference");
+  ASSERT_TRUE(ref.ok());
+  auto r = (*ref)->compile(net.g, net.layers, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(r.status().message().find("bf16"), std::string::npos);
+  o.precision = Precision::kInt8;
+  EXPECT_EQ((*cpu)->compile(net.g, net.layers, o).status().code(), StatusCode::kUnimplemented);
+  // A precision-level device compiles at its level whatever the options say.
+  auto level = open_device("cpu:0#bf16");
+  ASSERT_TRUE(level.ok());
+  auto lp = (*level)->compile(net.g, net.layers);
+  ASSERT_TRUE(lp.ok()) << lp.status().to_string();
+  EXPECT_NE((*lp)->describe().find("onednn bf16"), std::string::npos);
+}
+
+// The exported ResNet-18 and MobileNetV2 (skipped where not exported; the model tests check their
+// outputs): every convolution, pool and the classifier in bf16, every residual Add fused, and the
+// only conversions the input's and the two around Flatten.
+TEST(CpuBf16Program, ModelsStayBf16EndToEnd) {
+  const char* env = std::getenv("TESSERA_MODEL_DIR");
+  const char* home = std::getenv("HOME");
+  if (env == nullptr && home == nullptr) GTEST_SKIP() << "neither TESSERA_MODEL_DIR nor HOME set";
+  const std::string dir = env != nullptr ? env : std::string(home) + "/.cache/tessera/models";
+  std::shared_ptr<cpu::ThreadPool> pool = testing::cpu_pool_on_first_cores(1);
+  ASSERT_NE(pool, nullptr);
+  for (const char* name : {"resnet18", "mobilenet_v2"}) {
+    SCOPED_TRACE(name);
+    const std::string path = dir + "/" + name + ".onnx";
+    if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " not exported";
+    auto model = convert_onnx(path);
+    ASSERT_TRUE(model.ok()) << model.status().to_string();
+    const Graph& g = model->graph;
+    std::vector<NodeId> layers(static_cast<size_t>(g.num_nodes()));
+    int heavy = 0;
+    for (size_t i = 0; i < layers.size(); ++i) {
+      layers[i] = static_cast<NodeId>(i);
+      const OpKind k = g.node(layers[i]).kind;
+      heavy += k == OpKind::kConv || k == OpKind::kMaxPool || k == OpKind::kGlobalAveragePool ||
+                       k == OpKind::kGemm
+                   ? 1
+                   : 0;
+    }
+    auto p = cpu::CpuProgram::compile(g, layers, pool, nullptr, cpu::KernelChoice::kRules,
+                                      Precision::kBf16);
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    const std::string d = (*p)->describe();
+    EXPECT_EQ((*p)->num_bf16_layers(), heavy) << d;
+    EXPECT_EQ((*p)->num_conversions(), 3) << d;
+    EXPECT_EQ(d.find("residual add fused") == std::string::npos, false) << d;
+    EXPECT_EQ(d.find(": xnnpack"), std::string::npos) << d;
+  }
+}
+
+#endif  // TESSERA_HAVE_ONEDNN
+
+}  // namespace
+}  // namespace tessera
