@@ -63,8 +63,8 @@ const char* tessera_model_output_name(const tessera_model* model, size_t i);
  * max_rank. */
 int tessera_model_input_desc(const tessera_model* model, size_t i, int32_t* dtype, int64_t* shape,
                              size_t max_rank, size_t* rank);
-int tessera_model_output_desc(const tessera_model* model, size_t i, int32_t* dtype,
-                              int64_t* shape, size_t max_rank, size_t* rank);
+int tessera_model_output_desc(const tessera_model* model, size_t i, int32_t* dtype, int64_t* shape,
+                              size_t max_rank, size_t* rank);
 
 /* Creates a session on a device ("reference", "cpu", ...). The model may be freed afterwards. */
 int tessera_session_create(const tessera_model* model, const char* device, tessera_session** out);
