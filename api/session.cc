@@ -102,6 +102,12 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> mo
     plan = *options.plan;
   } else if (!options.plan_path.empty()) {
     ASSIGN_OR_RETURN(plan, Plan::load(options.plan_path));
+    if (plan.model_hash.empty() && !options.allow_unhashed_plan) {
+      return failed_precondition(
+          options.plan_path +
+          ": the plan names no model hash, so nothing "
+          "ties it to this model (set allow_unhashed_plan to run it anyway)");
+    }
   } else {
     if (impl.lg.num_layers() > 0) {
       ASSIGN_OR_RETURN(plan, plan_from_slices(impl.lg.num_layers(), {{0, options.device}}));

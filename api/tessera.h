@@ -72,6 +72,11 @@ struct SessionOptions {
   std::string device = "reference";
   std::optional<Plan> plan;
   std::string plan_path;
+  // A plan read from `plan_path` must name the hash of the model it was made for (plans from
+  // `tessera plan` and `tessera profile` do), and it must be this model's: a plan file without
+  // one is refused, since nothing ties it to this model. Set this to run such a plan anyway. A
+  // Plan given in `plan` is the caller's own: it is checked only when it names a hash.
+  bool allow_unhashed_plan = false;
   // Streaming: frames that may wait between the plan's actors; 0 = the plan's queue_capacity.
   int queue_capacity = 0;
 };

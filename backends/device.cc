@@ -20,26 +20,6 @@ const char* device_kind_name(DeviceKind kind) {
   return "unknown";
 }
 
-const char* precision_name(Precision p) {
-  switch (p) {
-    case Precision::kF32:
-      return "f32";
-    case Precision::kBf16:
-      return "bf16";
-    case Precision::kInt8:
-      return "int8";
-  }
-  return "unknown";
-}
-
-Result<Precision> parse_precision(std::string_view name) {
-  for (Precision p : kAllPrecisions) {
-    if (name == precision_name(p)) return p;
-  }
-  return invalid_argument("'" + std::string(name) +
-                          "' is not a precision (expected f32, bf16 or int8)");
-}
-
 Status RunOptions::check(std::string_view where) const {
   if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
     return cancelled(std::string(where) + ": cancelled");

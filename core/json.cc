@@ -2,13 +2,35 @@
 
 #include <cmath>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <vector>
 
 namespace tessera::json {
 
 Result<Json> parse(std::string_view text, const std::string& origin) {
+  // Duplicate keys: nlohmann keeps the last silently; a file saying two things about one field
+  // is refused instead. One set of keys per object being parsed, innermost last.
+  std::vector<std::set<std::string>> keys;
+  std::string duplicate;
+  auto check_keys = [&](int /*depth*/, Json::parse_event_t event, Json& parsed) {
+    if (event == Json::parse_event_t::object_start) {
+      keys.emplace_back();
+    } else if (event == Json::parse_event_t::object_end) {
+      if (!keys.empty()) keys.pop_back();
+    } else if (event == Json::parse_event_t::key && !keys.empty() && duplicate.empty()) {
+      const std::string& key = parsed.get_ref<const std::string&>();
+      if (!keys.back().insert(key).second) duplicate = key;
+    }
+    return true;
+  };
   try {
-    return Json::parse(text.begin(), text.end());
+    Json j = Json::parse(text.begin(), text.end(), check_keys);
+    if (!duplicate.empty()) {
+      return invalid_argument(origin + ": key " + quote_name(duplicate) +
+                              " appears twice in one object");
+    }
+    return j;
   } catch (const Json::parse_error& e) {
     return invalid_argument(origin + ": malformed JSON at byte " + std::to_string(e.byte) + ": " +
                             e.what());

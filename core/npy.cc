@@ -46,41 +46,99 @@ Result<DType> dtype_from_descr(const std::string& d) {
                        "' (supported: little-endian f4, f2, i1, u1, i4, i8, b1)");
 }
 
-// Returns the value text following 'key': in a Python dict literal, up to the matching end.
-Result<std::string> dict_value(const std::string& header, const std::string& key) {
-  const std::string k = "'" + key + "'";
-  const size_t p = header.find(k);
-  if (p == std::string::npos) return invalid_argument(".npy header lacks '" + key + "'");
-  size_t i = header.find(':', p + k.size());
-  if (i == std::string::npos) return invalid_argument(".npy header: no value for '" + key + "'");
+// The header is a Python dict literal, as numpy writes it: {'descr': '<f4', 'fortran_order':
+// False, 'shape': (2, 3), } followed by spaces and '\n'. It is parsed strictly: braces, exactly the
+// three keys once each, a string, a boolean and a tuple of integers; anything else is refused.
+struct NpyHeader {
+  std::string descr;
+  std::string fortran;
+  std::string shape;  // the tuple's text, parentheses included
+};
+
+Result<NpyHeader> parse_header(const std::string& header) {
+  auto bad = [&](const std::string& what) {
+    return invalid_argument(".npy header: " + what + " in " + quote_name(header));
+  };
+  size_t i = 0;
+  auto skip_spaces = [&] {
+    while (i < header.size() && header[i] == ' ') ++i;
+  };
+  skip_spaces();
+  if (i >= header.size() || header[i] != '{') return bad("expected '{'");
   ++i;
-  while (i < header.size() && header[i] == ' ') ++i;
-  if (i >= header.size()) return invalid_argument(".npy header: no value for '" + key + "'");
-  size_t end = i;
-  if (header[i] == '\'') {
-    end = header.find('\'', i + 1);
-    if (end == std::string::npos) return invalid_argument(".npy header: unterminated string");
-    return header.substr(i + 1, end - i - 1);
+  NpyHeader h;
+  bool seen[3] = {false, false, false};
+  for (;;) {
+    skip_spaces();
+    if (i < header.size() && header[i] == '}') {
+      ++i;
+      break;
+    }
+    if (i >= header.size() || header[i] != '\'') return bad("expected a key or '}'");
+    const size_t key_end = header.find('\'', i + 1);
+    if (key_end == std::string::npos) return bad("unterminated key");
+    const std::string key = header.substr(i + 1, key_end - i - 1);
+    i = key_end + 1;
+    skip_spaces();
+    if (i >= header.size() || header[i] != ':') return bad("expected ':' after " + quote_name(key));
+    ++i;
+    skip_spaces();
+    int k = key == "descr" ? 0 : key == "fortran_order" ? 1 : key == "shape" ? 2 : -1;
+    if (k < 0) return bad("unknown key " + quote_name(key));
+    if (seen[k]) return bad("key " + quote_name(key) + " given twice");
+    seen[k] = true;
+    if (i >= header.size()) return bad("no value for " + quote_name(key));
+    if (k == 0) {
+      if (header[i] != '\'') return bad("'descr' is not a string");
+      const size_t end = header.find('\'', i + 1);
+      if (end == std::string::npos) return bad("unterminated string");
+      h.descr = header.substr(i + 1, end - i - 1);
+      i = end + 1;
+    } else if (k == 1) {
+      for (const char* b : {"False", "True"}) {
+        if (header.compare(i, std::strlen(b), b) == 0) {
+          h.fortran = b;
+          i += std::strlen(b);
+          break;
+        }
+      }
+      if (h.fortran.empty()) return bad("'fortran_order' is not False or True");
+    } else {
+      if (header[i] != '(') return bad("shape is not a tuple");
+      const size_t end = header.find(')', i);
+      if (end == std::string::npos) return bad("unterminated shape");
+      h.shape = header.substr(i, end - i + 1);
+      i = end + 1;
+    }
+    skip_spaces();
+    if (i < header.size() && header[i] == ',') {
+      ++i;
+    } else if (i >= header.size() || header[i] != '}') {
+      return bad("expected ',' or '}' after the value of " + quote_name(key));
+    }
   }
-  if (header[i] == '(') {
-    end = header.find(')', i);
-    if (end == std::string::npos) return invalid_argument(".npy header: unterminated shape");
-    return header.substr(i, end - i + 1);
-  }
-  while (end < header.size() && header[end] != ',' && header[end] != '}') ++end;
-  return header.substr(i, end - i);
+  while (i < header.size() && (header[i] == ' ' || header[i] == '\n')) ++i;
+  if (i != header.size()) return bad("unexpected text after '}'");
+  if (!seen[0]) return invalid_argument(".npy header lacks 'descr'");
+  if (!seen[1]) return invalid_argument(".npy header lacks 'fortran_order'");
+  if (!seen[2]) return invalid_argument(".npy header lacks 'shape'");
+  return h;
 }
 
 Result<Shape> parse_shape_tuple(const std::string& s) {
+  // "()", "(3,)", "(2, 3)" and "(2, 3,)"; the text starts with '(' and ends with ')'.
   std::vector<int64_t> dims;
-  size_t i = 1;  // after '('
-  while (i < s.size()) {
-    while (i < s.size() && (s[i] == ' ' || s[i] == ',')) ++i;
-    if (i >= s.size() || s[i] == ')') break;
-    if (s[i] < '0' || s[i] > '9') return invalid_argument(".npy header: bad shape '" + s + "'");
+  auto bad = [&] { return invalid_argument(".npy header: bad shape " + quote_name(s)); };
+  size_t i = 1;
+  auto skip_spaces = [&] {
+    while (i < s.size() && s[i] == ' ') ++i;
+  };
+  skip_spaces();
+  while (s[i] != ')') {
+    if (s[i] < '0' || s[i] > '9') return bad();
     int64_t d = 0;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
-      if (d > kMaxDim) return out_of_range(".npy header: dimension too large in '" + s + "'");
+    while (s[i] >= '0' && s[i] <= '9') {
+      if (d > kMaxDim) return out_of_range(".npy header: dimension too large in " + quote_name(s));
       d = d * 10 + (s[i] - '0');
       ++i;
     }
@@ -88,7 +146,15 @@ Result<Shape> parse_shape_tuple(const std::string& s) {
     if (dims.size() > static_cast<size_t>(kMaxRank)) {
       return out_of_range(".npy header: rank exceeds " + std::to_string(kMaxRank));
     }
+    skip_spaces();
+    if (s[i] == ',') {
+      ++i;
+      skip_spaces();
+    } else if (s[i] != ')') {
+      return bad();
+    }
   }
+  if (i + 1 != s.size()) return bad();
   Shape shape(std::move(dims));
   RETURN_IF_ERROR(shape.validate());
   return shape;
@@ -118,10 +184,10 @@ Result<Tensor> parse_npy(std::span<const uint8_t> bytes) {
                             " runs past the end of the file");
   }
   const std::string header(reinterpret_cast<const char*>(bytes.data() + header_start), header_len);
-  ASSIGN_OR_RETURN(std::string descr, dict_value(header, "descr"));
-  ASSIGN_OR_RETURN(std::string fortran, dict_value(header, "fortran_order"));
-  ASSIGN_OR_RETURN(std::string shape_text, dict_value(header, "shape"));
-  if (fortran.rfind("False", 0) != 0) {
+  ASSIGN_OR_RETURN(NpyHeader parsed, parse_header(header));
+  const std::string& descr = parsed.descr;
+  const std::string& shape_text = parsed.shape;
+  if (parsed.fortran != "False") {
     return unimplemented(".npy arrays in Fortran order are not supported");
   }
   ASSIGN_OR_RETURN(DType dtype, dtype_from_descr(descr));

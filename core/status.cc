@@ -65,4 +65,42 @@ Status status_from_current_exception(const char* where) {
   }
 }
 
+std::string quote_name(std::string_view name) {
+  constexpr size_t kMaxShown = 256;
+  std::string out = "'";
+  const size_t shown = name.size() > kMaxShown ? kMaxShown : name.size();
+  for (size_t i = 0; i < shown; ++i) {
+    const unsigned char c = static_cast<unsigned char>(name[i]);
+    switch (c) {
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\'':
+        out += "\\'";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          const char* hex = "0123456789abcdef";
+          out += "\\x";
+          out += hex[c >> 4];
+          out += hex[c & 15];
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  if (shown < name.size()) out += "...";
+  out += "'";
+  return out;
+}
+
 }  // namespace tessera

@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 
@@ -101,6 +102,12 @@ inline Status deadline_exceeded(std::string msg) {
 // returns Status and does not throw; this catches what the standard library or a dependency
 // might (allocation failure, length_error, ...) so that it ends in an error, not terminate.
 Status status_from_current_exception(const char* where);
+
+// A name that came from a file (a node, tensor, key or device name), quoted for a message:
+// 'conv1'. Control bytes, DEL, the quote and the backslash are escaped (\n, \t, \xNN, \', \\),
+// so a hostile name cannot rewrite a terminal or forge lines in a log; a name over 256 bytes is
+// cut there and ends in "...". Every message quoting such a name goes through this.
+std::string quote_name(std::string_view name);
 
 // A value of type T, or the Status explaining why there is none.
 template <typename T>

@@ -41,7 +41,7 @@ Result<ValueId> Graph::find_value(const std::string& name) const {
   for (int i = 0; i < num_values(); ++i) {
     if (values_[static_cast<size_t>(i)].name == name) return static_cast<ValueId>(i);
   }
-  return not_found("no tensor named '" + name + "' in the graph");
+  return not_found("no tensor named " + quote_name(name) + " in the graph");
 }
 
 std::vector<std::vector<NodeId>> Graph::consumers() const {
@@ -75,16 +75,17 @@ Status Graph::validate() const {
   for (const Node& n : nodes_) {
     for (ValueId v : n.outputs) {
       if (!in_range(v)) {
-        return invalid_argument("node '" + n.name + "' output id " + std::to_string(v) +
+        return invalid_argument("node " + quote_name(n.name) + " output id " + std::to_string(v) +
                                 " out of range");
       }
       const Value& val = values_[static_cast<size_t>(v)];
       if (val.is_constant || is_input[static_cast<size_t>(v)]) {
-        return invalid_argument("node '" + n.name + "' writes '" + val.name +
-                                "', which is a constant or graph input");
+        return invalid_argument("node " + quote_name(n.name) + " writes " + quote_name(val.name) +
+                                ", which is a constant or graph input");
       }
       if (++producer_count[static_cast<size_t>(v)] > 1) {
-        return invalid_argument("tensor '" + val.name + "' is produced by more than one node");
+        return invalid_argument("tensor " + quote_name(val.name) +
+                                " is produced by more than one node");
       }
     }
   }
@@ -92,14 +93,14 @@ Status Graph::validate() const {
     for (ValueId v : n.inputs) {
       if (v == kNoValue) continue;
       if (!in_range(v)) {
-        return invalid_argument("node '" + n.name + "' input id " + std::to_string(v) +
+        return invalid_argument("node " + quote_name(n.name) + " input id " + std::to_string(v) +
                                 " out of range");
       }
       const Value& val = values_[static_cast<size_t>(v)];
       if (!val.is_constant && !is_input[static_cast<size_t>(v)] &&
           producer_count[static_cast<size_t>(v)] == 0) {
-        return invalid_argument("node '" + n.name + "' reads '" + val.name +
-                                "', which no node produces and is not a graph input");
+        return invalid_argument("node " + quote_name(n.name) + " reads " + quote_name(val.name) +
+                                ", which no node produces and is not a graph input");
       }
     }
   }
@@ -122,7 +123,8 @@ Status Graph::validate() const {
     if (!used[i] || values_[i].name.empty()) continue;
     auto [it, inserted] = by_name.emplace(values_[i].name, static_cast<ValueId>(i));
     if (!inserted) {
-      return invalid_argument("tensor name '" + values_[i].name + "' names two different tensors");
+      return invalid_argument("tensor name " + quote_name(values_[i].name) +
+                              " names two different tensors");
     }
   }
   // Cycle check via a topological sort on a copy of the adjacency.
@@ -175,7 +177,7 @@ Status Graph::sort_topologically() {
   if (order.size() != n) {
     for (size_t i = 0; i < n; ++i) {
       if (pending[i] > 0) {
-        return invalid_argument("the graph has a cycle through node '" + nodes_[i].name + "'");
+        return invalid_argument("the graph has a cycle through node " + quote_name(nodes_[i].name));
       }
     }
   }
@@ -194,15 +196,16 @@ Status Graph::sort_topologically() {
 Status Graph::infer_shapes() {
   for (ValueId v : inputs_) {
     if (!value(v).has_info) {
-      return invalid_argument("graph input '" + value(v).name + "' has no type and shape");
+      return invalid_argument("graph input " + quote_name(value(v).name) +
+                              " has no type and shape");
     }
   }
   std::vector<TensorInfo> outs;
   for (const Node& n : nodes_) {
     for (ValueId v : n.inputs) {
       if (v != kNoValue && !value(v).has_info) {
-        return invalid_argument("node '" + n.name + "' reads '" + value(v).name +
-                                "' before it is defined");
+        return invalid_argument("node " + quote_name(n.name) + " reads " +
+                                quote_name(value(v).name) + " before it is defined");
       }
     }
     NodeContext nc(*this, n);
@@ -215,7 +218,7 @@ Status Graph::infer_shapes() {
   }
   for (ValueId v : outputs_) {
     if (!value(v).has_info) {
-      return invalid_argument("graph output '" + value(v).name + "' is never computed");
+      return invalid_argument("graph output " + quote_name(value(v).name) + " is never computed");
     }
   }
   return Status();

@@ -24,7 +24,7 @@ Result<LayerGraph> LayerGraph::build(const Graph& g) {
       if (v == kNoValue) continue;
       const Value& val = g.value(v);
       if (!val.has_info)
-        return invalid_argument("LayerGraph needs inferred shapes ('" + val.name + "')");
+        return invalid_argument("LayerGraph needs inferred shapes (" + quote_name(val.name) + ")");
       if (val.is_constant) {
         const uint64_t numel = static_cast<uint64_t>(val.info.shape.numel());
         l.parameter_count += numel;
@@ -35,8 +35,8 @@ Result<LayerGraph> LayerGraph::build(const Graph& g) {
       if (std::find(l.inputs.begin(), l.inputs.end(), v) == l.inputs.end()) l.inputs.push_back(v);
       const int pa = lg.produced_at_[static_cast<size_t>(v)];
       if (pa >= i) {
-        return invalid_argument("node '" + n.name + "' reads '" + val.name +
-                                "' before it is produced: the graph is not in topological order");
+        return invalid_argument("node " + quote_name(n.name) + " reads " + quote_name(val.name) +
+                                " before it is produced: the graph is not in topological order");
       }
       lg.last_use_[static_cast<size_t>(v)] = i;
       if (lg.first_use_[static_cast<size_t>(v)] < 0) lg.first_use_[static_cast<size_t>(v)] = i;

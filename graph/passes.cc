@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/budget.h"
 #include "ops/activation.h"
 
 namespace tessera {
@@ -66,12 +67,15 @@ Result<std::vector<Tensor>> evaluate_node(const Graph& g, const Node& n) {
 
 }  // namespace
 
-Status fold_constants(Graph& g, PassStats* stats) {
+Status fold_constants(Graph& g, PassStats* stats, uint64_t memory_budget) {
+  const uint64_t budget = resolve_memory_budget(memory_budget);
+  uint64_t folded_bytes = 0;
   // Shapes are inferred node by node, interleaved with folding, so that a Reshape whose target
   // comes from a Shape->Gather->Concat chain sees a constant target when it is reached.
   for (ValueId v : g.inputs()) {
     if (!g.value(v).has_info) {
-      return invalid_argument("graph input '" + g.value(v).name + "' has no type and shape");
+      return invalid_argument("graph input " + quote_name(g.value(v).name) +
+                              " has no type and shape");
     }
   }
   std::vector<bool> remove(static_cast<size_t>(g.num_nodes()), false);
@@ -82,8 +86,8 @@ Status fold_constants(Graph& g, PassStats* stats) {
     for (ValueId v : n.inputs) {
       if (v == kNoValue) continue;
       if (!g.value(v).has_info) {
-        return invalid_argument("node '" + n.name + "' reads '" + g.value(v).name +
-                                "' before it is defined");
+        return invalid_argument("node " + quote_name(n.name) + " reads " +
+                                quote_name(g.value(v).name) + " before it is defined");
       }
       if (!g.value(v).is_constant) foldable = false;
     }
@@ -97,6 +101,16 @@ Status fold_constants(Graph& g, PassStats* stats) {
       g.value(n.outputs[o]).has_info = true;
     }
     if (!foldable) continue;
+    // The budget is checked before the kernel allocates its outputs.
+    for (const TensorInfo& info : infos) {
+      ASSIGN_OR_RETURN(uint64_t bytes, checked_byte_size(info.shape, info.dtype));
+      if (!checked_add(folded_bytes, bytes, &folded_bytes)) folded_bytes = UINT64_MAX;
+      RETURN_IF_ERROR(check_memory_budget(
+          folded_bytes, budget,
+          "constant folding: node " + quote_name(n.name) + " (" + op_name(n.kind) + ") makes " +
+              dtype_name(info.dtype) + info.shape.to_string() + " (" + format_bytes(bytes) + "), " +
+              format_bytes(folded_bytes) + " folded in all"));
+    }
     ASSIGN_OR_RETURN(std::vector<Tensor> outs, evaluate_node(g, n));
     for (size_t o = 0; o < n.outputs.size(); ++o) {
       Value& out = g.value(n.outputs[o]);
@@ -382,11 +396,11 @@ Status eliminate_dead_nodes(Graph& g, PassStats* stats) {
   return Status();
 }
 
-Status optimize_graph(Graph& g, PassStats* stats) {
+Status optimize_graph(Graph& g, PassStats* stats, uint64_t memory_budget) {
   PassStats local;
   PassStats* s = stats ? stats : &local;
   RETURN_IF_ERROR(g.validate());
-  RETURN_IF_ERROR(fold_constants(g, s));  // infers shapes as it goes
+  RETURN_IF_ERROR(fold_constants(g, s, memory_budget));  // infers shapes as it goes
   RETURN_IF_ERROR(remove_identities(g, s));
   RETURN_IF_ERROR(fold_batchnorm(g, s));
   RETURN_IF_ERROR(fuse_hard_swish(g, s));

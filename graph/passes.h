@@ -16,6 +16,7 @@
 //   eliminate_dead     nodes that do not contribute to a graph output are removed
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "graph/graph.h"
@@ -36,7 +37,10 @@ struct PassStats {
 // Infers every value's shape in node order and folds constant nodes on the way; needs only the
 // graph inputs' shapes. Use it (rather than Graph::infer_shapes) on freshly imported graphs,
 // whose shape arithmetic must be folded before the nodes that consume it can be inferred.
-Status fold_constants(Graph& g, PassStats* stats);
+// The constants it makes are checked against `memory_budget` (bytes; 0: the default of
+// core/budget.h) before each is allocated: over it, ResourceExhausted naming the node, the
+// shape, the bytes and the budget.
+Status fold_constants(Graph& g, PassStats* stats, uint64_t memory_budget = 0);
 // The passes below require inferred shapes and keep them valid.
 Status remove_identities(Graph& g, PassStats* stats);
 Status fold_batchnorm(Graph& g, PassStats* stats);
@@ -45,6 +49,6 @@ Status fuse_activations(Graph& g, PassStats* stats);
 Status eliminate_dead_nodes(Graph& g, PassStats* stats);
 
 // validate, every pass above in order, then validate + infer_shapes again.
-Status optimize_graph(Graph& g, PassStats* stats = nullptr);
+Status optimize_graph(Graph& g, PassStats* stats = nullptr, uint64_t memory_budget = 0);
 
 }  // namespace tessera

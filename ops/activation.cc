@@ -39,7 +39,7 @@ Result<Activation> parse_fused_activation(const Attributes& attrs) {
       found = true;
     }
   }
-  if (!found) return invalid_argument("unknown fused activation '" + name + "'");
+  if (!found) return invalid_argument("unknown fused activation " + quote_name(name));
   ASSIGN_OR_RETURN(a.alpha, attrs.float_or("activation_alpha", 0.f));
   ASSIGN_OR_RETURN(a.beta, attrs.float_or("activation_beta", 0.f));
   return a;

@@ -26,15 +26,15 @@ template <typename T>
 Result<T> get_typed(const std::map<std::string, AttributeValue>& map, const std::string& name,
                     const char* want) {
   auto it = map.find(name);
-  if (it == map.end()) return not_found("missing attribute '" + name + "'");
+  if (it == map.end()) return not_found("missing attribute " + quote_name(name));
   if (const T* v = std::get_if<T>(&it->second)) return *v;
   // ONNX writers sometimes store an integral float as an int and vice versa; accept the
   // lossless direction only.
   if constexpr (std::is_same_v<T, float>) {
     if (const int64_t* i = std::get_if<int64_t>(&it->second)) return static_cast<float>(*i);
   }
-  return invalid_argument("attribute '" + name + "' has type " + attribute_kind_name(it->second) +
-                          ", expected " + want);
+  return invalid_argument("attribute " + quote_name(name) + " has type " +
+                          attribute_kind_name(it->second) + ", expected " + want);
 }
 
 template <typename T>

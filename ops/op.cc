@@ -101,17 +101,19 @@ std::optional<OpKind> op_from_name(std::string_view name) {
 }
 
 Status OpContext::error(const std::string& msg) const {
-  return invalid_argument("node '" + std::string(node_name_) + "' (" + op_name(kind_) +
+  return invalid_argument("node " + quote_name(std::string(node_name_)) + " (" + op_name(kind_) +
                           "): " + msg);
 }
 
 Status OpContext::unsupported(const std::string& msg) const {
-  return unimplemented("node '" + std::string(node_name_) + "' (" + op_name(kind_) + "): " + msg);
+  return unimplemented("node " + quote_name(std::string(node_name_)) + " (" + op_name(kind_) +
+                       "): " + msg);
 }
 
 Status OpContext::wrap(const Status& s) const {
   if (s.ok()) return s;
-  return s.with_context("node '" + std::string(node_name_) + "' (" + op_name(kind_) + ")");
+  return s.with_context("node " + quote_name(std::string(node_name_)) + " (" + op_name(kind_) +
+                        ")");
 }
 
 OpCost default_cost(const OpContext& ctx, std::span<const TensorInfo> outputs) {

@@ -31,6 +31,8 @@ PACKAGES=(
   pybind11-dev python3-dev python3-venv python3-pytest
   # `tessera plot` tests render the SVG charts to PNG (rsvg-convert) and read them (python3-pil)
   librsvg2-bin python3-pil
+  # the libFuzzer targets in fuzz/ (clang with compiler-rt: -fsanitize=fuzzer, ASan, UBSan)
+  clang
 )
 
 missing=()

@@ -8,7 +8,9 @@
 #   4. `cmake --install` into a fresh prefix, examples/ built against it with find_package and
 #      with pkg-config, and run (scripts/check_install.sh);
 #   5. `pip install .` into a fresh venv and the Python package's pytest suite
-#      (scripts/check_python.sh).
+#      (scripts/check_python.sh);
+#   6. the libFuzzer targets (fuzz/) built with clang, ASan and UBSan, each run for
+#      $TESSERA_FUZZ_SMOKE_SECONDS (default 10) from its seeds (scripts/fuzz.sh).
 # Installs missing Debian packages first (scripts/install-deps.sh). Compilation goes through
 # ccache when it is installed, so repeated runs on one machine rebuild only what changed.
 #
@@ -98,4 +100,7 @@ scripts/check_install.sh build
 
 stage "Python package: pip install . into a venv, pytest"
 TESSERA_CMAKE_ARGS="-DTESSERA_WERROR=ON" TESSERA_JOBS=$jobs scripts/check_python.sh
+
+stage "fuzz targets: clang build, smoke run of each"
+FUZZ_JOBS=$jobs scripts/fuzz.sh "${TESSERA_FUZZ_SMOKE_SECONDS:-10}" all
 finish

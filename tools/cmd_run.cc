@@ -44,6 +44,8 @@ const std::vector<cli::FlagSpec> kFlags = {
     {"--times", "", false, false, "print every timed run's latency, in run order"},
     {"--top", "", true, false, "print the K largest entries of the first output"},
     {"--plan", "", true, false, "run by this plan (from `tessera plan`) instead of on one device"},
+    {"--allow-unhashed-plan", "", false, false,
+     "run a --plan that names no model hash (refused by default: nothing ties it to the model)"},
     {"--trace", "", true, false, "write a Chrome trace (open in Perfetto)"},
     {"--stream", "", true, false,
      "stream N frames through the plan (stages overlap); prints frames/s, busy shares, queue "
@@ -460,6 +462,12 @@ int cmd_run(int argc, char** argv) {
     auto loaded = Plan::load(args->get("--plan"));
     if (!loaded.ok()) return report_error("run", loaded.status());
     plan = std::move(*loaded);
+    if (plan.model_hash.empty() && !args->has("--allow-unhashed-plan")) {
+      return report_error(
+          "run", failed_precondition(args->get("--plan") +
+                                     ": the plan names no model hash, so nothing ties it to " +
+                                     path + " (--allow-unhashed-plan runs it anyway)"));
+    }
     if (!plan.model_hash.empty() && plan.model_hash != (*model)->hash()) {
       return report_error(
           "run", failed_precondition(args->get("--plan") + ": the plan is for model " +

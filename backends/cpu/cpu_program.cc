@@ -10,6 +10,7 @@
 #include "backends/cpu/layout.h"
 #include "backends/cpu/onednn.h"
 #include "core/allocator.h"
+#include "core/denormals.h"
 
 namespace tessera::cpu {
 
@@ -508,6 +509,7 @@ Status CpuProgram::allocate_and_bind() {
 
 Status CpuProgram::execute(std::span<const Tensor> inputs, std::span<Tensor> outputs,
                            const RunOptions& options) {
+  const ScopedFlushDenormals flush;  // core/denormals.h; the pool's workers flush too
   RETURN_IF_ERROR(check_and_allocate(inputs, outputs));
   if (options.layer_ms != nullptr) {
     options.layer_ms->assign(num_layers_, 0.0);

@@ -211,7 +211,8 @@ void ThreadPool::parallel_for(size_t n, size_t tile,
   }
   ForContext ctx{&fn, n};
   TESSERA_HANDOFF_RELEASE(&ctx);
-  pthreadpool_parallelize_1d_tile_1d(pool_, for_tile, &ctx, n, tile, 0);
+  pthreadpool_parallelize_1d_tile_1d(pool_, for_tile, &ctx, n, tile,
+                                     PTHREADPOOL_FLAG_DISABLE_DENORMALS);  // core/denormals.h
   TESSERA_HANDOFF_ACQUIRE(&ctx);
 }
 
@@ -290,7 +291,7 @@ bool ThreadPool::run_one_per_thread(const std::function<void(int)>& fn) {
   } else {
     TESSERA_HANDOFF_RELEASE(&ctx);
     pthreadpool_parallelize_1d(pool_, one_per_thread_item, &ctx, static_cast<size_t>(num_threads()),
-                               0);
+                               PTHREADPOOL_FLAG_DISABLE_DENORMALS);
     TESSERA_HANDOFF_ACQUIRE(&ctx);
   }
   return !barrier.timed_out && barrier.arrived == barrier.count;

@@ -1,6 +1,7 @@
 #include "backends/reference/reference_device.h"
 
 #include "core/allocator.h"
+#include "core/denormals.h"
 
 #include <chrono>
 #include <cstring>
@@ -43,6 +44,7 @@ class ReferenceProgram final : public Program {
   // Runs the layers; with options.layer_ms, times each (its output allocation included).
   Status execute(std::span<const Tensor> inputs, std::span<Tensor> outputs,
                  const RunOptions& options) override {
+    const ScopedFlushDenormals flush;  // core/denormals.h
     std::vector<double>* layer_ms = options.layer_ms;
     if (layer_ms != nullptr) layer_ms->assign(layers_.size(), 0.0);
     if (inputs.size() != inputs_.size() || outputs.size() != outputs_.size()) {

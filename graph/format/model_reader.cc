@@ -56,14 +56,10 @@ struct FileLayout {
   uint64_t weights_size = 0;
 };
 
-// A name from the file in quotes. (Appending rather than `"'" + str + "'"`, which trips a false
-// -Wrestrict in GCC 12.)
+// A name from the file in quotes, control bytes escaped (core/status.h quote_name).
 std::string quoted(const flatbuffers::String* s) {
   if (s == nullptr) return "(unnamed)";
-  std::string q = "'";
-  q.append(s->c_str(), s->size());
-  q += '\'';
-  return q;
+  return quote_name(std::string_view(s->c_str(), s->size()));
 }
 std::string value_label(size_t i, const fb::Value* v) {
   return "value " + std::to_string(i) + " " + quoted(v->name());
@@ -389,7 +385,7 @@ Status check_node(size_t i, const fb::Node* n, uoffset_t num_values, const FileL
         return invalid_argument(what + ": attribute " + std::to_string(k) +
                                 ": field 'name' is missing");
       }
-      const std::string attr_what = what + " attribute '" + a->name()->str() + "'";
+      const std::string attr_what = what + " attribute " + quote_name(a->name()->str());
       if (!names.insert(a->name()->string_view()).second) {
         return invalid_argument(attr_what + " appears more than once");
       }
@@ -421,10 +417,12 @@ Status check_model(const fb::Model* m, const FileLayout& layout) {
       const std::string what = "metadata entry " + std::to_string(k);
       if (e->key() == nullptr) return invalid_argument(what + ": field 'key' is missing");
       if (e->value() == nullptr) {
-        return invalid_argument(what + " '" + e->key()->str() + "': field 'value' is missing");
+        return invalid_argument(what + " " + quote_name(e->key()->str()) +
+                                ": field 'value' is missing");
       }
       if (!keys.insert(e->key()->string_view()).second) {
-        return invalid_argument(what + ": key '" + e->key()->str() + "' appears more than once");
+        return invalid_argument(what + ": key " + quote_name(e->key()->str()) +
+                                " appears more than once");
       }
     }
   }

@@ -37,7 +37,7 @@ struct Header {
 };
 
 std::string label(const char* kind, size_t index, const std::string& name) {
-  return std::string(kind) + " " + std::to_string(index) + " '" + name + "'";
+  return std::string(kind) + " " + std::to_string(index) + " " + quote_name(name);
 }
 
 // Checks that a tensor about to be written is one the loader will accept.
@@ -178,7 +178,7 @@ class HeaderBuilder {
       value = fb::CreateFloatsAttr(fbb_, fbb_.CreateVector(*fs)).Union();
       type = fb::AttributeValue::FloatsAttr;
     } else if (const auto* t = std::get_if<Tensor>(&a)) {
-      RETURN_IF_ERROR(check_tensor(*t, what + " attribute '" + name + "'"));
+      RETURN_IF_ERROR(check_tensor(*t, what + " attribute " + quote_name(name)));
       const auto shape = fbb_.CreateVector(t->shape().dims());
       const fb::TensorRef ref = place(*t);
       value = fb::CreateTensorAttr(fbb_, fi::to_schema(t->dtype()), shape,

@@ -169,10 +169,10 @@ Result<Tensor> tensor_from_onnx(const onnx::TensorProto& tp, const std::string& 
 // `where` names the node, e.g. "node 'conv1' (Conv)".
 Result<AttributeValue> attribute_from_onnx(const onnx::AttributeProto& a,
                                            const std::string& where) {
-  const std::string what = where + ": attribute '" + a.name() + "'";
+  const std::string what = where + ": attribute " + quote_name(a.name());
   if (!a.ref_attr_name().empty()) {
-    return unimplemented(what + " refers to function attribute '" + a.ref_attr_name() +
-                         "'; ONNX functions are not supported");
+    return unimplemented(what + " refers to function attribute " + quote_name(a.ref_attr_name()) +
+                         "; ONNX functions are not supported");
   }
   switch (a.type()) {
     case onnx::AttributeProto::FLOAT:
@@ -260,14 +260,14 @@ class GraphBuilder {
     }
     for (const auto& [name, v] : options_.dim_params) {
       if (v < 1 || v > kMaxDim) {
-        return invalid_argument("import option dim_params['" + name + "'] = " + std::to_string(v) +
-                                " is not in 1.." + std::to_string(kMaxDim));
+        return invalid_argument("import option dim_params[" + quote_name(name) + "] = " +
+                                std::to_string(v) + " is not in 1.." + std::to_string(kMaxDim));
       }
     }
     for (const auto& [name, dims] : options_.input_shapes) {
       for (size_t d = 0; d < dims.size(); ++d) {
         if (dims[d] < 1 || dims[d] > kMaxDim) {
-          return invalid_argument("shape of graph input '" + name + "': dimension " +
+          return invalid_argument("shape of graph input " + quote_name(name) + ": dimension " +
                                   std::to_string(d) + " = " + std::to_string(dims[d]) +
                                   " is not in 1.." + std::to_string(kMaxDim));
         }
@@ -310,8 +310,9 @@ class GraphBuilder {
     }
     if (!model_.has_graph()) return invalid_argument("the model has no graph");
     if (proto_.sparse_initializer_size() > 0) {
-      return unimplemented("sparse initializer '" + proto_.sparse_initializer(0).values().name() +
-                           "' is not supported");
+      return unimplemented("sparse initializer " +
+                           quote_name(proto_.sparse_initializer(0).values().name()) +
+                           " is not supported");
     }
     out_.producer_name = model_.producer_name();
     out_.producer_version = model_.producer_version();
@@ -343,7 +344,7 @@ class GraphBuilder {
     const onnx::NodeProto& n = proto_.node(i);
     std::string op = n.op_type();
     if (!is_default_domain(n.domain())) op = n.domain() + ":" + op;
-    return "node '" + names_[static_cast<size_t>(i)] + "' (" + op + ")";
+    return "node " + quote_name(names_[static_cast<size_t>(i)]) + " (" + op + ")";
   }
 
   // Every node of another domain or of an op type Tessera lacks, reported together and grouped
@@ -392,8 +393,8 @@ class GraphBuilder {
   Status define(const std::string& name, ValueId id, const std::string& what) {
     auto [it, inserted] = by_name_.emplace(name, id);
     if (!inserted) {
-      return invalid_argument(what + " redefines tensor '" + name + "', already defined by " +
-                              definer_[static_cast<size_t>(it->second)]);
+      return invalid_argument(what + " redefines tensor " + quote_name(name) +
+                              ", already defined by " + definer_[static_cast<size_t>(it->second)]);
     }
     if (definer_.size() <= static_cast<size_t>(id)) definer_.resize(static_cast<size_t>(id) + 1);
     definer_[static_cast<size_t>(id)] = what;
@@ -403,7 +404,7 @@ class GraphBuilder {
   Status add_initializers() {
     for (const onnx::TensorProto& tp : proto_.initializer()) {
       if (tp.name().empty()) return invalid_argument("an initializer has no name");
-      const std::string what = "initializer '" + tp.name() + "'";
+      const std::string what = "initializer " + quote_name(tp.name());
       ASSIGN_OR_RETURN(Tensor t, tensor_from_onnx(tp, what));
       RETURN_IF_ERROR(define(tp.name(), out_.graph.add_constant(tp.name(), std::move(t)), what));
     }
@@ -455,7 +456,7 @@ class GraphBuilder {
     std::vector<std::string> overridable;  // inputs with initializers
     for (const onnx::ValueInfoProto& vi : proto_.input()) {
       if (vi.name().empty()) return invalid_argument("a graph input has no name");
-      const std::string what = "graph input '" + vi.name() + "'";
+      const std::string what = "graph input " + quote_name(vi.name());
       auto it = by_name_.find(vi.name());
       if (it != by_name_.end() && out_.graph.value(it->second).is_constant) {
         // Before IR 4 every initializer is also listed as an input; from IR 4 on such an input
@@ -500,8 +501,8 @@ class GraphBuilder {
       std::string names;
       for (ValueId v : out_.graph.inputs())
         names += (names.empty() ? "'" : ", '") + out_.graph.value(v).name + "'";
-      return invalid_argument("a shape was given for '" + name +
-                              "', which is not a graph input of the model (its inputs: " +
+      return invalid_argument("a shape was given for " + quote_name(name) +
+                              ", which is not a graph input of the model (its inputs: " +
                               (names.empty() ? "none" : names) + ")");
     }
     if (out_.ir_version >= 4 && !overridable.empty()) {
@@ -576,7 +577,7 @@ class GraphBuilder {
       const auto& x = std::get<std::vector<int64_t>>(v);
       t = Tensor::from_int64s(Shape{static_cast<int64_t>(x.size())}, x);
     } else {
-      return unimplemented(where + ": attribute '" + a.name() + "' of type " +
+      return unimplemented(where + ": attribute " + quote_name(a.name()) + " of type " +
                            attribute_kind_name(v) + " is not a supported constant value");
     }
     return define(n.output(0), out_.graph.add_constant(n.output(0), std::move(t)), where);
@@ -593,7 +594,7 @@ class GraphBuilder {
       for (const onnx::AttributeProto& a : n.attribute()) {
         if (a.name().empty()) return invalid_argument(where + " has an attribute without a name");
         if (node.attrs.has(a.name())) {
-          return invalid_argument(where + " has attribute '" + a.name() + "' twice");
+          return invalid_argument(where + " has attribute " + quote_name(a.name()) + " twice");
         }
         ASSIGN_OR_RETURN(AttributeValue v, attribute_from_onnx(a, where));
         node.attrs.set(a.name(), std::move(v));
@@ -625,12 +626,12 @@ class GraphBuilder {
     std::unordered_set<std::string> seen;
     for (const onnx::ValueInfoProto& vi : proto_.output()) {
       if (!seen.insert(vi.name()).second) {
-        return invalid_argument("graph output '" + vi.name() + "' is listed twice");
+        return invalid_argument("graph output " + quote_name(vi.name()) + " is listed twice");
       }
       auto it = by_name_.find(vi.name());
       if (it == by_name_.end()) {
-        return invalid_argument("graph output '" + vi.name() +
-                                "' is not produced by any node and is not a graph input or "
+        return invalid_argument("graph output " + quote_name(vi.name()) +
+                                " is not produced by any node and is not a graph input or "
                                 "initializer");
       }
       out_.graph.outputs().push_back(it->second);
@@ -726,7 +727,7 @@ Result<int> lower_legacy_softmax(ImportedModel& model) {
   const int num_nodes = g.num_nodes();  // the loop appends nodes: visit only the original ones
   for (NodeId i = 0; i < num_nodes; ++i) {
     if (g.node(i).kind != OpKind::kSoftmax) continue;
-    const std::string where = "node '" + g.node(i).name + "' (Softmax)";
+    const std::string where = "node " + quote_name(g.node(i).name) + " (Softmax)";
     if (g.node(i).inputs.empty() || g.node(i).inputs[0] == kNoValue ||
         g.node(i).outputs.size() != 1) {
       return invalid_argument(where + " needs one input and one output");
@@ -734,8 +735,8 @@ Result<int> lower_legacy_softmax(ImportedModel& model) {
     const ValueId x = g.node(i).inputs[0];
     const ValueId y = g.node(i).outputs[0];
     if (!g.value(x).has_info) {
-      return failed_precondition(where + ": the shape of input '" + g.value(x).name +
-                                 "' is not inferred yet");
+      return failed_precondition(where + ": the shape of input " + quote_name(g.value(x).name) +
+                                 " is not inferred yet");
     }
     const Shape shape = g.value(x).info.shape;
     Result<int64_t> axis_attr = g.node(i).attrs.int_or("axis", 1);

@@ -11,6 +11,7 @@
 #include "graph/format/model_file.h"
 #include "graph/graph.h"
 #include "graph/layer_graph.h"
+#include "scheduler/profile.h"
 #include "tests/ops/op_test_util.h"
 #include "tests/scheduler/profile_test_util.h"
 
@@ -189,6 +190,28 @@ TEST(Session, PlanForAnotherModelIsRefused) {
   std::remove(path.c_str());
 }
 
+TEST(Session, PlanFileWithoutAModelHashIsRefusedUnlessAllowed) {
+  const std::string dir = ::testing::TempDir();
+  const std::string path = dir + "unhashed.tsr", plan_path = dir + "unhashed.plan.json";
+  Graph g = testing::skip_graph();
+  ASSERT_TRUE(g.infer_shapes().ok());
+  ASSERT_TRUE(save_model(g, path, ModelMetadata{"skip", {}}).ok());
+  auto model = Model::load(path);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  ASSERT_TRUE(plan_from_slices(4, {{0, "reference"}}).value().save(plan_path).ok());
+  SessionOptions opts;
+  opts.plan_path = plan_path;
+  auto s = Session::create(*model, opts);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.status().message().find("the plan names no model hash"), std::string::npos)
+      << s.status().to_string();
+  opts.allow_unhashed_plan = true;
+  EXPECT_TRUE(Session::create(*model, opts).ok());
+  std::remove(path.c_str());
+  std::remove(plan_path.c_str());
+}
+
 // The C program tests/api/c_stream_main.c streams frames through a plan session.
 TEST(CApi, CProgramStreamsFramesThroughAPlanSession) {
   const std::string dir = ::testing::TempDir();
@@ -198,6 +221,7 @@ TEST(CApi, CProgramStreamsFramesThroughAPlanSession) {
   ASSERT_TRUE(save_model(g, model_path, ModelMetadata{"skip", {}}).ok());
   Plan plan = plan_from_slices(4, {{0, "reference"}, {1, "cpu"}, {3, "reference"}}).value();
   plan.mode = PlanMode::kStreaming;
+  plan.model_hash = model_file_hash(model_path).value();  // a plan file must name its model
   ASSERT_TRUE(plan.save(plan_path).ok());
   const std::string out = dir + "c_stream.out";
   const std::string cmd = std::string(TESSERA_C_STREAM_PATH) + " " + model_path + " " + plan_path +

@@ -41,5 +41,16 @@ TEST(Json, NumberFieldRejectsOutOfRangeValuesNamingTheField) {
   expect_invalid(r.status(), "devices[2].mhz");
 }
 
+TEST(Json, DuplicateKeysAreRefusedNamingTheKey) {
+  auto r = json::parse(R"({"a": 1, "b": {"c": 2, "c": 3}})", "p.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "p.json: key 'c' appears twice in one object");
+  // The same key in different objects, or in an object inside an array, is fine.
+  EXPECT_TRUE(json::parse(R"({"c": 1, "b": {"c": 2}, "d": [{"c": 1}, {"c": 2}]})", "p").ok());
+  r = json::parse("{\"x\\u0007y\": 1, \"x\\u0007y\": 2}", "p");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("'x\\x07y'"), std::string::npos) << r.status().to_string();
+}
+
 }  // namespace
 }  // namespace tessera

@@ -47,6 +47,23 @@ TEST(Npy, ParsesNumpyWrittenHeader) {
   EXPECT_EQ(t.shape(), (Shape{1, 3}));
 }
 
+TEST(Npy, StrictHeaderAcceptsWhatNumpyWrites) {
+  for (const char* header : {"{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }\n",
+                             "{'shape': (3,), 'fortran_order': False, 'descr': '<f4'}",
+                             "{'descr':'<f4','fortran_order':False,'shape':(3,)}   \n"}) {
+    EXPECT_TRUE(parse_npy(npy_bytes(header, 12)).ok()) << header;
+  }
+  EXPECT_EQ(
+      parse_npy(npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (), }", 4))->shape(),
+      Shape{});
+  const Status s =
+      parse_npy(npy_bytes("{'descr': '<f4', 'fortran_order': False_, 'shape': (3,), }", 12))
+          .status();
+  EXPECT_NE(s.message().find("expected ',' or '}' after the value of 'fortran_order'"),
+            std::string::npos)
+      << s.to_string();
+}
+
 TEST(Npy, RejectsMalformedFiles) {
   EXPECT_FALSE(parse_npy(std::vector<uint8_t>{}).ok());
   EXPECT_FALSE(parse_npy(std::vector<uint8_t>{'n', 'o', 'p', 'e', 0, 0, 0, 0, 0, 0, 0}).ok());
@@ -67,6 +84,16 @@ TEST(Npy, RejectsMalformedFiles) {
       {"{'descr': '<f4', 'shape': (3,), }", 12},
       {"{'descr': '<f4', 'fortran_order': False, 'shape': (3, }", 12},
       {"{'descr': '<f4", 12},
+      // Not the dict literal numpy writes: False_, no braces, a key twice, an unknown key, text
+      // after the brace, a malformed tuple.
+      {"{'descr': '<f4', 'fortran_order': False_, 'shape': (3,), }", 12},
+      {"'descr': '<f4', 'fortran_order': False, 'shape': (3,)", 12},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (3,), 'shape': (3,), }", 12},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (3,), 'extra': 1, }", 12},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (3,), } x", 12},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (,3), }", 12},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (3 3), }", 12},
+      {"{'descr': '<f4' 'fortran_order': False, 'shape': (3,), }", 12},
   };
   for (const auto& [header, n] : bad) {
     Result<Tensor> r = parse_npy(npy_bytes(header, n));

@@ -141,5 +141,13 @@ TEST(DType, HalfRoundTrips) {
   EXPECT_TRUE(std::isnan(half_to_float(float_to_half(NAN))));
 }
 
+TEST(Status, QuoteNameEscapesControlBytesAndCutsLongNames) {
+  EXPECT_EQ(quote_name("conv1"), "'conv1'");
+  EXPECT_EQ(quote_name(std::string("a\nb\x1b[2Jc\x7f\\'\0", 12)),
+            "'a\\nb\\x1b[2Jc\\x7f\\\\\\'\\x00'");
+  EXPECT_EQ(quote_name(std::string(300, 'x')), "'" + std::string(256, 'x') + "...'");
+  EXPECT_EQ(quote_name("caf\xc3\xa9"), "'caf\xc3\xa9'");  // UTF-8 passes through
+}
+
 }  // namespace
 }  // namespace tessera

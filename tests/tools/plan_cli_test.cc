@@ -116,10 +116,14 @@ TEST(PlanCli, PlansRunsAndRefuses) {
   std::string text((std::istreambuf_iterator<char>(tf)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("traceEvents"), std::string::npos);
 
-  // A hand-written plan over two devices runs too.
+  // A hand-written plan over two devices runs too, when it names the model's hash or the caller
+  // says it may run without one.
   Plan manual = plan_from_slices(4, {{0, "cpu"}, {2, "reference"}}).value();
   ASSERT_TRUE(manual.save(plan).ok());
   r = run_cli("run " + model + " --plan " + plan);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("the plan names no model hash"), std::string::npos) << r.output;
+  r = run_cli("run " + model + " --plan " + plan + " --allow-unhashed-plan");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("cpu[0] reference[2]"), std::string::npos) << r.output;
 
@@ -127,7 +131,7 @@ TEST(PlanCli, PlansRunsAndRefuses) {
   // for another model.
   manual = plan_from_slices(4, {{0, "cpu"}, {2, "opencl:97"}}).value();
   ASSERT_TRUE(manual.save(plan).ok());
-  r = run_cli("run " + model + " --plan " + plan);
+  r = run_cli("run " + model + " --plan " + plan + " --allow-unhashed-plan");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("stage 1 (opencl:97[2])"), std::string::npos) << r.output;
   r = run_cli("plan " + model + " --profile " + profile + " --devices npu:0");
