@@ -8,7 +8,10 @@
 #   4. `cmake --install` into a fresh prefix, examples/ built against it with find_package and
 #      with pkg-config, and run (scripts/check_install.sh);
 #   5. `pip install .` into a fresh venv and the Python package's pytest suite
-#      (scripts/check_python.sh).
+#      (scripts/check_python.sh);
+#   6. the aarch64 cross build (scripts/aarch64.sh ci: library, `tessera`, the reference NPU
+#      driver, the unit-test program) and the unit tests of the reference and cpu devices and the
+#      NPU reference driver under qemu-aarch64 (TESSERA_SKIP_AARCH64=1 leaves it out).
 # Installs missing Debian packages first (scripts/install-deps.sh). Compilation goes through
 # ccache when it is installed, so repeated runs on one machine rebuild only what changed.
 #
@@ -98,4 +101,9 @@ scripts/check_install.sh build
 
 stage "Python package: pip install . into a venv, pytest"
 TESSERA_CMAKE_ARGS="-DTESSERA_WERROR=ON" TESSERA_JOBS=$jobs scripts/check_python.sh
+
+if [ "${TESSERA_SKIP_AARCH64:-0}" != "1" ]; then
+  stage "aarch64: cross build, unit tests (reference, cpu, NPU driver) under qemu-aarch64"
+  TESSERA_JOBS=$jobs scripts/aarch64.sh ci
+fi
 finish
