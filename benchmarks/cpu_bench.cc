@@ -770,8 +770,14 @@ BENCHMARK(BM_PoolAfterIdle)
     ->Unit(benchmark::kMicrosecond);
 
 // 16 independent accumulator chains of 16-float vectors (the compiler emits FMAs with -mfma;
-// with the portable build flags it emits mul+add, so the kernel is built for AVX-512 here).
-__attribute__((target("avx512f,fma"))) double fma_chains(int64_t iters) {
+// with the portable build flags it emits mul+add, so the kernel is built for AVX-512 here; other
+// architectures get their baseline vectors: four NEON registers per chain on aarch64).
+#if TESSERA_X86_64
+#define TESSERA_FMA_PEAK_TARGET __attribute__((target("avx512f,fma")))
+#else
+#define TESSERA_FMA_PEAK_TARGET
+#endif
+TESSERA_FMA_PEAK_TARGET double fma_chains(int64_t iters) {
   typedef float v16 __attribute__((vector_size(64)));
   v16 acc[16];
   for (int i = 0; i < 16; ++i) acc[i] = v16{} + static_cast<float>(i);

@@ -17,9 +17,14 @@ set(CMAKE_LIBRARY_ARCHITECTURE aarch64-linux-gnu)
 
 set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)
 set(CMAKE_CXX_COMPILER aarch64-linux-gnu-g++)
-# GCC's notes that GCC 10.1 changed how std::pair arguments are passed on AArch64 (-Wpsabi):
+# -ffp-contract=off: GCC would fuse a * b + c into FMAs on AArch64 (FMA is baseline there, not
+# on x86-64), so Tessera's own C++ arithmetic would round differently from the x86-64 build and
+# between two inlinings of one formula (the slice table and the per-query cost model compare
+# exactly). XNNPACK's and OpenBLAS's kernels use their FMAs regardless.
+# -Wno-psabi: GCC's notes that GCC 10.1 changed how std::pair arguments are passed on AArch64:
 # informational only, and everything here is built by one compiler.
-set(CMAKE_CXX_FLAGS_INIT "-Wno-psabi")
+set(CMAKE_C_FLAGS_INIT "-ffp-contract=off")
+set(CMAKE_CXX_FLAGS_INIT "-ffp-contract=off -Wno-psabi")
 
 if(NOT TESSERA_AARCH64_PREFIX)
   if(DEFINED ENV{TESSERA_AARCH64_PREFIX})
