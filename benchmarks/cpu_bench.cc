@@ -631,6 +631,7 @@ void BM_Fc(benchmark::State& state, std::string variant, int64_t k, int64_t n, i
 // summed by the pool's threads, each its own contiguous part, read as `streams` consecutive
 // pieces at once (as the GEMV reads a panel: one core keeps more memory reads in flight with
 // several streams). Counter GB/s.
+#if TESSERA_X86_64
 template <int S>
 TESSERA_AVX512 float sum_floats(const float* p, int64_t n) {
   cpu::F32x16 a[S] = {};
@@ -646,10 +647,13 @@ TESSERA_AVX512 float sum_floats(const float* p, int64_t n) {
   return s;
 }
 
+#endif  // TESSERA_X86_64
+
 void BM_MemRead(benchmark::State& state) {
   const int64_t n = state.range(0) * (1 << 20) / 4;
   const int threads = static_cast<int>(state.range(1));
   const bool streams8 = state.range(2) == 8;
+#if TESSERA_X86_64
   if (!cpu::has_avx512()) return state.SkipWithError("no AVX-512F");
   auto pool = pool_of(threads);
   if (!pool.ok()) return state.SkipWithError(pool.status().to_string().c_str());
@@ -665,6 +669,12 @@ void BM_MemRead(benchmark::State& state) {
   }
   state.counters["GB/s"] = benchmark::Counter(4e-9 * static_cast<double>(n),
                                               benchmark::Counter::kIsIterationInvariantRate);
+#else
+  (void)n;
+  (void)threads;
+  (void)streams8;
+  state.SkipWithError("AVX-512 only (x86-64 builds)");
+#endif
 }
 
 // ---- Thread-pool dispatch ----------------------------------------------------------------------
@@ -760,8 +770,14 @@ BENCHMARK(BM_PoolAfterIdle)
     ->Unit(benchmark::kMicrosecond);
 
 // 16 independent accumulator chains of 16-float vectors (the compiler emits FMAs with -mfma;
-// with the portable build flags it emits mul+add, so the kernel is built for AVX-512 here).
-__attribute__((target("avx512f,fma"))) double fma_chains(int64_t iters) {
+// with the portable build flags it emits mul+add, so the kernel is built for AVX-512 here; other
+// architectures get their baseline vectors: four NEON registers per chain on aarch64).
+#if TESSERA_X86_64
+#define TESSERA_FMA_PEAK_TARGET __attribute__((target("avx512f,fma")))
+#else
+#define TESSERA_FMA_PEAK_TARGET
+#endif
+TESSERA_FMA_PEAK_TARGET double fma_chains(int64_t iters) {
   typedef float v16 __attribute__((vector_size(64)));
   v16 acc[16];
   for (int i = 0; i < 16; ++i) acc[i] = v16{} + static_cast<float>(i);

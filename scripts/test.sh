@@ -11,6 +11,9 @@
 #      (scripts/check_python.sh);
 #   6. the libFuzzer targets (fuzz/) built with clang, ASan and UBSan, each run for
 #      $TESSERA_FUZZ_SMOKE_SECONDS (default 10) from its seeds (scripts/fuzz.sh).
+#   7. with TESSERA_AARCH64=1: the aarch64 cross build (scripts/aarch64.sh ci: library, `tessera`,
+#      the reference NPU driver, the device-test program) and the unit tests of the reference and
+#      cpu devices and the NPU reference driver under qemu-aarch64.
 # Installs missing Debian packages first (scripts/install-deps.sh). Compilation goes through
 # ccache when it is installed, so repeated runs on one machine rebuild only what changed.
 #
@@ -103,4 +106,9 @@ TESSERA_CMAKE_ARGS="-DTESSERA_WERROR=ON" TESSERA_JOBS=$jobs scripts/check_python
 
 stage "fuzz targets: clang build, smoke run of each"
 FUZZ_JOBS=$jobs scripts/fuzz.sh "${TESSERA_FUZZ_SMOKE_SECONDS:-10}" all
+
+if [ "${TESSERA_AARCH64:-0}" = "1" ]; then
+  stage "aarch64: cross build, unit tests (reference, cpu, NPU driver) under qemu-aarch64"
+  TESSERA_JOBS=$jobs scripts/aarch64.sh ci
+fi
 finish

@@ -201,11 +201,12 @@ void WindowBinding::for_each_row(ThreadPool& pool,
 }
 
 const KernelEntry kConvKernels[] = {
-    {OpKind::kConv, "tessera_direct_conv", make_direct_conv},
-    {OpKind::kConv, "tessera_depthwise_conv", make_depthwise_conv},
-    {OpKind::kConv, "winograd_f4x4_3x3", make_winograd_f4_conv, /*measured_candidate=*/false},
-    {OpKind::kConv, "winograd_f2x2_3x3", make_winograd_f2_conv},
-    {OpKind::kConv, "tessera_gemm_conv", make_tessera_gemm_conv},
+    {OpKind::kConv, "tessera_direct_conv", make_direct_conv, Isa::kAvx512f},
+    {OpKind::kConv, "tessera_depthwise_conv", make_depthwise_conv, Isa::kAvx512f},
+    {OpKind::kConv, "winograd_f4x4_3x3", make_winograd_f4_conv, Isa::kAvx512f,
+     /*measured_candidate=*/false},
+    {OpKind::kConv, "winograd_f2x2_3x3", make_winograd_f2_conv, Isa::kAvx512f},
+    {OpKind::kConv, "tessera_gemm_conv", make_tessera_gemm_conv, Isa::kAvx512f},
     {OpKind::kConv, "openblas_gemm_conv", make_gemm_conv},
     {OpKind::kConv, "xnnpack_conv2d_nhwc_f32", make_xnn_conv},
 };

@@ -16,16 +16,21 @@
 // after the last whole tile, are computed one at a time with their taps clipped to the image. relu
 // / clip are applied in registers; other fused activations run over the stored tile. Threads take
 // blocks of output rows. AVX-512F only.
-#include <immintrin.h>
-
 #include <algorithm>
 #include <memory>
 
 #include "backends/cpu/conv.h"
+#include "backends/cpu/kernel_table.h"
 #include "backends/cpu/simd.h"
 #include "core/allocator.h"
 
+#if TESSERA_X86_64
+#include <immintrin.h>
+#endif
+
 namespace tessera::cpu {
+
+#if TESSERA_X86_64  // AVX-512 code throughout (kernel_table.h: Isa::kAvx512f)
 
 namespace {
 
@@ -274,5 +279,13 @@ Result<std::unique_ptr<Kernel>> make_depthwise_conv(const KernelRequest& req) {
   return std::unique_ptr<Kernel>(
       std::make_unique<DepthwiseConvKernel>(*s, ldw, std::move(storage)));
 }
+
+#else
+
+Result<std::unique_ptr<Kernel>> make_depthwise_conv(const KernelRequest& /*req*/) {
+  return isa_unavailable(Isa::kAvx512f);
+}
+
+#endif  // TESSERA_X86_64
 
 }  // namespace tessera::cpu

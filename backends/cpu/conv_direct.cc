@@ -22,16 +22,21 @@
 //
 // Threads split the output rows (all images' rows, in blocks of whole rows). AVX-512F only: on
 // other CPUs the factory declines and the other variants keep these layers.
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "backends/cpu/conv.h"
+#include "backends/cpu/kernel_table.h"
 #include "backends/cpu/simd.h"
 
+#if TESSERA_X86_64
+#include <immintrin.h>
+#endif
+
 namespace tessera::cpu {
+
+#if TESSERA_X86_64  // AVX-512 code throughout (kernel_table.h: Isa::kAvx512f)
 
 namespace {
 
@@ -317,5 +322,13 @@ Result<std::unique_ptr<Kernel>> make_direct_conv(const KernelRequest& req) {
   }
   return std::unique_ptr<Kernel>(std::make_unique<DirectConvKernel>(*s));
 }
+
+#else
+
+Result<std::unique_ptr<Kernel>> make_direct_conv(const KernelRequest& /*req*/) {
+  return isa_unavailable(Isa::kAvx512f);
+}
+
+#endif  // TESSERA_X86_64
 
 }  // namespace tessera::cpu

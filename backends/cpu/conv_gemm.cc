@@ -11,8 +11,6 @@
 //                       are blocks of output pixels (their im2col rows fit in the L2 cache); when
 //                       there are fewer pixel blocks than threads (small feature maps), the
 //                       output channels are split instead.
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -23,6 +21,10 @@
 #include "backends/cpu/openblas.h"
 #include "backends/cpu/simd.h"
 
+#if TESSERA_X86_64
+#include <immintrin.h>
+#endif
+
 namespace tessera::cpu {
 
 namespace {
@@ -30,6 +32,7 @@ namespace {
 // Bytes of im2col rows one OpenBLAS work item gathers.
 constexpr int64_t kIm2colBudgetBytes = 1 << 20;
 
+#if TESSERA_X86_64
 // n floats from src to dst, and n zeros to dst: one (masked) vector move per 16 floats.
 TESSERA_AVX512_INLINE void copy_floats(float* dst, const float* src, int64_t n) {
   for (; n >= 16; n -= 16, dst += 16, src += 16) _mm512_storeu_ps(dst, _mm512_loadu_ps(src));
@@ -42,6 +45,7 @@ TESSERA_AVX512_INLINE void zero_floats(float* dst, int64_t n) {
   for (; n >= 16; n -= 16, dst += 16) _mm512_storeu_ps(dst, _mm512_setzero_ps());
   if (n > 0) _mm512_mask_storeu_ps(dst, static_cast<__mmask16>((1u << n) - 1), _mm512_setzero_ps());
 }
+#endif  // TESSERA_X86_64
 
 // What both variants share: the geometry, W' and the im2col gather.
 class ConvAsGemm : public NhwcIo<> {
@@ -96,12 +100,15 @@ class ConvAsGemm : public NhwcIo<> {
   // Columns [k0, k0 + kc) of the im2col rows [r0, r0 + nr) into a (rows lda apart). A column
   // d is input channel d % C of kernel tap d / C; taps outside the image read zeros.
   void im2col(int64_t r0, int64_t nr, int64_t k0, int64_t kc, float* a, int64_t lda) const {
+#if TESSERA_X86_64
     if (s_.geo.dilations[0] == 1 && s_.geo.dilations[1] == 1 && has_avx512()) {
       return im2col_rows(r0, nr, k0, kc, a, lda);
     }
+#endif
     im2col_taps(r0, nr, k0, kc, a, lda);
   }
 
+#if TESSERA_X86_64
   // Undilated: the kw taps of one kernel row are kw consecutive input pixels, so in NHWC the
   // kernel row ky of an output pixel is ONE run of kw * C floats of input row iy, starting at
   // pixel ix0 = ox * stride - pad_left; only its pixels left of 0 or right of the image (the
@@ -165,6 +172,7 @@ class ConvAsGemm : public NhwcIo<> {
       zero_floats(dst + hi, o1 - hi);
     }
   }
+#endif  // TESSERA_X86_64
 
   // Any dilation: one copy per tap (C floats).
   void im2col_taps(int64_t r0, int64_t nr, int64_t k0, int64_t kc, float* a, int64_t lda) const {
@@ -189,7 +197,9 @@ class ConvAsGemm : public NhwcIo<> {
   }
 
   // C's rows are output pixels ldy_ floats apart, so any pixel stride works.
-  bool writes_strided_output() const override { return true; }
+  bool writes_strided_output() const override {
+    return true;
+  }
 
   std::string name(const char* engine) const {
     return std::string(engine) + (direct_ ? " gemm" : " im2col+gemm") + " conv " +

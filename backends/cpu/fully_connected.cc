@@ -241,9 +241,9 @@ Result<std::unique_ptr<Kernel>> make_matmul(const KernelRequest& req) {
 }  // namespace
 
 const KernelEntry kFullyConnectedKernels[] = {
-    {OpKind::kGemm, "tessera_gemv_f32", make_gemm_gemv},
+    {OpKind::kGemm, "tessera_gemv_f32", make_gemm_gemv, Isa::kAvx512f},
     {OpKind::kGemm, "xnnpack_fully_connected_nc_f32", make_gemm},
-    {OpKind::kMatMul, "tessera_gemv_f32", make_matmul_gemv},
+    {OpKind::kMatMul, "tessera_gemv_f32", make_matmul_gemv, Isa::kAvx512f},
     {OpKind::kMatMul, "xnnpack_fully_connected_nc_f32|openblas_sgemm", make_matmul},
 };
 const size_t kNumFullyConnectedKernels =

@@ -4,7 +4,6 @@
 #include "backends/cpu/gemm.h"
 
 #include <cpuinfo.h>
-#include <immintrin.h>
 
 #include <array>
 #include <cmath>
@@ -15,11 +14,20 @@
 #include "backends/cpu/simd.h"
 #include "core/allocator.h"
 
+#if TESSERA_X86_64
+#include <immintrin.h>
+#endif
+
 namespace tessera::cpu {
 
 namespace {
 
 // ---- The microkernel ------------------------------------------------------------------------
+
+using MicroTile = void (*)(const float*, int64_t, const float*, int64_t, float*, int64_t, int64_t,
+                           const float*, int64_t, const float*, bool, float, float);
+
+#if TESSERA_X86_64
 
 // The full 14-row tile's k loop in assembly: GCC does not keep 28 accumulators, two B vectors
 // and the fourteen A rows in registers (it derives one pointer per row, whose increments then
@@ -209,16 +217,54 @@ TESSERA_AVX512 void micro_tile(const float* a, int64_t lda, const float* b, int6
   }
 }
 
-using MicroTile = void (*)(const float*, int64_t, const float*, int64_t, float*, int64_t, int64_t,
-                           const float*, int64_t, const float*, bool, float, float);
-
-// kMicroTiles[mr] handles mr rows (1 .. kGemmMR).
+// kMicroTilesAvx512[mr] handles mr rows (1 .. kGemmMR).
 template <size_t... I>
 constexpr auto micro_table(std::index_sequence<I...>) {
   return std::array<MicroTile, sizeof...(I)>{
       {I == 0 ? static_cast<MicroTile>(nullptr) : &micro_tile<(I == 0 ? 1 : int(I))>...}};
 }
-constexpr auto kMicroTiles = micro_table(std::make_index_sequence<kGemmMR + 1>());
+constexpr auto kMicroTilesAvx512 = micro_table(std::make_index_sequence<kGemmMR + 1>());
+#endif  // TESSERA_X86_64
+
+// The same tile in portable C++ (the compiler vectorises the j loops for the target): what
+// gemm_block runs where the AVX-512 tile is not built (other architectures) or the CPU lacks
+// AVX-512F. The kernel table offers Tessera's GEMM variants only with AVX-512 (gemm_available);
+// this keeps PackedB / Gemm correct everywhere.
+template <int MR>
+void micro_tile_portable(const float* a, int64_t lda, const float* b, int64_t kc, float* c,
+                         int64_t ldc, int64_t nr, const float* prev, int64_t ldp, const float* bias,
+                         bool clamp, float lo, float hi) {
+  float acc[MR][kGemmNR] = {};
+  for (int64_t p = 0; p < kc; ++p) {
+    const float* bp = b + p * kGemmNR;
+    for (int i = 0; i < MR; ++i) {
+      const float ai = a[i * lda + p];
+      for (int64_t j = 0; j < kGemmNR; ++j) acc[i][j] += ai * bp[j];
+    }
+  }
+  for (int i = 0; i < MR; ++i) {
+    for (int64_t j = 0; j < nr; ++j) {
+      float v = acc[i][j];
+      if (prev != nullptr) v += prev[i * ldp + j];
+      if (bias != nullptr) v += bias[j];
+      if (clamp) v = std::min(std::max(v, lo), hi);
+      c[i * ldc + j] = v;
+    }
+  }
+}
+template <size_t... I>
+constexpr auto portable_table(std::index_sequence<I...>) {
+  return std::array<MicroTile, sizeof...(I)>{
+      {I == 0 ? static_cast<MicroTile>(nullptr) : &micro_tile_portable<(I == 0 ? 1 : int(I))>...}};
+}
+constexpr auto kMicroTilesPortable = portable_table(std::make_index_sequence<kGemmMR + 1>());
+
+const std::array<MicroTile, kGemmMR + 1>& micro_tiles() {
+#if TESSERA_X86_64
+  if (has_avx512()) return kMicroTilesAvx512;
+#endif
+  return kMicroTilesPortable;
+}
 
 // C = epilogue(0) for an empty K (no B rows): bias, residual and clamp only.
 void empty_k(int64_t m0, int64_t mc, int64_t n0, int64_t nc, float* c, int64_t ldc,
@@ -302,6 +348,7 @@ void gemm_block(const PackedB& b, const GemmA& a, int64_t m0, int64_t mc, int64_
   const int64_t chunk = gemm_blocking().mc;
   const int64_t n_end = n0 + nc, last = b.k_blocks() - 1;
   const int64_t j0 = n0 / kGemmNR, j1 = (n_end + kGemmNR - 1) / kGemmNR;
+  const std::array<MicroTile, kGemmMR + 1>& tiles = micro_tiles();
   for (int64_t r0 = m0; r0 < m0 + mc; r0 += chunk) {
     const int64_t rows = std::min(chunk, m0 + mc - r0);
     for (int64_t kb = 0; kb <= last; ++kb) {
@@ -329,9 +376,9 @@ void gemm_block(const PackedB& b, const GemmA& a, int64_t m0, int64_t mc, int64_
           const int64_t mr = std::min(kGemmMR, rows - i);
           float* tile = c + (r0 - m0 + i) * ldc + j * kGemmNR - n0;
           const float* prev = kb > 0 ? tile : res != nullptr ? res + i * ep.ldr : nullptr;
-          kMicroTiles[static_cast<size_t>(mr)](ap + i * lda, lda, panel, kc, tile, ldc, nr, prev,
-                                               kb > 0 ? ldc : ep.ldr, bias, is_last && ep.clamp,
-                                               ep.lo, ep.hi);
+          tiles[static_cast<size_t>(mr)](ap + i * lda, lda, panel, kc, tile, ldc, nr, prev,
+                                         kb > 0 ? ldc : ep.ldr, bias, is_last && ep.clamp, ep.lo,
+                                         ep.hi);
         }
       }
     }

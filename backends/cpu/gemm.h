@@ -30,8 +30,10 @@
 // multiply-adds plus the A and B floats it reads, among the splits with >= 4 items per thread.
 // Items are handed out one at a time (parallel_items), each thread with its own gather scratch.
 //
-// Only for CPUs with AVX-512F: callers check gemm_available() and otherwise decline (the
-// other convolution variants remain). PackedB itself is portable.
+// The kernel variants on it need AVX-512F (kernel_table.h: Isa::kAvx512f; gemm_available()):
+// elsewhere they decline and the other convolution variants remain. PackedB and gemm_block
+// themselves run everywhere: without the AVX-512 microkernel (other architectures, older x86
+// CPUs) on a portable C++ tile of the same shape, which the tests check on every machine.
 #pragma once
 
 #include <algorithm>

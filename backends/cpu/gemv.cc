@@ -3,8 +3,6 @@
 // after gemm_available() said yes).
 #include "backends/cpu/gemv.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <array>
 #include <cstdlib>
@@ -14,9 +12,18 @@
 #include "backends/cpu/simd.h"
 #include "core/allocator.h"
 
+#if TESSERA_X86_64
+#include <immintrin.h>
+#endif
+
 namespace tessera::cpu {
 
 namespace {
+
+using PanelKernel = void (*)(const float*, const float*, int64_t, float*, int64_t, const float*,
+                             float, float);
+
+#if TESSERA_X86_64
 // y[j] = clamp(sum_p x[p] * w[p * 16V + j] + bias[j]) for j < nr (nr <= 16V); `w` one packed
 // panel, 64-byte aligned, rows 16V floats. The K rows are read as S streams at once (the
 // panel's S consecutive parts of K / S rows, each into its own V accumulators; the K % S rows
@@ -71,12 +78,40 @@ TESSERA_AVX512 void panel_kernel(const float* x, const float* w, int64_t k, floa
 // one stream ~50% slower).
 constexpr int kStreams = 8;
 
-using PanelKernel = void (*)(const float*, const float*, int64_t, float*, int64_t, const float*,
-                             float, float);
-// kPanelKernels[v - 1] handles panels of v vectors.
-constexpr std::array<PanelKernel, 4> kPanelKernels = {
+// kPanelKernelsAvx512[v - 1] handles panels of v vectors.
+constexpr std::array<PanelKernel, 4> kPanelKernelsAvx512 = {
     &panel_kernel<1, kStreams>, &panel_kernel<2, kStreams>, &panel_kernel<3, kStreams>,
     &panel_kernel<4, kStreams>};
+#endif  // TESSERA_X86_64
+
+// The same panel product in portable C++: where the AVX-512 kernel is not built (other
+// architectures) or the CPU lacks AVX-512F. The kernel table offers the GEMV variant only with
+// AVX-512; this keeps PackedGemv / Gemv correct everywhere.
+template <int V>
+void panel_kernel_portable(const float* x, const float* w, int64_t k, float* y, int64_t nr,
+                           const float* bias, float lo, float hi) {
+  constexpr int64_t kRow = 16 * V;
+  float acc[kRow] = {};
+  for (int64_t p = 0; p < k; ++p) {
+    const float xp = x[p];
+    const float* wp = w + p * kRow;
+    for (int64_t j = 0; j < kRow; ++j) acc[j] += xp * wp[j];
+  }
+  for (int64_t j = 0; j < nr; ++j) {
+    const float v = acc[j] + (bias != nullptr ? bias[j] : 0.f);
+    y[j] = std::min(std::max(v, lo), hi);
+  }
+}
+constexpr std::array<PanelKernel, 4> kPanelKernelsPortable = {
+    &panel_kernel_portable<1>, &panel_kernel_portable<2>, &panel_kernel_portable<3>,
+    &panel_kernel_portable<4>};
+
+const std::array<PanelKernel, 4>& panel_kernels() {
+#if TESSERA_X86_64
+  if (has_avx512()) return kPanelKernelsAvx512;
+#endif
+  return kPanelKernelsPortable;
+}
 
 }  // namespace
 
@@ -126,12 +161,13 @@ PackedGemv PackedGemv::pack(const float* src, int64_t k, int64_t n, bool w_is_k_
 
 void gemv_panels(const PackedGemv& w, const float* x, int64_t j0, int64_t j1, float* y, float lo,
                  float hi) {
+  const std::array<PanelKernel, 4>& kernels = panel_kernels();
   for (int64_t j = j0; j < j1; ++j) {
     const int64_t n0 = j * kGemvNR;
     const int64_t nr = std::min(kGemvNR, w.n() - n0);
     const float* bias = w.bias() != nullptr ? w.bias() + n0 : nullptr;
-    kPanelKernels[static_cast<size_t>(w.width(j) / 16 - 1)](x, w.panel(j), w.k(), y + n0, nr, bias,
-                                                            lo, hi);
+    kernels[static_cast<size_t>(w.width(j) / 16 - 1)](x, w.panel(j), w.k(), y + n0, nr, bias, lo,
+                                                      hi);
   }
 }
 

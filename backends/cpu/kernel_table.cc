@@ -2,7 +2,58 @@
 
 #include <string_view>
 
+#include "backends/cpu/simd.h"
+
 namespace tessera::cpu {
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::kPortable:
+      return "portable";
+    case Isa::kAvx512f:
+      return "avx512f";
+  }
+  return "unknown";
+}
+
+bool isa_available(Isa isa) {
+  switch (isa) {
+    case Isa::kPortable:
+      return true;
+    case Isa::kAvx512f:
+      return has_avx512();  // false in builds for other architectures
+  }
+  return false;
+}
+
+const char* build_arch() {
+#if defined(__x86_64__)
+  return "x86_64";
+#elif defined(__aarch64__)
+  return "aarch64";
+#elif defined(__arm__)
+  return "arm";
+#elif defined(__riscv)
+  return "riscv";
+#else
+  return "unknown";
+#endif
+}
+
+Status isa_unavailable(Isa isa, std::string_view variant) {
+  std::string who = variant.empty() ? std::string("this kernel variant")
+                                    : "kernel variant " + std::string(variant);
+  const bool in_build = isa == Isa::kPortable || (isa == Isa::kAvx512f && TESSERA_X86_64);
+  if (!in_build) {
+    return unimplemented(who + " needs " + isa_name(isa) + ", which this " + build_arch() +
+                         " build does not contain");
+  }
+  return unimplemented(who + " needs " + isa_name(isa) + ", which this CPU does not run");
+}
+
+bool entry_available(const KernelEntry& entry) {
+  return isa_available(entry.isa);
+}
 
 const std::vector<KernelEntry>& all_kernel_entries() {
   static const std::vector<KernelEntry> all = [] {
@@ -35,6 +86,7 @@ const KernelEntry* find_kernel_entry(OpKind op, std::string_view variant) {
 
 Result<std::unique_ptr<Kernel>> make_entry_kernel(const KernelEntry& entry,
                                                   const KernelRequest& req, bool any_config) {
+  if (!entry_available(entry)) return std::unique_ptr<Kernel>();
   KernelRequest r = req;
   r.any_config = any_config;
   Result<std::unique_ptr<Kernel>> k = entry.make(r);
@@ -52,6 +104,7 @@ Result<std::unique_ptr<Kernel>> make_entry_kernel(const KernelEntry& entry,
 Result<std::unique_ptr<Kernel>> build_kernel(const KernelRequest& req, const char* variant) {
   if (variant != nullptr) {
     if (const KernelEntry* e = find_kernel_entry(req.node.kind, variant); e != nullptr) {
+      if (!entry_available(*e)) return isa_unavailable(e->isa, e->variant);
       KernelRequest forced = req;
       forced.any_config = true;
       ASSIGN_OR_RETURN(std::unique_ptr<Kernel> k, e->make(forced));

@@ -4,10 +4,20 @@
 // differential tests and the benchmarks all walk the same tables. For a node, the entries of its op
 // are tried in table order; the first factory that accepts the configuration builds the kernel, and
 // a node no entry accepts runs on the reference kernel.
+//
+// Each entry states the instruction set its own code needs (KernelEntry::isa, as XNNPACK's
+// microkernel lists state theirs). An entry whose ISA this build or this CPU lacks is never
+// offered a node: dispatch and measured kernel choice (kernel_choice.h) pass over it, and asking
+// for it by name is an Unimplemented error naming the ISA (isa_unavailable). Variants on a
+// library (XNNPACK, OpenBLAS) and Tessera's portable C++ need Isa::kPortable: the library picks
+// its own kernels for the CPU it runs on. Thread rule: the tables and the ISA probes are
+// immutable after first use; any thread may read them.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -15,10 +25,28 @@
 
 namespace tessera::cpu {
 
+// The instruction sets of the cpu device's own kernels.
+enum class Isa : uint8_t {
+  kPortable,  // plain C++ or a library call: every architecture
+  kAvx512f,   // x86-64 AVX-512F + FMA (compiled only into x86-64 builds)
+};
+// "portable", "avx512f".
+const char* isa_name(Isa isa);
+// Whether this build contains code of `isa` and this CPU runs it.
+bool isa_available(Isa isa);
+// The architecture this build targets ("x86_64", "aarch64", ...).
+const char* build_arch();
+// The Unimplemented error of a variant whose ISA is unavailable: which ISA, and whether the
+// build (another architecture) or the CPU lacks it.
+Status isa_unavailable(Isa isa, std::string_view variant = {});
+
 struct KernelEntry {
   OpKind op;
   const char* variant;  // e.g. "xnnpack_conv2d_nhwc_f32"
   KernelFactory make;
+  // The instruction set the variant's own code needs; make_entry_kernel and build_kernel never
+  // call the factory where isa_available(isa) is false.
+  Isa isa = Isa::kPortable;
   // Whether measured kernel choice (kernel_choice.h) may pick this variant for configurations
   // the rules give to another: false for a variant that is fast but less accurate (Winograd
   // F(4x4)), which runs only where its own factory's rules take a node or when asked for.
@@ -47,16 +75,21 @@ bool has_optimised_kernel(OpKind op);
 
 // The entry of `op` named `variant`, or null.
 const KernelEntry* find_kernel_entry(OpKind op, std::string_view variant);
-// `entry`'s kernel for the node with KernelRequest::any_config set as given; null when it
-// declines, or rejects the configuration as unimplemented / invalid (dispatch treats both the
-// same way: another entry or the reference kernel runs it). Other errors are real errors.
+// Whether `entry` can run on this build and CPU (isa_available(entry.isa)).
+bool entry_available(const KernelEntry& entry);
+
+// `entry`'s kernel for the node with KernelRequest::any_config set as given; null when its ISA
+// is unavailable here (entry_available), when it declines, or rejects the configuration as
+// unimplemented / invalid (dispatch treats both the same way: another entry or the reference kernel
+// runs it). Other errors are real errors.
 Result<std::unique_ptr<Kernel>> make_entry_kernel(const KernelEntry& entry,
                                                   const KernelRequest& req, bool any_config);
 
 // Builds the kernel for a node: the first accepting entry, else the reference kernel.
 // With `variant` (an entry's name, for tests and benchmarks that compare variants), a node of
 // that entry's op gets exactly that variant, built with any_config; it is an Unimplemented error
-// when the variant cannot run the node. Nodes of other ops are dispatched as usual.
+// when the variant cannot run the node, or (isa_unavailable) cannot run on this build or CPU. Nodes
+// of other ops are dispatched as usual.
 Result<std::unique_ptr<Kernel>> build_kernel(const KernelRequest& req,
                                              const char* variant = nullptr);
 

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cstring>
 
-#include <immintrin.h>
-
 #include "backends/cpu/onednn.h"
 #include "backends/cpu/simd.h"
+
+#if TESSERA_X86_64
+#include <immintrin.h>
+#endif
 
 namespace tessera::cpu {
 
@@ -45,6 +47,7 @@ void transpose_block_scalar(const float* src, float* dst, int64_t rows, int64_t 
   }
 }
 
+#if TESSERA_X86_64
 // GCC 12's AVX-512 shuffle intrinsics start from _mm512_undefined_ps(), which -Wuninitialized
 // flags once inlined here.
 #pragma GCC diagnostic push
@@ -143,15 +146,15 @@ __attribute__((target("avx512f"))) void transpose_block_avx512(const float* src,
 }
 
 #pragma GCC diagnostic pop
+#endif  // TESSERA_X86_64
 
 void transpose_block(const float* src, float* dst, int64_t rows, int64_t cols, int64_t ld_src,
                      int64_t ld_dst) {
+#if TESSERA_X86_64
   static const bool avx512 = has_avx512();
-  if (avx512) {
-    transpose_block_avx512(src, dst, rows, cols, ld_src, ld_dst);
-  } else {
-    transpose_block_scalar(src, dst, rows, cols, ld_src, ld_dst);
-  }
+  if (avx512) return transpose_block_avx512(src, dst, rows, cols, ld_src, ld_dst);
+#endif
+  transpose_block_scalar(src, dst, rows, cols, ld_src, ld_dst);
 }
 
 // Transposes n matrices rows x cols -> cols x rows, split over the pool into blocks of up to

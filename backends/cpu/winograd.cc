@@ -29,10 +29,13 @@
 
 #include "backends/cpu/conv.h"
 #include "backends/cpu/gemm.h"
+#include "backends/cpu/kernel_table.h"
 #include "backends/cpu/openblas.h"
 #include "backends/cpu/simd.h"
 
 namespace tessera::cpu {
+
+#if TESSERA_X86_64  // AVX-512 code throughout (kernel_table.h: Isa::kAvx512f)
 
 namespace {
 
@@ -434,5 +437,17 @@ Result<std::unique_ptr<Kernel>> make_winograd_f2_conv(const KernelRequest& req) 
   return std::unique_ptr<Kernel>(
       std::make_unique<WinogradConvKernel<F2>>(*s, "F(2x2,3x3)", winograd_gemm(*s)));
 }
+
+#else
+
+Result<std::unique_ptr<Kernel>> make_winograd_f4_conv(const KernelRequest& /*req*/) {
+  return isa_unavailable(Isa::kAvx512f);
+}
+
+Result<std::unique_ptr<Kernel>> make_winograd_f2_conv(const KernelRequest& /*req*/) {
+  return isa_unavailable(Isa::kAvx512f);
+}
+
+#endif  // TESSERA_X86_64
 
 }  // namespace tessera::cpu

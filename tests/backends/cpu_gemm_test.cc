@@ -61,7 +61,6 @@ const GemmCase kCases[] = {
 class CpuGemmTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(CpuGemmTest, MatchesNaiveProduct) {
-  if (!gemm_available()) GTEST_SKIP() << "no AVX-512F";
   const int threads = GetParam();
   std::vector<int> cores;
   for (int c = 0; c < threads; ++c) cores.push_back(c);
@@ -150,7 +149,6 @@ INSTANTIATE_TEST_SUITE_P(Cpu, CpuGemmTest, ::testing::Values(1, 2),
 // thread slowed by the rest of the machine is made up for), and none is much larger than an
 // even share (SqueezeNet's 169 x 1000 classifier as 2 row blocks of 98 + 71 rows was 58/42).
 TEST(CpuGemmSplit, SmallMCoversCOnceInBalancedItems) {
-  if (!gemm_available()) GTEST_SKIP() << "no AVX-512F";
   auto pool = ThreadPool::create(CoreSet({0, 1}));
   if (!pool.ok()) GTEST_SKIP() << pool.status().to_string();
   struct Shape3 {

@@ -6,12 +6,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include "backends/cpu/cpu_program.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernel_choice.h"
 #include "backends/cpu/kernel_table.h"
+#include "backends/cpu/simd.h"
 #include "backends/registry.h"
 #include "tests/backends/cpu_test_util.h"
 #include "tests/ops/op_test_util.h"
@@ -282,6 +284,79 @@ TEST(KernelChoiceEnv, RulesByEnvironment) {
   {
     ScopedEnv env("TESSERA_CPU_KERNEL_CACHE", "/tmp/x.tsv");
     EXPECT_EQ(cpu::kernel_choice_cache_path(), "/tmp/x.tsv");
+  }
+}
+
+// ---- The ISA table (kernel_table.h: KernelEntry::isa) ------------------------------------------
+
+// Tessera's own AVX-512 variants say so; the library variants (XNNPACK, OpenBLAS pick their own
+// kernels for the CPU) and the portable C++ ones need nothing.
+TEST(CpuKernelIsa, TableStatesTheIsaOfTesserasOwnSimdKernels) {
+  const std::set<std::string> avx512 = {"tessera_direct_conv", "tessera_depthwise_conv",
+                                        "winograd_f4x4_3x3",   "winograd_f2x2_3x3",
+                                        "tessera_gemm_conv",   "tessera_gemv_f32"};
+  std::set<std::string> seen;
+  for (const cpu::KernelEntry& e : cpu::all_kernel_entries()) {
+    const std::string v = e.variant;
+    SCOPED_TRACE(v);
+    if (avx512.count(v) != 0) {
+      EXPECT_EQ(e.isa, cpu::Isa::kAvx512f);
+      seen.insert(v);
+    } else {
+      EXPECT_EQ(e.isa, cpu::Isa::kPortable);
+    }
+  }
+  EXPECT_EQ(seen, avx512);
+  EXPECT_STREQ(cpu::isa_name(cpu::Isa::kAvx512f), "avx512f");
+  EXPECT_TRUE(cpu::isa_available(cpu::Isa::kPortable));
+#if defined(__x86_64__)
+  EXPECT_STREQ(cpu::build_arch(), "x86_64");
+  EXPECT_EQ(cpu::isa_available(cpu::Isa::kAvx512f), cpu::has_avx512());
+#else
+  // Other architectures: the AVX-512 code is not in the build at all.
+  EXPECT_FALSE(cpu::isa_available(cpu::Isa::kAvx512f));
+  EXPECT_NE(cpu::isa_unavailable(cpu::Isa::kAvx512f).message().find("does not contain"),
+            std::string::npos);
+#endif
+}
+
+// Asked for by name, a variant whose ISA is unavailable is an Unimplemented error naming the
+// variant and the ISA (never a silent fallback); dispatch and measured choice never offer it,
+// and what they pick matches the reference device.
+TEST_F(KernelChoiceTest, VariantsDeclineByTheirIsaNeverSilently) {
+  auto pool = cpu_pool_on_first_cores(1);
+  ASSERT_NE(pool, nullptr);
+  ConvGraph c = conv_graph(32, 32, 14, 3, false);
+  for (int i = 0; i < static_cast<int>(cpu::kNumConvKernels); ++i) {
+    const cpu::KernelEntry& e = cpu::kConvKernels[i];
+    SCOPED_TRACE(e.variant);
+    auto p = cpu::CpuProgram::compile(c.g, c.layers, pool, e.variant);
+    if (cpu::entry_available(e)) {
+      if (p.ok()) expect_matches_reference(c, **p);
+      continue;
+    }
+    ASSERT_FALSE(p.ok());
+    EXPECT_EQ(p.status().code(), StatusCode::kUnimplemented);
+    EXPECT_NE(p.status().message().find(e.variant), std::string::npos) << p.status().to_string();
+    EXPECT_NE(p.status().message().find(cpu::isa_name(e.isa)), std::string::npos)
+        << p.status().to_string();
+    ConvRequest cr(c, *pool);
+    auto k = cpu::make_entry_kernel(e, cr.req, /*any_config=*/true);
+    ASSERT_TRUE(k.ok());
+    EXPECT_EQ(*k, nullptr);
+  }
+  ConvRequest cr(c, *pool);
+  std::vector<cpu::KernelTiming> t;
+  ASSERT_TRUE(cpu::build_measured_kernel(cr.req, &t).ok());
+  for (const cpu::KernelTiming& m : t) {
+    const cpu::KernelEntry* e = cpu::find_kernel_entry(OpKind::kConv, m.variant);
+    ASSERT_NE(e, nullptr) << m.variant;
+    EXPECT_TRUE(cpu::entry_available(*e)) << m.variant << " measured on a CPU that cannot run it";
+  }
+  for (cpu::KernelChoice choice : {cpu::KernelChoice::kRules, cpu::KernelChoice::kMeasured}) {
+    auto prog = cpu::CpuProgram::compile(c.g, c.layers, pool, nullptr, choice);
+    ASSERT_TRUE(prog.ok()) << prog.status().to_string();
+    expect_matches_reference(c, **prog);
   }
 }
 

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+#include <vector>
+
 #include "energy/power_model.h"
 #include "tests/energy/fixture_tree.h"
 
@@ -240,6 +244,98 @@ TEST(PlatformTest, DetectListsNoPerCoreDevicesOnALargeUniformMachine) {
   EXPECT_EQ(p.find("cpu:0-15"), nullptr);
   ASSERT_NE(p.find("reference"), nullptr);
   EXPECT_EQ(p.find("reference")->cores.size(), 16u);
+}
+
+// The shipped boards' CPU topology as their kernels expose it in sysfs (online CPUs and the
+// cpufreq policies: which CPUs share a frequency domain, and the top frequency of each).
+struct BoardPolicy {
+  const char* name;
+  std::vector<int> cpus;
+  int max_khz;
+};
+struct BoardTopology {
+  const char* board;
+  const char* online;
+  std::vector<BoardPolicy> policies;
+};
+const BoardTopology kBoardTopologies[] = {
+    // HiKey 970: cpu0-3 Cortex-A53 (1844 MHz), cpu4-7 Cortex-A73 (2362 MHz).
+    {"hikey970", "0-7", {{"policy0", {0, 1, 2, 3}, 1844000}, {"policy4", {4, 5, 6, 7}, 2362000}}},
+    // Jetson TX2: the A57 cluster is cpu0 and cpu3-5, the Denver 2 cluster cpu1-2; both top out
+    // at 2035 MHz, so only the frequency domains tell them apart.
+    {"jetson_tx2", "0-5", {{"policy0", {0, 3, 4, 5}, 2035200}, {"policy1", {1, 2}, 2035200}}},
+    // Jetson AGX Xavier: 4 Carmel clusters of 2, one cpufreq policy each.
+    {"jetson_agx_xavier",
+     "0-7",
+     {{"policy0", {0, 1}, 2265600},
+      {"policy2", {2, 3}, 2265600},
+      {"policy4", {4, 5}, 2265600},
+      {"policy6", {6, 7}, 2265600}}},
+    // Raspberry Pi 3: 4 Cortex-A53 in one frequency domain.
+    {"raspberry_pi3", "0-3", {{"policy0", {0, 1, 2, 3}, 1200000}}},
+};
+
+// Platform::detect on each board's sysfs finds the core clusters its shipped platform file names
+// (device names as `tessera devices` lists them on the board, their cores and cpufreq policy).
+TEST(PlatformTest, DetectFindsTheClustersOfEachShippedBoard) {
+  for (const BoardTopology& b : kBoardTopologies) {
+    SCOPED_TRACE(b.board);
+    auto shipped = Platform::load(shipped_platform_dir() + "/" + b.board + ".json");
+    ASSERT_TRUE(shipped.ok()) << shipped.status().to_string();
+    testing::FixtureTree t;
+    t.write("sys/devices/system/cpu/online", b.online);
+    for (const BoardPolicy& pol : b.policies) {
+      std::string related, freqs;
+      for (int c : pol.cpus) {
+        related += (related.empty() ? "" : " ") + std::to_string(c);
+        t.write("sys/devices/system/cpu/cpu" + std::to_string(c) + "/cpufreq/cpuinfo_max_freq",
+                std::to_string(pol.max_khz));
+      }
+      const PlatformDevice* d = nullptr;
+      for (const PlatformDevice& s : shipped->devices) {
+        if (s.kind == "cpu" && s.cpufreq_policy == pol.name) d = &s;
+      }
+      ASSERT_NE(d, nullptr) << "no cpu device of " << pol.name;
+      for (const DvfsLevel& l : d->dvfs) freqs += std::to_string(l.mhz * 1000) + " ";
+      const std::string dir = std::string("sys/devices/system/cpu/cpufreq/") + pol.name;
+      t.write(dir + "/related_cpus", related);
+      t.write(dir + "/scaling_available_frequencies", freqs);
+      t.write(dir + "/cpuinfo_max_freq", std::to_string(pol.max_khz));
+      // The board file's top level is the policy's top frequency.
+      EXPECT_EQ(d->max_level().mhz, pol.max_khz / 1000) << d->id;
+    }
+    const Platform p = Platform::detect(t.root());
+    // The core-set devices detect lists (not the registry's whole-cpu `cpu` or `reference`).
+    std::map<std::string, const PlatformDevice*> detected;
+    for (const PlatformDevice& d : p.devices) {
+      if (d.kind == "cpu" && d.device.rfind("cpu:", 0) == 0) detected[d.device] = &d;
+    }
+    std::vector<const PlatformDevice*> board_cpus;
+    for (const PlatformDevice& d : shipped->devices) {
+      if (d.kind == "cpu") board_cpus.push_back(&d);
+    }
+    if (board_cpus.size() == 1 && board_cpus[0]->device == "cpu") {
+      // One uniform cluster: the board names the whole-cpu device; detect lists it too (from the
+      // registry) over the same cores, and splits it into single cores.
+      const PlatformDevice* whole = p.find("cpu");
+      ASSERT_NE(whole, nullptr) << p.to_json_text();
+      EXPECT_EQ(whole->cores, board_cpus[0]->cores);
+      EXPECT_EQ(whole->cpufreq_policy, board_cpus[0]->cpufreq_policy);
+      EXPECT_EQ(detected.size(), board_cpus[0]->cores.size()) << p.to_json_text();
+      for (int c : board_cpus[0]->cores) EXPECT_EQ(detected.count("cpu:" + std::to_string(c)), 1u);
+      continue;
+    }
+    EXPECT_EQ(detected.size(), board_cpus.size()) << p.to_json_text();
+    for (const PlatformDevice* d : board_cpus) {
+      SCOPED_TRACE(d->id);
+      auto it = detected.find(d->device);
+      ASSERT_NE(it, detected.end()) << "detect does not list " << d->device << "\n"
+                                    << p.to_json_text();
+      EXPECT_EQ(it->second->cores, d->cores);
+      EXPECT_EQ(it->second->cpufreq_policy, d->cpufreq_policy);
+      EXPECT_EQ(it->second->max_level().mhz, d->max_level().mhz);
+    }
+  }
 }
 
 // json_number_overflow.platform.json (issue 28): a number no double holds used to throw out of
