@@ -236,11 +236,12 @@ void CpuProgram::plan(std::span<const NodeId> layers,
     produced.assign(node.outputs.size(), Layout::kNCHW);
     for (size_t j = 0; j < ni; ++j) {
       const ValueId v = node.inputs[j];
-      if (v != kNoValue && !g_.value(v).is_constant)
-        available[j] =
-            bufs_[static_cast<size_t>(buf_of[static_cast<size_t>(v)]
-                                            [static_cast<size_t>(primary[static_cast<size_t>(v)])])]
-                .layout;
+      if (v == kNoValue || g_.value(v).is_constant) continue;
+      // A value with no buffer (the output of a convolution whose Add is fused into it, read by
+      // that Add's step, which reads nothing) offers no layout.
+      const int b =
+          buf_of[static_cast<size_t>(v)][static_cast<size_t>(primary[static_cast<size_t>(v)])];
+      if (b >= 0) available[j] = bufs_[static_cast<size_t>(b)].layout;
     }
     kernels[li]->choose_layouts(available, wanted, produced);
 
