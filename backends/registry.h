@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backends/device.h"
+#include "ops/split_rule.h"
 
 namespace tessera {
 
@@ -36,6 +37,21 @@ struct DeviceName {
 // Parses and checks the syntax of a device name; the message says what is wrong and the forms
 // accepted.
 Result<DeviceName> parse_device_name(const std::string& name);
+
+// A split device's members and ratios (split:METHOD:DEV=RATIO+DEV=RATIO...); the device itself
+// is backends/split/split_device.h.
+struct SplitSpec {
+  SplitMethod method = SplitMethod::kConvChannel;
+  std::vector<std::string> devices;  // member device names, one per piece
+  std::vector<double> ratios;        // positive, one per device (normalised by their sum)
+};
+
+// "split:conv-channel:cpu:0=0.5+cpu:1=0.5" (ratios printed exactly enough to read back).
+std::string split_device_name(const SplitSpec& spec);
+// Parses a split device name; errors say which part is wrong.
+Result<SplitSpec> parse_split_device_name(const std::string& name);
+// The shortest decimal that reads back as `r` (how ratios are printed in names).
+std::string format_ratio(double r);
 
 // Opens a device by name. NotFound when the backend is not in this build or the device does not
 // exist on this machine.

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "fuzz/fuzz_graph.h"
+#include "fuzz/byte_flip.h"
 #include "graph/format/model_file.h"
 
 int main(int argc, char** argv) {
@@ -45,40 +45,15 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < graph_end; ++i) positions.push_back(i);
   for (size_t i = graph_end; i < bytes.size(); i += 4099) positions.push_back(i);
 
-  long cases = 0, loaded = 0, inferred = 0, ran = 0;
-  std::map<std::string, long> refusals;
-  for (size_t i : positions) {
-    const uint8_t original = bytes[i];
-    for (const uint8_t flipped : {uint8_t(original ^ 0x01), uint8_t(original ^ 0x80),
-                                  uint8_t(original ^ 0xff), uint8_t{0}}) {
-      if (flipped == original) continue;
-      bytes[i] = flipped;
-      ++cases;
-      Result<Graph> m = load_model_from_memory(bytes);
-      Status s = m.status();
-      if (m.ok()) {
-        ++loaded;
-        s = m->infer_shapes();
-        if (s.ok()) {
-          ++inferred;
-          std::vector<Tensor> out;
-          if (fuzz::within_bounds(*m, bounds)) {
-            s = fuzz::run_reference_graph(*m, &out);
-            if (s.ok()) ++ran;
-          }
-        }
-      }
-      fuzz::check_refusal(s);
-      if (!s.ok()) ++refusals[status_code_name(s.code())];
-    }
-    bytes[i] = original;
-    if (positions.size() > 1000 && (&i - &positions[0]) % 1000 == 0) {
-      std::fprintf(stderr, "\r%zu / %zu bytes", static_cast<size_t>(&i - &positions[0]),
-                   positions.size());
-    }
-  }
+  size_t done = 0;  // positions finished (the observer sees each one up to 4 times)
+  const fuzz::ByteFlipCounts c =
+      fuzz::byte_flip_sweep(bytes, positions, bounds, [&](size_t pos, uint8_t, const Status&) {
+        if (pos == positions[done]) return;
+        ++done;
+        if (done % 1000 == 0) std::fprintf(stderr, "\r%zu / %zu bytes", done, positions.size());
+      });
   std::printf("\n%s: %zu bytes (%zu of graph), %ld cases: %ld loaded, %ld inferred, %ld ran\n",
-              argv[1], bytes.size(), graph_end, cases, loaded, inferred, ran);
-  for (const auto& [code, n] : refusals) std::printf("  refused %-20s %ld\n", code.c_str(), n);
+              argv[1], bytes.size(), graph_end, c.cases, c.loaded, c.inferred, c.ran);
+  for (const auto& [code, n] : c.refusals) std::printf("  refused %-20s %ld\n", code.c_str(), n);
   return 0;
 }

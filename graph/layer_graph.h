@@ -51,6 +51,9 @@ class LayerGraph {
   std::vector<ValueId> slice_inputs(int first, int last) const;
   std::vector<ValueId> slice_outputs(int first, int last) const;
 
+  // The layer producing value `v`; -1 for graph inputs and constants.
+  int producer_layer(ValueId v) const { return produced_at_[static_cast<size_t>(v)]; }
+
   double total_flops() const;
   // Elements of the distinct constants the layers read (a shared weight counts once).
   uint64_t total_parameters() const { return total_parameters_; }

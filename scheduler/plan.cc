@@ -7,7 +7,7 @@
 #include <set>
 #include <sstream>
 
-#include "backends/split/split_device.h"
+#include "backends/registry.h"
 #include "core/json.h"
 
 namespace tessera {

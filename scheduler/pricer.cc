@@ -31,15 +31,11 @@ std::vector<std::vector<int>> stage_dependencies(const LayerGraph& lg, const Pla
     for (int l : plan.stages[i].layers)
       stage_of_layer[static_cast<size_t>(l)] = static_cast<int>(i);
   }
-  std::vector<int> producer(static_cast<size_t>(lg.graph().num_values()), -1);
-  for (int l = 0; l < lg.num_layers(); ++l) {
-    for (ValueId v : lg.layer(l).outputs) producer[static_cast<size_t>(v)] = l;
-  }
   std::vector<std::vector<int>> deps(n);
   for (size_t i = 0; i < n; ++i) {
     for (int l : plan.stages[i].layers) {
       for (ValueId v : lg.layer(l).inputs) {
-        const int p = producer[static_cast<size_t>(v)];
+        const int p = lg.producer_layer(v);
         if (p < 0) continue;
         const int s = stage_of_layer[static_cast<size_t>(p)];
         if (s >= 0 && s != static_cast<int>(i) &&

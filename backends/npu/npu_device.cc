@@ -12,7 +12,7 @@
 #endif
 
 #include "backends/npu/npu_graph.h"
-#include "backends/reference/reference_device.h"
+#include "backends/registry.h"
 #include "ops/activation.h"
 
 namespace tessera {
@@ -467,10 +467,14 @@ Result<std::vector<std::vector<Tensor>>> calibration_inputs(
   for (NodeId n = 0; n < g.num_nodes(); ++n) {
     if (needed[static_cast<size_t>(n)]) prefix.push_back(n);
   }
+  std::unique_ptr<Device> ref;  // outlives `pre`
   std::unique_ptr<Program> pre;
-  ReferenceDevice ref;
   if (!prefix.empty()) {
-    auto compiled = ref.compile(g, prefix);
+    // Through the registry: a backend never includes another backend.
+    auto opened = open_device("reference");
+    if (!opened.ok()) return opened.status().with_context("computing calibration inputs");
+    ref = std::move(opened).value();
+    auto compiled = ref->compile(g, prefix);
     if (!compiled.ok())
       return compiled.status().with_context("computing calibration inputs on the reference device");
     pre = std::move(compiled).value();

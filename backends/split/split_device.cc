@@ -257,12 +257,6 @@ class SplitDevice : public Device {
     return Status();
   }
 
-  static std::string format_ratio(double r) {
-    char buf[32];
-    auto res = std::to_chars(buf, buf + sizeof(buf), r);
-    return std::string(buf, res.ptr);
-  }
-
  protected:
   Result<std::unique_ptr<Program>> compile_program(const Graph& g, std::span<const NodeId> layers,
                                                    const CompileOptions& options) override {
@@ -302,56 +296,6 @@ class SplitDevice : public Device {
 };
 
 }  // namespace
-
-std::string split_device_name(const SplitSpec& spec) {
-  std::string s = std::string("split:") + split_method_name(spec.method) + ":";
-  for (size_t i = 0; i < spec.devices.size(); ++i) {
-    if (i > 0) s += "+";
-    s += spec.devices[i] + "=" +
-         SplitDevice::format_ratio(i < spec.ratios.size() ? spec.ratios[i] : 0.0);
-  }
-  return s;
-}
-
-Result<SplitSpec> parse_split_device_name(const std::string& name) {
-  const std::string forms =
-      "expected split:METHOD:DEVICE=RATIO+DEVICE=RATIO..., e.g. "
-      "split:conv-channel:cpu:0=0.5+cpu:1=0.5";
-  if (name.rfind("split:", 0) != 0) return invalid_argument("'" + name + "': " + forms);
-  const size_t colon = name.find(':', 6);
-  if (colon == std::string::npos) return invalid_argument("'" + name + "': " + forms);
-  SplitSpec spec;
-  auto method = parse_split_method(name.substr(6, colon - 6));
-  if (!method.ok()) return method.status().with_context("device '" + name + "'");
-  spec.method = *method;
-  std::string rest = name.substr(colon + 1);
-  size_t pos = 0;
-  while (pos <= rest.size()) {
-    size_t plus = rest.find('+', pos);
-    if (plus == std::string::npos) plus = rest.size();
-    const std::string part = rest.substr(pos, plus - pos);
-    const size_t eq = part.rfind('=');
-    if (eq == std::string::npos || eq == 0) {
-      return invalid_argument("device '" + name + "': member '" + part + "' has no =RATIO; " +
-                              forms);
-    }
-    double r = 0;
-    const std::string num = part.substr(eq + 1);
-    auto res = std::from_chars(num.data(), num.data() + num.size(), r);
-    if (res.ec != std::errc() || res.ptr != num.data() + num.size() || !(r > 0) ||
-        !std::isfinite(r)) {
-      return invalid_argument("device '" + name + "': ratio '" + num + "' of member '" +
-                              part.substr(0, eq) + "' is not a positive number");
-    }
-    spec.devices.push_back(part.substr(0, eq));
-    spec.ratios.push_back(r);
-    pos = plus + 1;
-  }
-  if (spec.devices.size() < 2) {
-    return invalid_argument("device '" + name + "': a split needs at least 2 member devices");
-  }
-  return spec;
-}
 
 Result<std::unique_ptr<Device>> open_split_device(const SplitSpec& spec, const DeviceOpener& open) {
   if (spec.devices.size() < 2 || spec.devices.size() != spec.ratios.size()) {

@@ -22,20 +22,10 @@
 #include <vector>
 
 #include "backends/device.h"
+#include "backends/registry.h"
 #include "ops/split_rule.h"
 
 namespace tessera {
-
-struct SplitSpec {
-  SplitMethod method = SplitMethod::kConvChannel;
-  std::vector<std::string> devices;  // member device names, one per piece
-  std::vector<double> ratios;        // positive, one per device (normalised by their sum)
-};
-
-// "split:conv-channel:cpu:0=0.5+cpu:1=0.5" (ratios printed exactly enough to read back).
-std::string split_device_name(const SplitSpec& spec);
-// Parses a split device name; errors say which part is wrong.
-Result<SplitSpec> parse_split_device_name(const std::string& name);
 
 using DeviceOpener = std::function<Result<std::unique_ptr<Device>>(const std::string&)>;
 

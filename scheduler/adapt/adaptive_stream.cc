@@ -156,7 +156,7 @@ void AdaptiveStream::measure(uint64_t local_frame) {
   const uint64_t first = window_frames_.front(), last = window_frames_.back();
   std::vector<double> leave(static_cast<size_t>(last - first + 1), 0);
   std::vector<double> busy(current_->steps().size(), 0);
-  for (const StepRun& sr : current_->step_runs()) {
+  for (const StepRun& sr : current_->step_runs(static_cast<int>(first))) {
     const uint64_t f = static_cast<uint64_t>(sr.run);
     if (f < first || f > last) continue;
     double& l = leave[static_cast<size_t>(f - first)];

@@ -65,9 +65,20 @@ struct Executor::Impl {
   std::vector<std::thread> threads;
   std::vector<ExecutorStep> step_descs;  // sg.steps' descriptions, for Executor::steps()
   // Measurements (guarded by mu).
-  std::vector<StepRun> runs;
+  std::deque<StepRun> runs;  // the most recent history_limit
+  size_t history_limit = 100000;
+  uint64_t runs_dropped = 0;
   std::vector<std::vector<int64_t>> occupancy;  // by actor
   int sequential_runs = 0;
+
+  // Appends to the history, dropping the oldest beyond the limit. Holds mu.
+  void record_run(const StepRun& r) {
+    runs.push_back(r);
+    while (runs.size() > history_limit) {
+      runs.pop_front();
+      ++runs_dropped;
+    }
+  }
 
   FrameSlot& slot_of(uint64_t frame) {
     return *slots[static_cast<size_t>(frame % static_cast<uint64_t>(num_slots))];
@@ -269,7 +280,7 @@ struct Executor::Impl {
           r.blocked_in = blocked;
           if (i == 0) r.blocked_out = s.queued_ms;  // the frame waited for its slot
           if (!st.ok() && s.status.ok()) s.status = st;
-          runs.push_back(r);
+          record_run(r);
         }
         finish_step(s, i);
         cv.notify_all();
@@ -299,6 +310,7 @@ Result<std::unique_ptr<Executor>> Executor::create(const LayerGraph& lg, const P
   if (options.queue_capacity > 0) ex->plan_.queue_capacity = options.queue_capacity;
   ex->impl_ = std::make_unique<Impl>();
   Impl& impl = *ex->impl_;
+  impl.history_limit = std::max<size_t>(1, options.step_run_history);
   impl.lg = &lg;
   impl.plan = &ex->plan_;
   auto open = options.open_device ? options.open_device
@@ -349,7 +361,7 @@ Status Executor::run(std::span<const Tensor> inputs, std::vector<Tensor>* output
     std::lock_guard<std::mutex> lk(impl.mu);
     if (!status.ok()) s.status = status;
     r = impl.end_frame(s);
-    for (const StepRun& sr : runs) impl.runs.push_back(sr);
+    for (const StepRun& sr : runs) impl.record_run(sr);
     impl.running_sequential = false;
   }
   RETURN_IF_ERROR(r.status);
@@ -451,9 +463,18 @@ uint64_t Executor::peak_memory_bytes() const {
   return sum;
 }
 
-std::vector<StepRun> Executor::step_runs() const {
+std::vector<StepRun> Executor::step_runs(int first_run) const {
   std::lock_guard<std::mutex> lk(impl_->mu);
-  return impl_->runs;
+  std::vector<StepRun> out;
+  for (const StepRun& r : impl_->runs) {
+    if (r.run >= first_run) out.push_back(r);
+  }
+  return out;
+}
+
+uint64_t Executor::step_runs_dropped() const {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  return impl_->runs_dropped;
 }
 
 std::vector<double> Executor::mean_step_ms(int first_run) const {

@@ -96,6 +96,10 @@ struct ExecutorOptions {
   std::function<Result<std::unique_ptr<Device>>(const std::string& name)> open_device;
   // Options passed to every compile (model hash, ...).
   CompileOptions compile;
+  // Step runs kept for step_runs(), mean_step_ms() and the trace: the most recent this many
+  // (64 bytes each; the default keeps about 6 MiB), so a stream that runs for days does not
+  // grow without bound. At least 1.
+  size_t step_run_history = 100000;
 };
 
 struct SubmitOptions {
@@ -148,9 +152,12 @@ class Executor {
   // Sum of the programs' peak_memory_bytes() (0 where a device does not know).
   uint64_t peak_memory_bytes() const;
 
-  // Every step run so far, in completion order.
-  std::vector<StepRun> step_runs() const;
-  // Mean busy ms per step over the frames from `first_run` on (0 for a step that never ran).
+  // The step runs kept (the last ExecutorOptions::step_run_history), in completion order; with
+  // `first_run`, only those of frames >= first_run (cheap for a recent window).
+  std::vector<StepRun> step_runs(int first_run = 0) const;
+  // Step runs dropped from the front of the history so far.
+  uint64_t step_runs_dropped() const;
+  // Mean busy ms per step over the kept frames from `first_run` on (0 for a step that never ran).
   std::vector<double> mean_step_ms(int first_run = 0) const;
   std::vector<QueueOccupancy> queue_occupancy() const;
 

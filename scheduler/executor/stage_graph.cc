@@ -14,14 +14,10 @@ Status check_stage_order(const LayerGraph& lg, const Plan& plan) {
   for (size_t i = 0; i < plan.stages.size(); ++i) {
     for (int l : plan.stages[i].layers) stage_of[static_cast<size_t>(l)] = static_cast<int>(i);
   }
-  std::vector<int> producer(static_cast<size_t>(g.num_values()), -1);
-  for (int l = 0; l < lg.num_layers(); ++l) {
-    for (ValueId v : lg.layer(l).outputs) producer[static_cast<size_t>(v)] = l;
-  }
   for (size_t i = 0; i < plan.stages.size(); ++i) {
     for (int l : plan.stages[i].layers) {
       for (ValueId v : lg.layer(l).inputs) {
-        const int p = producer[static_cast<size_t>(v)];
+        const int p = lg.producer_layer(v);
         if (p >= 0 && stage_of[static_cast<size_t>(p)] > static_cast<int>(i)) {
           return invalid_argument(plan.stage_name(i) + ": layer " + std::to_string(l) + " reads '" +
                                   g.value(v).name + "', produced by layer " + std::to_string(p) +

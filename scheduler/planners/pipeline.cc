@@ -113,16 +113,12 @@ Instance build_instance(const CostModel& cm, const LayerGraph& lg, const std::ve
   }
 
   // Dependencies between layers, for the critical path (as price_plan walks it).
-  std::vector<int> producer(static_cast<size_t>(lg.graph().num_values()), -1);
-  for (int l = 0; l < L; ++l) {
-    for (ValueId v : lg.layer(l).outputs) producer[static_cast<size_t>(v)] = l;
-  }
   in.producers.resize(static_cast<size_t>(L));
   std::vector<int> min_producer(static_cast<size_t>(L), L);
   for (int l = 0; l < L; ++l) {
     std::vector<int>& ps = in.producers[static_cast<size_t>(l)];
     for (ValueId v : lg.layer(l).inputs) {
-      const int p = producer[static_cast<size_t>(v)];
+      const int p = lg.producer_layer(v);
       if (p >= 0 && p != l && std::find(ps.begin(), ps.end(), p) == ps.end()) ps.push_back(p);
     }
     for (int p : ps)

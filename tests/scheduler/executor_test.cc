@@ -112,6 +112,30 @@ TEST(ExecutorTest, SkipConnectionCrossesSeveralStages) {
   EXPECT_NE(trace.find("\"thread_name\""), std::string::npos);
 }
 
+TEST(ExecutorTest, StepRunHistoryKeepsTheMostRecentRuns) {
+  auto m = testing::make_model(testing::skip_graph());
+  std::mt19937 rng(9);
+  std::vector<Tensor> in = random_inputs(m.lg->graph(), rng);
+  Plan two = plan_from_slices(4, {{0, "reference"}, {2, "cpu"}}).value();
+  ExecutorOptions options;
+  options.step_run_history = 5;  // two steps per frame: 2.5 frames
+  auto ex = Executor::create(*m.lg, two, options);
+  ASSERT_TRUE(ex.ok()) << ex.status().to_string();
+  std::vector<Tensor> out;
+  for (int i = 0; i < 7; ++i) ASSERT_TRUE((*ex)->run(in, &out).ok());
+  const std::vector<StepRun> kept = (*ex)->step_runs();
+  ASSERT_EQ(kept.size(), 5u);
+  EXPECT_EQ((*ex)->step_runs_dropped(), 9u);
+  EXPECT_EQ(kept.front().run, 4);  // frame 4's second step, then frames 5 and 6
+  EXPECT_EQ(kept.front().step, 1);
+  EXPECT_EQ(kept.back().run, 6);
+  const std::vector<StepRun> recent = (*ex)->step_runs(6);
+  ASSERT_EQ(recent.size(), 2u);
+  EXPECT_EQ(recent[0].step, 0);
+  EXPECT_EQ(recent[1].step, 1);
+  EXPECT_TRUE((*ex)->step_runs(7).empty());
+}
+
 TEST(ExecutorTest, AdjacentSameDeviceStagesRunAsOneProgram) {
   auto m = testing::make_model(testing::skip_graph());
   std::mt19937 rng(7);
