@@ -123,6 +123,8 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> mo
   }
   ExecutorOptions eo;
   eo.queue_capacity = options.queue_capacity;
+  eo.compile.memory_budget = options.memory_budget;
+  eo.max_flops = options.max_flops;
   ASSIGN_OR_RETURN(impl.executor, Executor::create(impl.lg, plan, eo));
   impl.name = device_session ? options.device : plan.notation();
   impl.inputs.resize(g.inputs().size());

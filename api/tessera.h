@@ -79,6 +79,13 @@ struct SessionOptions {
   bool allow_unhashed_plan = false;
   // Streaming: frames that may wait between the plan's actors; 0 = the plan's queue_capacity.
   int queue_capacity = 0;
+  // Budgets for models from untrusted sources (SECURITY.md). Memory: bytes the compiled
+  // programs may commit (packed weights and activations), checked for the whole model and for
+  // each stage before anything is packed or planned; 0: the default of core/budget.h (the
+  // machine's memory, or TESSERA_MEMORY_BUDGET). Work: FLOPs per inference the model may need;
+  // 0: no limit. Over either, create() fails with ResourceExhausted saying what was asked for.
+  uint64_t memory_budget = 0;
+  double max_flops = 0;
 };
 
 // One frame out of a stream: its id (0, 1, ... in submission order) and outputs, or its error.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/budget.h"
+
 namespace tessera {
 
 const char* device_kind_name(DeviceKind kind) {
@@ -60,6 +62,59 @@ void slice_boundary(const Graph& g, std::span<const NodeId> layers, std::vector<
       if (read_outside[static_cast<size_t>(v)]) outputs->push_back(v);
     }
   }
+}
+
+CompileMemory compile_memory_estimate(const Graph& g, std::span<const NodeId> layers) {
+  CompileMemory m;
+  const size_t nv = static_cast<size_t>(g.num_values());
+  // Last reader of each value inside the set (position in `layers`); outputs of the set stay.
+  std::vector<int> last(nv, -1);
+  std::vector<bool> counted(nv, false);
+  for (size_t i = 0; i < layers.size(); ++i) {
+    for (ValueId v : g.node(layers[i]).inputs) {
+      if (v == kNoValue) continue;
+      if (g.value(v).is_constant) {
+        if (!counted[static_cast<size_t>(v)]) m.weight_bytes += g.value(v).info.byte_size();
+        counted[static_cast<size_t>(v)] = true;
+      } else {
+        last[static_cast<size_t>(v)] = static_cast<int>(i);
+      }
+    }
+  }
+  std::vector<ValueId> ins, outs;
+  slice_boundary(g, layers, &ins, &outs);
+  const int end = static_cast<int>(layers.size());
+  for (ValueId v : outs) last[static_cast<size_t>(v)] = end;
+  uint64_t live = 0;
+  for (ValueId v : ins) live += g.value(v).info.byte_size();
+  m.activation_bytes = live;
+  std::vector<uint64_t> freed_after(layers.size() + 1, 0);
+  for (ValueId v : ins) {
+    const int l = last[static_cast<size_t>(v)];
+    freed_after[static_cast<size_t>(l < 0 ? 0 : l)] += g.value(v).info.byte_size();
+  }
+  for (size_t i = 0; i < layers.size(); ++i) {
+    for (ValueId v : g.node(layers[i]).outputs) {
+      const uint64_t b = g.value(v).info.byte_size();
+      live += b;
+      const int l = last[static_cast<size_t>(v)];
+      freed_after[static_cast<size_t>(l < static_cast<int>(i) ? static_cast<int>(i) : l)] += b;
+    }
+    m.activation_bytes = std::max(m.activation_bytes, live);
+    live -= std::min(live, freed_after[i]);
+  }
+  return m;
+}
+
+Status check_compile_memory(const Graph& g, std::span<const NodeId> layers, uint64_t budget,
+                            const std::string& what) {
+  const CompileMemory m = compile_memory_estimate(g, layers);
+  const uint64_t b = resolve_memory_budget(budget);
+  if (m.total() <= b) return Status();
+  return check_memory_budget(m.total(), b,
+                             what + " needs about " + format_bytes(m.total()) + " (weights " +
+                                 format_bytes(m.weight_bytes) + ", activations at peak " +
+                                 format_bytes(m.activation_bytes) + ")");
 }
 
 std::string with_node_prefix(const Node& node, const std::string& message) {

@@ -82,7 +82,27 @@ struct CompileOptions {
   // backends/registry.h) compiles at that level whatever this says; a device that lacks the
   // precision fails compile() with Unimplemented.
   Precision precision = Precision::kF32;
+  // Bytes compile() may commit (0: the default of core/budget.h, the machine's memory or
+  // TESSERA_MEMORY_BUDGET). compile() checks the estimate of compile_memory_estimate() against
+  // it before the backend packs a weight or plans an activation.
+  uint64_t memory_budget = 0;
 };
+
+// What compiling `layers` commits at most, before any backend-specific saving: a packed copy of
+// every distinct constant the layers read, and the activations live at once (inputs from outside
+// the set, node outputs from their producer to their last reader in the set, outputs of the set
+// to the end), walking the layers in order.
+struct CompileMemory {
+  uint64_t weight_bytes = 0;
+  uint64_t activation_bytes = 0;  // at the peak
+  uint64_t total() const { return weight_bytes + activation_bytes; }
+};
+CompileMemory compile_memory_estimate(const Graph& g, std::span<const NodeId> layers);
+
+// ResourceExhausted naming `what`, the estimate's parts and the budget when the estimate of
+// compiling `layers` is over `budget` (0: the default budget).
+Status check_compile_memory(const Graph& g, std::span<const NodeId> layers, uint64_t budget,
+                            const std::string& what);
 
 // Options of one run of a Program.
 struct RunOptions {
@@ -179,6 +199,9 @@ class Device {
       return unimplemented("device '" + name() + "' has no " + precision_name(options.precision) +
                            " kernels");
     }
+    RETURN_IF_ERROR(check_compile_memory(
+        g, layers, options.memory_budget,
+        "compiling " + std::to_string(layers.size()) + " layer(s) on " + name()));
     return compile_program(g, layers, options);
   }
   // Whether compile() can run programs at precision `p` (every device has f32).

@@ -90,10 +90,11 @@ uint64_t resolve_memory_budget(uint64_t budget) {
 Status check_memory_budget(uint64_t asked, uint64_t budget, const std::string& what) {
   if (asked <= budget) return Status();
   const char* env = std::getenv("TESSERA_MEMORY_BUDGET");
-  return resource_exhausted(what + ", over the memory budget of " + format_bytes(budget) +
-                            (env != nullptr && *env != 0
-                                 ? " (TESSERA_MEMORY_BUDGET)"
-                                 : " (the machine's memory; set TESSERA_MEMORY_BUDGET to change)"));
+  const char* source = budget != default_memory_budget() ? " (as given)"
+                       : env != nullptr && *env != 0
+                           ? " (TESSERA_MEMORY_BUDGET)"
+                           : " (the machine's memory; set TESSERA_MEMORY_BUDGET to change)";
+  return resource_exhausted(what + ", over the memory budget of " + format_bytes(budget) + source);
 }
 
 }  // namespace tessera

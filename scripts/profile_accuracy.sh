@@ -28,7 +28,7 @@ devices=()
 [ -n "${PLATFORM:-}" ] && devices+=(--platform "$PLATFORM")
 check=()
 [ -n "${HOT:-}" ] && check=(--hot)
-[ -n "${MEMORY_BUDGET:-}" ] && check+=(--memory-budget "$MEMORY_BUDGET")
+[ -n "${MEMORY_BUDGET:-}" ] && check+=(--interleave-mib "$MEMORY_BUDGET")
 load() { cut -d' ' -f1 /proc/loadavg; }
 mkdir -p "$out"
 for m in "${models[@]}"; do

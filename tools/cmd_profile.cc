@@ -58,7 +58,7 @@ const std::vector<cli::FlagSpec> kFlags = {
     {"--hot", "", false, false,
      "with --check: time each slice right after a run of itself (default: each run after a run "
      "of the whole model, as a plan's stage runs after the other stages)"},
-    {"--memory-budget", "", true, false,
+    {"--interleave-mib", "", true, false,
      "with --check: MiB of resident memory up to which configurations are compiled together "
      "and timed interleaved; the rest are timed one at a time (default 4096)"},
     {"--quiet", "-q", false, false, "no progress display on stderr"},
@@ -562,7 +562,7 @@ int run_check(const LoadedGraph& m, const cli::Args& args) {
   auto seed = args.get_int("--seed", 1, 0, 1 << 30);
   auto repeat = args.get_int("--repeat", 5, 1, 100000);
   auto warmup = args.get_int("--warmup", 1, 0, 100000);
-  auto budget_mib = args.get_int("--memory-budget", 4096, 0, 1 << 30);
+  auto budget_mib = args.get_int("--interleave-mib", 4096, 0, 1 << 30);
   for (const auto* r : {&slices, &seed, &repeat, &warmup, &budget_mib}) {
     if (!r->ok()) return report_error("profile", r->status());
   }
@@ -621,7 +621,7 @@ int run_check(const LoadedGraph& m, const cli::Args& args) {
   if (check.blocks() > 0) {
     std::printf(
         "; %d more (*) timed each in its own block of %d runs: resident memory above "
-        "--memory-budget %d MiB",
+        "--interleave-mib %d",
         check.blocks(), *repeat, *budget_mib);
   }
   std::printf("\n");

@@ -16,6 +16,7 @@
 
 #include "api/internal.h"
 #include "backends/registry.h"
+#include "core/budget.h"
 #include "core/npy.h"
 #include "graph/layer_graph.h"
 #include "scheduler/adapt/adaptive_stream.h"
@@ -64,6 +65,12 @@ const std::vector<cli::FlagSpec> kFlags = {
     {"--fidelity", "", false, false,
      "also run every frame in f32 and report top-1 agreement, top-5 overlap and relative L2 of "
      "the outputs against it (use inputs held apart from calibration)"},
+    {"--memory-budget", "", true, false,
+     "bytes the compiled programs may commit, e.g. 512M or 8G (default: the machine's memory, "
+     "or TESSERA_MEMORY_BUDGET); over it the run is refused before anything is packed"},
+    {"--max-gflops", "", true, false,
+     "refuse a model that needs more GFLOPs per inference (for untrusted models; default: no "
+     "limit)"},
     {"--help", "-h", false, false, "show this help"},
 };
 
@@ -481,6 +488,14 @@ int cmd_run(int argc, char** argv) {
   ExecutorOptions options;
   options.queue_capacity = args->has("--queue") ? *queue : 0;
   options.compile.model_hash = (*model)->hash();
+  if (args->has("--memory-budget")) {
+    auto budget = parse_byte_count(args->get("--memory-budget"));
+    if (!budget.ok()) return report_error("run", budget.status().with_context("--memory-budget"));
+    options.compile.memory_budget = *budget;
+  }
+  auto max_gflops = args->get_double("--max-gflops", 0, 1e-9, 1e12);
+  if (!max_gflops.ok()) return report_error("run", max_gflops.status());
+  options.max_flops = *max_gflops * 1e9;
   if (args->has("--precision")) {
     auto precision = parse_precision(args->get("--precision"));
     if (!precision.ok()) return report_error("run", precision.status().with_context("--precision"));

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <deque>
 #include <exception>
 #include <mutex>
@@ -305,6 +306,19 @@ Executor::~Executor() {
 
 Result<std::unique_ptr<Executor>> Executor::create(const LayerGraph& lg, const Plan& plan,
                                                    const ExecutorOptions& options) {
+  if (options.max_flops > 0 && lg.total_flops() > options.max_flops) {
+    char buf[160];
+    std::snprintf(buf, sizeof(buf),
+                  "the model needs %.4g GFLOPs per inference, over the work budget of %.4g GFLOPs",
+                  lg.total_flops() * 1e-9, options.max_flops * 1e-9);
+    return resource_exhausted(buf);
+  }
+  {
+    const Graph& g = lg.graph();
+    std::vector<NodeId> all(static_cast<size_t>(g.num_nodes()));
+    for (NodeId n = 0; n < g.num_nodes(); ++n) all[static_cast<size_t>(n)] = n;
+    RETURN_IF_ERROR(check_compile_memory(g, all, options.compile.memory_budget, "the model"));
+  }
   std::unique_ptr<Executor> ex(new Executor());
   ex->plan_ = plan;
   if (options.queue_capacity > 0) ex->plan_.queue_capacity = options.queue_capacity;

@@ -94,8 +94,13 @@ struct ExecutorOptions {
   // Opens a device by name; unset: the registry's open_device. Tests open devices that fail,
   // stall or throw on chosen frames here.
   std::function<Result<std::unique_ptr<Device>>(const std::string& name)> open_device;
-  // Options passed to every compile (model hash, ...).
+  // Options passed to every compile (model hash, memory budget, ...). create() also checks the
+  // whole model's compile memory estimate (backends/device.h) against compile.memory_budget
+  // before it compiles any stage.
   CompileOptions compile;
+  // Work budget: FLOPs per inference the model may need (0: no limit); over it, create() fails
+  // with ResourceExhausted.
+  double max_flops = 0;
   // Step runs kept for step_runs(), mean_step_ms() and the trace: the most recent this many
   // (64 bytes each; the default keeps about 6 MiB), so a stream that runs for days does not
   // grow without bound. At least 1.

@@ -136,6 +136,53 @@ TEST(ExecutorTest, StepRunHistoryKeepsTheMostRecentRuns) {
   EXPECT_TRUE((*ex)->step_runs(7).empty());
 }
 
+TEST(ExecutorTest, CompileMemoryEstimateCountsWeightsOnceAndThePeakOfLiveValues) {
+  auto m = testing::make_model(testing::skip_graph());
+  const Graph& g = m.lg->graph();
+  // x, mm, r, a, y are 512 bytes each, w 4096. mm is freed after relu, x and r after add.
+  const std::vector<NodeId> all = {0, 1, 2, 3};
+  CompileMemory whole = compile_memory_estimate(g, all);
+  EXPECT_EQ(whole.weight_bytes, 4096u);
+  EXPECT_EQ(whole.activation_bytes, 3u * 512);  // x, mm, r live while relu makes r
+  const std::vector<NodeId> middle = {1, 2};    // reads mm and x; a leaves for sigmoid
+  CompileMemory mid = compile_memory_estimate(g, middle);
+  EXPECT_EQ(mid.weight_bytes, 0u);
+  EXPECT_EQ(mid.activation_bytes, 3u * 512);
+
+  auto dev = open_device("reference");
+  ASSERT_TRUE(dev.ok());
+  CompileOptions tight;
+  tight.memory_budget = whole.total() - 1;
+  auto refused = (*dev)->compile(g, all, tight);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
+  const std::string msg = refused.status().to_string();
+  EXPECT_NE(msg.find("weights 4"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("over the memory budget"), std::string::npos) << msg;
+  tight.memory_budget = whole.total();
+  EXPECT_TRUE((*dev)->compile(g, all, tight).ok());
+}
+
+TEST(ExecutorTest, BudgetsRefuseAModelBeforeCompilingIt) {
+  auto m = testing::make_model(testing::skip_graph());
+  Plan p = plan_from_slices(4, {{0, "reference"}, {2, "cpu"}}).value();
+  ExecutorOptions small;
+  small.compile.memory_budget = 1024;
+  auto ex = Executor::create(*m.lg, p, small);
+  ASSERT_FALSE(ex.ok());
+  EXPECT_EQ(ex.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(ex.status().to_string().find("the model needs about"), std::string::npos)
+      << ex.status().to_string();
+  ExecutorOptions work;
+  work.max_flops = m.lg->total_flops() / 2;
+  ex = Executor::create(*m.lg, p, work);
+  ASSERT_FALSE(ex.ok());
+  EXPECT_EQ(ex.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(ex.status().to_string().find("work budget"), std::string::npos);
+  work.max_flops = m.lg->total_flops();
+  EXPECT_TRUE(Executor::create(*m.lg, p, work).ok());
+}
+
 TEST(ExecutorTest, AdjacentSameDeviceStagesRunAsOneProgram) {
   auto m = testing::make_model(testing::skip_graph());
   std::mt19937 rng(7);

@@ -278,5 +278,20 @@ TEST(Cli, RejectsBadInputsAndOptions) {
   EXPECT_EQ(run_cli("run " + model + " --input").exit_code, 1);
 }
 
+TEST(Cli, RunHonoursMemoryAndWorkBudgets) {
+  const std::string model = write_small_model();
+  CommandResult r = run_cli("run " + model + " --memory-budget 8");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("over the memory budget of 8 B"), std::string::npos) << r.output;
+  r = run_cli("run " + model + " --memory-budget lots");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--memory-budget"), std::string::npos) << r.output;
+  r = run_cli("run " + model + " --max-gflops 1e-9");  // 1 FLOP: the Relu has 4
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("work budget"), std::string::npos) << r.output;
+  r = run_cli("run " + model + " --memory-budget 1M --max-gflops 1");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
 }  // namespace
 }  // namespace tessera

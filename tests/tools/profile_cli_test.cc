@@ -72,7 +72,7 @@ TEST(ProfileCli, ProfilesChecksAndRefuses) {
   EXPECT_EQ(r.output.find("own block"), std::string::npos) << r.output;
   // With no memory to spare, everything but the whole models (one per device profiled: 6 or
   // more here) is timed in its own block.
-  r = run_cli("profile " + model + " --check " + out + " --slices 2 --repeat 2 --memory-budget 0");
+  r = run_cli("profile " + model + " --check " + out + " --slices 2 --repeat 2 --interleave-mib 0");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("configurations timed in 2 interleaved rounds"), std::string::npos)
       << r.output;
@@ -81,7 +81,7 @@ TEST(ProfileCli, ProfilesChecksAndRefuses) {
   EXPECT_NE(r.output.find(" *"), std::string::npos) << r.output;
   // Bad check arguments name the flag or file.
   const std::string check = "profile " + model + " --check ";
-  expect_refused(check + out + " --memory-budget -5", "--memory-budget");
+  expect_refused(check + out + " --interleave-mib -5", "--interleave-mib");
   expect_refused(check + out + " --repeat 0", "--repeat");
   expect_refused(check + out + " --slices x", "--slices");
   expect_refused(check + dir + "missing.json", "missing.json");
