@@ -115,6 +115,33 @@ std::string usage(const std::vector<FlagSpec>& specs) {
   return s;
 }
 
+Status parse_shape_flag(const std::string& flag, std::map<std::string, std::vector<int64_t>>* out) {
+  const size_t eq = flag.rfind('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == flag.size()) {
+    return invalid_argument("--shape '" + flag +
+                            "': expected NAME=DIMxDIMx... (e.g. x=1x3x224x224)");
+  }
+  const std::string name = flag.substr(0, eq);
+  std::vector<int64_t> dims;
+  size_t start = eq + 1;
+  while (true) {
+    const size_t x = flag.find('x', start);
+    const std::string part = flag.substr(start, x == std::string::npos ? x : x - start);
+    char* end = nullptr;
+    const long long v = part.empty() ? 0 : std::strtoll(part.c_str(), &end, 10);
+    if (part.empty() || *end != '\0' || v < 1) {
+      return invalid_argument("--shape '" + flag + "': dimension " + std::to_string(dims.size()) +
+                              " ('" + part + "') is not a positive integer");
+    }
+    dims.push_back(v);
+    if (x == std::string::npos) break;
+    start = x + 1;
+  }
+  if (!out->emplace(name, std::move(dims)).second)
+    return invalid_argument("--shape given twice for input '" + name + "'");
+  return Status();
+}
+
 }  // namespace tessera::cli
 
 namespace tessera::tools {

@@ -1,6 +1,7 @@
 // A small command-line parser shared by the `tessera` subcommands.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -34,6 +35,12 @@ Result<double> parse_double(const std::string& what, const std::string& text);
 
 // Parses argv[first..] against `specs`; unknown flags and missing values are errors.
 Result<Args> parse(int argc, char** argv, int first, const std::vector<FlagSpec>& specs);
+
+// One --shape flag of the commands that read ONNX models: "images=1x3x640x640" adds
+// {"images", {1, 3, 640, 640}} to `shapes`. A missing '=', a dimension that is not a positive
+// integer, or a name given twice is an error naming the flag.
+Status parse_shape_flag(const std::string& flag,
+                        std::map<std::string, std::vector<int64_t>>* shapes);
 
 // "  --output, -o VALUE   help" lines for --help.
 std::string usage(const std::vector<FlagSpec>& specs);

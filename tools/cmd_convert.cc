@@ -23,7 +23,9 @@ const std::vector<cli::FlagSpec> kFlags = {
     {"--shape", "", true, true,
      "NAME=1x3x640x640: the shape of graph input NAME (repeatable); once given, every symbolic "
      "input dimension must be set"},
-    {"--batch", "", true, false, "value for symbolic input dimensions (default 1)"},
+    {"--batch", "", true, false,
+     "value for a symbolic batch dimension (dimension 0 of each input; default 1); other "
+     "symbolic dimensions need --shape"},
     {"--no-optimize", "", false, false, "skip the graph passes (debugging)"},
     {"--help", "-h", false, false, "show this help"},
 };
@@ -35,32 +37,28 @@ std::string default_output(const std::string& in) {
   return (has_ext ? in.substr(0, dot) : in) + ".tsr";
 }
 
-// "images=1x3x640x640" -> {"images", {1, 3, 640, 640}}.
-Status parse_shape_flag(const std::string& flag, std::map<std::string, std::vector<int64_t>>* out) {
-  const size_t eq = flag.rfind('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == flag.size()) {
-    return invalid_argument("--shape '" + flag +
-                            "': expected NAME=DIMxDIMx... (e.g. x=1x3x224x224)");
-  }
-  const std::string name = flag.substr(0, eq);
-  std::vector<int64_t> dims;
-  size_t start = eq + 1;
-  while (true) {
-    const size_t x = flag.find('x', start);
-    const std::string part = flag.substr(start, x == std::string::npos ? x : x - start);
-    char* end = nullptr;
-    const long long v = part.empty() ? 0 : std::strtoll(part.c_str(), &end, 10);
-    if (part.empty() || *end != '\0' || v < 1) {
-      return invalid_argument("--shape '" + flag + "': dimension " + std::to_string(dims.size()) +
-                              " ('" + part + "') is not a positive integer");
+// Node counts by op type, most frequent first (ties in order of first appearance).
+std::vector<std::pair<std::string, int>> op_counts(const Graph& g) {
+  std::vector<std::pair<std::string, int>> kinds;
+  for (const Node& n : g.nodes()) {
+    auto it = std::find_if(kinds.begin(), kinds.end(),
+                           [&](const auto& k) { return k.first == op_name(n.kind); });
+    if (it == kinds.end()) {
+      kinds.emplace_back(op_name(n.kind), 1);
+    } else {
+      ++it->second;
     }
-    dims.push_back(v);
-    if (x == std::string::npos) break;
-    start = x + 1;
   }
-  if (!out->emplace(name, std::move(dims)).second)
-    return invalid_argument("--shape given twice for input '" + name + "'");
-  return Status();
+  std::stable_sort(kinds.begin(), kinds.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  return kinds;
+}
+
+std::string join_counts(const std::vector<std::pair<std::string, int>>& counts) {
+  std::string s;
+  for (const auto& [op, count] : counts)
+    s += (s.empty() ? "" : ", ") + op + " x" + std::to_string(count);
+  return s.empty() ? "none" : s;
 }
 
 }  // namespace
@@ -82,7 +80,7 @@ int cmd_convert(int argc, char** argv) {
   ImportOptions options;
   options.default_dim_value = *batch;
   for (const std::string& s : args->all("--shape")) {
-    const Status st = parse_shape_flag(s, &options.input_shapes);
+    const Status st = cli::parse_shape_flag(s, &options.input_shapes);
     if (!st.ok()) return report_error("convert", st);
   }
   options.require_all_dims = !options.input_shapes.empty();
@@ -91,6 +89,7 @@ int cmd_convert(int argc, char** argv) {
   for (const std::string& w : imported->warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   Graph& g = imported->graph;
   const int nodes_before = g.num_nodes();
+  const std::vector<std::pair<std::string, int>> ops_before = op_counts(g);
   // Shape inference folds the shape arithmetic: those nodes count as folded too.
   PassStats stats;
   Status st = infer_onnx_shapes(*imported, &stats);
@@ -113,23 +112,20 @@ int cmd_convert(int argc, char** argv) {
               g.num_nodes(), static_cast<double>(g.parameter_count()) / 1e6, ms);
   std::printf("passes: %s%s\n", stats.to_string().c_str(),
               args->has("--no-optimize") ? " (--no-optimize: shape folding only)" : "");
-  // The layers by op type, most frequent first: what the model became.
-  std::vector<std::pair<std::string, int>> kinds;
-  for (const Node& n : g.nodes()) {
-    auto it = std::find_if(kinds.begin(), kinds.end(),
-                           [&](const auto& k) { return k.first == op_name(n.kind); });
-    if (it == kinds.end()) {
-      kinds.emplace_back(op_name(n.kind), 1);
-    } else {
-      ++it->second;
-    }
+  // What the model was, what the passes took out (folded into constants, or fused into the
+  // layers that remain), and the layers by op type: what the model became.
+  const std::vector<std::pair<std::string, int>> ops_after = op_counts(g);
+  std::vector<std::pair<std::string, int>> gone;
+  for (const auto& [op, count] : ops_before) {
+    int left = 0;
+    for (const auto& [op2, count2] : ops_after) left += op2 == op ? count2 : 0;
+    if (count > left) gone.emplace_back(op, count - left);
   }
-  std::stable_sort(kinds.begin(), kinds.end(),
+  std::stable_sort(gone.begin(), gone.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
-  std::string layers;
-  for (const auto& [op, count] : kinds)
-    layers += (layers.empty() ? "" : ", ") + op + " x" + std::to_string(count);
-  std::printf("layers: %s\n", layers.empty() ? "none" : layers.c_str());
+  std::printf("imported: %s\n", join_counts(ops_before).c_str());
+  std::printf("folded or fused away: %s\n", join_counts(gone).c_str());
+  std::printf("layers (%d): %s\n", g.num_nodes(), join_counts(ops_after).c_str());
   return 0;
 }
 

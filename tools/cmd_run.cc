@@ -1,4 +1,5 @@
 // tessera run model.tsr --input x.npy --output y.npy [--device NAME] [--repeat N] [--top K]
+// tessera run model.onnx --shape images=1x3x640x640 ...      (converted in memory, as convert does)
 // tessera run model.tsr --plan plan.json [--trace trace.json] ...   (a plan over several devices)
 // tessera run model.tsr --plan plan.json --stream N [--queue C] [--warmup W]   (a stream)
 // tessera run model.tsr --plan two_stage.json --stream N --adapt   (moving the cut as it runs)
@@ -19,6 +20,7 @@
 #include "core/budget.h"
 #include "core/npy.h"
 #include "graph/layer_graph.h"
+#include "graph/onnx/onnx_import.h"
 #include "scheduler/adapt/adaptive_stream.h"
 #include "scheduler/executor/executor.h"
 #include "scheduler/fidelity.h"
@@ -59,6 +61,11 @@ const std::vector<cli::FlagSpec> kFlags = {
      "or a stage's time drifts > 5% (seed 001 Algorithm 2); logs every decision"},
     {"--adapt-window", "", true, false, "with --adapt: frames per measurement (default 30)"},
     {"--quiet", "-q", false, false, "no progress display on stderr while streaming"},
+    {"--shape", "", true, true,
+     "for an .onnx model: NAME=1x3x640x640, the shape of graph input NAME (repeatable; once "
+     "given, every symbolic input dimension must be set)"},
+    {"--batch", "", true, false,
+     "for an .onnx model: value for a symbolic batch dimension (dimension 0; default 1)"},
     {"--precision", "", true, false,
      "f32 (default), bf16 or int8: the arithmetic of every stage (a device without it fails; "
      "per stage, name precision levels in the plan: cpu#bf16; docs/precision.md)"},
@@ -416,12 +423,40 @@ Status report_fidelity(const LayerGraph& lg, const Plan& plan, const ExecutorOpt
 
 }  // namespace
 
+namespace {
+
+// A .tsr file, or an .onnx file converted in memory as `tessera convert` converts it (sized by
+// --shape / --batch; its import warnings go to stderr).
+Result<std::shared_ptr<const Model>> load_model_or_onnx(const std::string& path,
+                                                        const cli::Args& args) {
+  const bool onnx = path.size() > 5 && path.compare(path.size() - 5, 5, ".onnx") == 0;
+  if (!onnx) {
+    if (args.has("--shape") || args.has("--batch")) {
+      return invalid_argument("--shape and --batch size an .onnx model; " + path +
+                              " is a .tsr file, whose shapes are fixed (convert again)");
+    }
+    return Model::load(path);
+  }
+  ImportOptions options;
+  ASSIGN_OR_RETURN(int batch, args.get_int("--batch", 1, 1, 1 << 16));
+  options.default_dim_value = batch;
+  for (const std::string& s : args.all("--shape"))
+    RETURN_IF_ERROR(cli::parse_shape_flag(s, &options.input_shapes));
+  options.require_all_dims = !options.input_shapes.empty();
+  ASSIGN_OR_RETURN(ImportedModel m, convert_onnx(path, options));
+  for (const std::string& w : m.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  return Model::from_graph(std::move(m.graph));
+}
+
+}  // namespace
+
 int cmd_run(int argc, char** argv) {
   auto args = cli::parse(argc, argv, 2, kFlags);
   if (!args.ok()) return report_error("run", args.status());
   if (args->has("--help") || args->positional.size() != 1) {
     std::printf(
-        "usage: tessera run MODEL.tsr [--input x.npy] [--output y.npy] [--device NAME | --plan "
+        "usage: tessera run MODEL.tsr|MODEL.onnx [--shape NAME=1x3xHxW] [--input x.npy] [--output "
+        "y.npy] [--device NAME | --plan "
         "PLAN.json [--stream N]]\n\n%s",
         cli::usage(kFlags).c_str());
     return args->has("--help") ? 0 : 2;
@@ -451,7 +486,7 @@ int cmd_run(int argc, char** argv) {
   }
 
   const std::string& path = args->positional[0];
-  auto model = Model::load(path);
+  auto model = load_model_or_onnx(path, *args);
   if (!model.ok()) return report_error("run", model.status());
   if (args->all("--output").size() > (*model)->outputs().size()) {
     return report_error("run", invalid_argument("more --output files than model outputs"));

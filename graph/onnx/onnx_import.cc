@@ -7,10 +7,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -163,6 +165,71 @@ Result<Tensor> tensor_from_onnx(const onnx::TensorProto& tp, const std::string& 
 }
 
 // ---------------------------------------------------------------------------------------------
+// Opsets before 11.
+// ---------------------------------------------------------------------------------------------
+
+// The opset versions at which the ops Tessera imports were defined or changed, up to opset 11
+// (from onnx.defs.get_all_schemas_with_history(), onnx 1.12). Ops missing here are refused in a
+// model of opset < 11.
+struct OpHistory {
+  std::string_view op;
+  std::array<int, 5> since;  // ascending, 0-padded
+};
+constexpr OpHistory kOpHistory[] = {
+    {"Add", {1, 6, 7}},
+    {"AveragePool", {1, 7, 10, 11}},
+    {"BatchNormalization", {1, 6, 7, 9}},
+    {"Cast", {1, 6, 9}},
+    {"Clip", {1, 6, 11}},
+    {"Concat", {1, 4, 11}},
+    {"Constant", {1, 9, 11}},
+    {"Conv", {1, 11}},
+    {"ConvTranspose", {1, 11}},
+    {"Div", {1, 6, 7}},
+    {"Dropout", {1, 6, 7, 10}},
+    {"Flatten", {1, 9, 11}},
+    {"Gather", {1, 11}},
+    {"Gemm", {1, 6, 7, 9, 11}},
+    {"GlobalAveragePool", {1}},
+    {"GlobalMaxPool", {1}},
+    {"HardSigmoid", {1, 6}},
+    {"Identity", {1}},
+    {"LeakyRelu", {1, 6}},
+    {"LRN", {1}},
+    {"MatMul", {1, 9}},
+    {"MaxPool", {1, 8, 10, 11}},
+    {"Mul", {1, 6, 7}},
+    {"Pad", {1, 2, 11}},
+    {"ReduceMean", {1, 11}},
+    {"Relu", {1, 6}},
+    {"Reshape", {1, 5}},
+    {"Resize", {10, 11}},
+    {"Shape", {1}},
+    {"Sigmoid", {1, 6}},
+    {"Slice", {1, 10, 11}},
+    {"Softmax", {1, 11}},
+    {"Split", {1, 2, 11}},
+    {"Squeeze", {1, 11}},
+    {"Sub", {1, 6, 7}},
+    {"Tanh", {1, 6}},
+    {"Transpose", {1}},
+    {"Unsqueeze", {1, 11}},
+};
+
+// The version of `op` in effect at `opset` (<= 11), or 0 when the table does not define it then.
+int legacy_op_version(std::string_view op, int64_t opset) {
+  for (const OpHistory& h : kOpHistory) {
+    if (h.op != op) continue;
+    int v = 0;
+    for (int since : h.since) {
+      if (since != 0 && since <= opset) v = since;
+    }
+    return v;
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Attributes.
 // ---------------------------------------------------------------------------------------------
 
@@ -241,6 +308,7 @@ class GraphBuilder {
     RETURN_IF_ERROR(read_header());
     name_nodes();
     RETURN_IF_ERROR(check_operators());
+    RETURN_IF_ERROR(check_legacy_opset());
     RETURN_IF_ERROR(add_initializers());
     RETURN_IF_ERROR(add_inputs());
     RETURN_IF_ERROR(add_node_outputs());
@@ -302,7 +370,8 @@ class GraphBuilder {
           "the model imports no opset of the default ONNX domain (opset_import has no entry "
           "for domain \"\" or \"ai.onnx\")");
     }
-    if (out_.opset < kMinOnnxOpset || out_.opset > kMaxOnnxOpset) {
+    // Below opset 11, check_legacy_opset() decides op by op.
+    if (out_.opset < 1 || out_.opset > kMaxOnnxOpset) {
       return unimplemented("the model uses opset " + std::to_string(out_.opset) +
                            " of the default ONNX domain; Tessera supports opsets " +
                            std::to_string(kMinOnnxOpset) + " to " + std::to_string(kMaxOnnxOpset) +
@@ -389,6 +458,35 @@ class GraphBuilder {
                          "are constants");
   }
 
+  // A model of opset v < 11 is read as opset 11 when every op it uses has the same definition at
+  // v as at 11 (no new version of the op between v and 11): an Add or Relu of opset 7 means
+  // what it means at 11, while Clip, Pad, Slice, Resize, Conv... changed and are refused.
+  Status check_legacy_opset() const {
+    if (out_.opset >= kMinOnnxOpset) return Status();
+    std::vector<std::string> changed;
+    for (const onnx::NodeProto& n : proto_.node()) {
+      const std::string& op = n.op_type();
+      const int at_model = legacy_op_version(op, out_.opset);
+      const int at_11 = legacy_op_version(op, kMinOnnxOpset);
+      if (at_model != 0 && at_model == at_11) continue;
+      std::string why =
+          op + (at_model == 0 ? " (not defined at opset " + std::to_string(out_.opset) + ")"
+                              : " (version " + std::to_string(at_model) + ", changed at " +
+                                    std::to_string(at_11) + ")");
+      if (std::find(changed.begin(), changed.end(), why) == changed.end()) changed.push_back(why);
+    }
+    if (changed.empty()) return Status();
+    std::string list;
+    for (size_t i = 0; i < changed.size() && i < 6; ++i) list += (i ? ", " : "") + changed[i];
+    if (changed.size() > 6) list += ", ...";
+    return unimplemented("the model uses opset " + std::to_string(out_.opset) +
+                         " of the default ONNX domain; Tessera supports opsets " +
+                         std::to_string(kMinOnnxOpset) + " to " + std::to_string(kMaxOnnxOpset) +
+                         ", and older ones only where every op means what it means at opset " +
+                         std::to_string(kMinOnnxOpset) + ", which these do not: " + list +
+                         " (convert the model with onnx.version_converter)");
+  }
+
   // Adds a value under its ONNX name, failing if the name is taken.
   Status define(const std::string& name, ValueId id, const std::string& what) {
     auto [it, inserted] = by_name_.emplace(name, id);
@@ -443,10 +541,16 @@ class GraphBuilder {
     } else {
       why = "is unknown";
     }
-    if (!set && options_.require_all_dims) {
+    // default_dim_value stands for the batch only: a symbolic height or width set to it would
+    // silently shrink the model to 1x1 images.
+    if (!set && (options_.require_all_dims || index != 0)) {
+      std::string example = input + "=";
+      for (size_t k = 0; k < shape_hint_.size(); ++k) example += (k ? "x" : "") + shape_hint_[k];
       return invalid_argument(what + " " + why +
-                              " and no size was given for it (give the "
-                              "input's whole shape)");
+                              " and no size was given for it; give the input's whole shape "
+                              "(tessera convert --shape " +
+                              example + ", ImportOptions::input_shapes)" +
+                              (index == 0 ? "" : "; --batch sets only dimension 0"));
     }
     out_.warnings.push_back(what + " " + why + "; using " + std::to_string(v));
     return v;
@@ -483,6 +587,14 @@ class GraphBuilder {
                                   ", but a shape of " + std::to_string(given->size()) +
                                   " dimensions was given");
         }
+      }
+      // For messages: the input's dims as the model states them ("N", "3", "H", "W").
+      shape_hint_.clear();
+      for (int d = 0; d < tt.shape().dim_size(); ++d) {
+        const auto& dim = tt.shape().dim(d);
+        shape_hint_.push_back(dim.has_dim_value() && dim.dim_value() >= 0
+                                  ? std::to_string(dim.dim_value())
+                                  : (d == 0 ? "N" : "D" + std::to_string(d)));
       }
       Shape shape;
       for (int d = 0; d < tt.shape().dim_size(); ++d) {
@@ -649,7 +761,8 @@ class GraphBuilder {
   std::vector<std::string> names_;  // node index -> node name
   std::vector<std::vector<ValueId>> node_outputs_;
   std::unordered_map<std::string, ValueId> by_name_;
-  std::vector<std::string> definer_;  // value id -> what defined it, for messages
+  std::vector<std::string> definer_;     // value id -> what defined it, for messages
+  std::vector<std::string> shape_hint_;  // the dims of the input being added, for messages
 };
 
 }  // namespace
@@ -674,8 +787,10 @@ Result<ImportedModel> import_onnx_from_memory(std::span<const uint8_t> bytes,
   return GraphBuilder(model, options).build();
 }
 
-Result<ImportedModel> import_onnx(const std::string& path, const ImportOptions& options) {
-  const std::string where = "ONNX file '" + path + "'";
+namespace {
+
+// The whole of a regular file; errors name `where`. Protobuf messages are limited to 2 GiB.
+Result<std::vector<uint8_t>> read_file_bytes(const std::string& path, const std::string& where) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     const int err = errno;
@@ -708,7 +823,37 @@ Result<ImportedModel> import_onnx(const std::string& path, const ImportOptions& 
     }
     done += static_cast<size_t>(n);
   }
+  return bytes;
+}
+
+}  // namespace
+
+Result<ImportedModel> import_onnx(const std::string& path, const ImportOptions& options) {
+  const std::string where = "ONNX file '" + path + "'";
+  ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, read_file_bytes(path, where));
   Result<ImportedModel> r = import_onnx_from_memory(bytes, options);
+  if (!r.ok()) return r.status().with_context(where);
+  return r;
+}
+
+Result<Tensor> import_onnx_tensor(std::span<const uint8_t> bytes, std::string* name) {
+  if (bytes.size() > static_cast<size_t>(INT_MAX)) {
+    return unimplemented("the ONNX tensor is " + std::to_string(bytes.size()) +
+                         " bytes; protobuf messages are limited to 2 GiB");
+  }
+  onnx::TensorProto tp;
+  if (!tp.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return invalid_argument("the " + std::to_string(bytes.size()) +
+                            " bytes are not a valid ONNX TensorProto (protobuf parsing failed)");
+  }
+  if (name != nullptr) *name = tp.name();
+  return tensor_from_onnx(tp, "tensor " + quote_name(tp.name()));
+}
+
+Result<Tensor> import_onnx_tensor_file(const std::string& path, std::string* name) {
+  const std::string where = "ONNX tensor file '" + path + "'";
+  ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, read_file_bytes(path, where));
+  Result<Tensor> r = import_onnx_tensor(bytes, name);
   if (!r.ok()) return r.status().with_context(where);
   return r;
 }

@@ -7,18 +7,21 @@
 //   RETURN_IF_ERROR(infer_onnx_shapes(m));                                  // shapes + lowering
 //
 // Phase 1 (import_onnx / import_onnx_from_memory) parses the protobuf and builds the Graph:
-//   - The default domain ("" or "ai.onnx") must be imported at opset 11..17. Older opsets are
-//     rejected rather than guessed at: several ops Tessera maps changed meaning before 11
-//     (Clip, Pad and Slice took attributes, Resize and Upsample differ); convert such models with
+//   - The default domain ("" or "ai.onnx") must be imported at opset 11..21. An older opset is
+//     accepted only when every op the model uses has the same definition there as at opset 11
+//     (an Add or Relu of opset 7); where one changed before 11 (Clip, Pad and Slice took
+//     attributes, Resize, Conv, Gemm...) the model is refused naming those ops: convert it with
 //     onnx.version_converter first. Nodes of any other domain are unsupported.
 //   - Initializers become constants (FLOAT, FLOAT16, INT8, UINT8, INT32, INT64, BOOL; raw_data or
 //     the typed fields; external data is not supported). A graph input that has an initializer
 //     is a constant, not an input.
 //   - Graph inputs get their dtype and shape from the file. A symbolic (dim_param) or unknown
 //     dimension is replaced by the input's shape in ImportOptions::input_shapes, by
-//     ImportOptions::dim_params[name] or by default_dim_value; substitutions of the last two
-//     kinds are reported in ImportedModel::warnings (or refused, with require_all_dims). An
-//     input of unknown rank is an error.
+//     ImportOptions::dim_params[name] or, for dimension 0 (the batch) only, by
+//     default_dim_value; substitutions of the last two kinds are reported in
+//     ImportedModel::warnings. Any other dimension left unset (or with require_all_dims, any
+//     at all) is an error naming the input and the dimension. An input of unknown rank is an
+//     error.
 //   - Constant nodes are folded into constants, so ops see e.g. Reshape targets as constants.
 //   - Every other node maps op_type to an OpKind. All unsupported nodes are reported in one
 //     Unimplemented error, grouped by op type with a count and at most three node names each
@@ -38,9 +41,13 @@
 //     Flatten(axis) -> Softmax(axis=-1) -> Reshape(original shape), which ops/ computes with
 //     opset-13 semantics. Where it is the last dimension the two semantics coincide and the node
 //     is kept.
-// Other opset differences within 11..17 (Split/Squeeze/Unsqueeze/ReduceMean axes moving from
-// attribute to input, Dropout's ratio input, Reshape's allowzero) are handled by the ops, which
-// accept both forms.
+// Other opset differences within 11..21 are handled by the ops, which accept every form:
+// attributes that became inputs (Split's split and Squeeze/Unsqueeze's axes in 13; ReduceMean's
+// axes and Pad's axes in 18), Split's num_outputs (18), Dropout's ratio input, Reshape's
+// allowzero, AveragePool's dilations (19). What those opsets added that Tessera lacks is refused
+// by the op, naming the node and the attribute or mode (Resize's axes, antialias and
+// keep_aspect_ratio_policy of 18 and half_pixel_symmetric of 19; Pad's 'wrap' mode of 19);
+// opsets 19-21 otherwise only added element types (float8, int4), which import refuses.
 #pragma once
 
 #include <cstdint>
@@ -58,11 +65,13 @@ struct PassStats;  // graph/passes.h
 
 // The opsets of the default ONNX domain Tessera imports.
 inline constexpr int64_t kMinOnnxOpset = 11;
-inline constexpr int64_t kMaxOnnxOpset = 17;
+inline constexpr int64_t kMaxOnnxOpset = 21;
 
 struct ImportOptions {
-  // Substituted for a symbolic (dim_param) or unknown graph-input dimension that is not named in
-  // `dim_params`. Must be at least 1.
+  // Substituted for a symbolic (dim_param) or unknown dimension 0 (the batch) of a graph input
+  // that neither `input_shapes` nor `dim_params` sets, with a warning. Must be at least 1. Any
+  // other symbolic or unknown dimension (a height, a width) left unset is an error naming the
+  // input and the dimension: no default could be right for it.
   int64_t default_dim_value = 1;
   // Values for named symbolic dimensions, e.g. {"batch_size", 8}; each at least 1.
   std::map<std::string, int64_t> dim_params;
@@ -93,6 +102,13 @@ Result<ImportedModel> import_onnx(const std::string& path, const ImportOptions& 
 // Phase 1 from bytes holding a serialised ModelProto.
 Result<ImportedModel> import_onnx_from_memory(std::span<const uint8_t> bytes,
                                               const ImportOptions& options = {});
+
+// A serialised TensorProto to a Tensor: the input_N.pb / output_N.pb files of ONNX's backend test
+// cases, or what onnx.numpy_helper.from_array(a).SerializeToString() writes. The same element
+// types as initializers; `name`, when given, receives the tensor's name (often empty).
+Result<Tensor> import_onnx_tensor(std::span<const uint8_t> bytes, std::string* name = nullptr);
+// The same from a file; messages name the file.
+Result<Tensor> import_onnx_tensor_file(const std::string& path, std::string* name = nullptr);
 
 // Phase 2: shape inference of the whole graph, plus the rank-dependent lowering described above.
 // Inference runs through fold_constants (graph/passes.h), so shape arithmetic (Shape -> Gather ->

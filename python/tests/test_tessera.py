@@ -169,3 +169,18 @@ def test_python_m_tessera_runs_the_tool():
     out = subprocess.run([sys.executable, "-m", "tessera", "devices"],
                          check=True, capture_output=True, text=True).stdout
     assert "reference" in out
+
+
+def test_convert_sizes_symbolic_inputs(tmp_path):
+    """input_shapes sets symbolic height and width; left unset, the error names the dimension."""
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["images"], ["y"])], "symbolic",
+        [helper.make_tensor_value_info("images", TensorProto.FLOAT, ["N", 3, "height", "width"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    onnx_path = str(tmp_path / "symbolic.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), onnx_path)
+    tsr = str(tmp_path / "symbolic.tsr")
+    with pytest.raises(ValueError, match=r"dimension 2 is symbolic \('height'\)"):
+        tessera.convert(onnx_path, tsr)
+    tessera.convert(onnx_path, tsr, input_shapes={"images": [2, 3, 5, 7]})
+    assert tessera.Model.load(tsr).inputs == [("images", np.dtype("float32"), (2, 3, 5, 7))]
