@@ -14,6 +14,7 @@
 #include <random>
 
 #include "backends/registry.h"
+#include "backends/remote/packing.h"
 #include "scheduler/cut_profile.h"
 #include "scheduler/profile.h"
 #include "tools/bench_model.h"
@@ -65,7 +66,8 @@ int cmd_bench_cuts(int argc, char** argv) {
     for (const std::string& b : cli::split_commas(args->get("--bits"))) {
       char* end = nullptr;
       const long v = std::strtol(b.c_str(), &end, 10);
-      if (b.empty() || *end != '\0' || v < 2 || v > 16) {
+      if (b.empty() || *end != '\0' || v < 2 || v > 16 ||
+          !pack_bits_supported(static_cast<int>(v))) {
         return report_error(cmd, invalid_argument("--bits: '" + b + "' is not 2..8 or 16"));
       }
       o.bits.push_back(static_cast<int>(v));
