@@ -33,6 +33,15 @@
 //       directly (what a device Session did before it ran on the executor) and Executor::run of
 //       the one-stage plan, alternating which goes first. Counters: the median ms of each and
 //       `ratio` = executor / program (the bound: <= 1.02).
+//   BM_OffloadDecision/<cuts>x<bits>
+//       the offload planner's decision at run time (seed 002 Algorithm 2 lines 1-8: the metrics
+//       of every (cut, bits) candidate under a scaling factor and a link estimate, two hard
+//       constraints, two soft targets) over candidates profiled once, on a MatMul chain of
+//       <cuts> layers with <bits> bitwidths per cut (and the raw hop). Goal <= 1 ms for 100 x 8
+//       (seed 002: 11-14 ms on a Jetson CPU). Counter `candidates`.
+//   BM_OffloadPlan/<cuts>x<bits>
+//       plan_offload end to end: the candidates from the CostModel and the cut profile, the
+//       decision, the two-stage Plan and its pricing.
 //
 // Run: build/benchmarks/tessera_plan_bench --benchmark_repetitions=5
 //          --benchmark_report_aggregates_only=true
@@ -48,6 +57,7 @@
 #include "graph/onnx/onnx_import.h"
 #include "scheduler/cost_model.h"
 #include "scheduler/executor/executor.h"
+#include "scheduler/planners/offload.h"
 #include "scheduler/planners/pipeline.h"
 #include "scheduler/planners/slice.h"
 #include "tests/scheduler/profile_test_util.h"
@@ -324,7 +334,90 @@ void BM_ExecutorOverhead(benchmark::State& state, const std::string& model,
   state.counters["ratio"] = e / d;
 }
 
+// A cut profile of every cut of `lg` at `bits` bitwidths (2..8, 16, the first `bits` of them):
+// bytes falling with the bitwidth, fidelity rising.
+CutProfile synthetic_cut_profile(const LayerGraph& lg, int bits, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  const int all[] = {2, 3, 4, 5, 6, 7, 8, 16};
+  CutProfile c;
+  c.num_layers = lg.num_layers();
+  for (int i = 0; i < bits && i < 8; ++i) c.bits.push_back(all[i]);
+  for (int k = 0; k < lg.num_layers(); ++k) {
+    c.cuts.push_back(k);
+    c.relu.push_back(0);
+    for (int b : c.bits) {
+      CutBits e;
+      e.cut = k;
+      e.bits = b;
+      e.bytes_mean = 64 + static_cast<double>(lg.cut(k).live_bytes) * b / 32 * (0.2 + 0.5 * u(rng));
+      e.bytes_p95 = e.bytes_mean;
+      e.pack_ms = 0.05 * u(rng);
+      e.unpack_ms = 0.05 * u(rng);
+      e.top1 = std::min(1.0, 0.9 + 0.02 * b * u(rng));
+      e.report_top1 = e.top1;
+      c.entries.push_back(e);
+    }
+  }
+  return c;
+}
+
+OffloadRequest bench_offload_request() {
+  OffloadRequest r;
+  r.device = "cpu";
+  r.remote = "npu:0";
+  r.constraints = {{OffloadMetric::kLatency, true, 40}, {OffloadMetric::kFidelity, false, 0.95}};
+  r.targets = {{OffloadMetric::kThroughput, true}, {OffloadMetric::kDeviceMs, false}};
+  return r;
+}
+
+void BM_OffloadDecision(benchmark::State& state) {
+  const int layers = static_cast<int>(state.range(0));
+  auto m = testing::make_model(testing::matmul_chain(layers));
+  Profile p = synthetic_profile(*m.lg, 2, 1, 7, 0);
+  CostModel cm = CostModel::build(p, *m.lg).value();
+  CutProfile cuts = synthetic_cut_profile(*m.lg, static_cast<int>(state.range(1)), 3);
+  const OffloadRequest req = bench_offload_request();
+  const std::vector<OffloadOption> options = offload_options(cm, *m.lg, cuts, req).value();
+  std::vector<OffloadMetrics> metrics;
+  double sf = 1;
+  for (auto _ : state) {
+    sf = sf == 1 ? 1.07 : 1;  // a changed estimate, as a re-plan would see
+    offload_metrics(options, sf, LinkEstimate{20, 10 * sf, 20}, false, &metrics);
+    OffloadChoice c = choose_offload(options, metrics, req.constraints, req.targets);
+    benchmark::DoNotOptimize(c);
+  }
+  state.counters["candidates"] = static_cast<double>(options.size());
+}
+
+void BM_OffloadPlan(benchmark::State& state) {
+  const int layers = static_cast<int>(state.range(0));
+  auto m = testing::make_model(testing::matmul_chain(layers));
+  Profile p = synthetic_profile(*m.lg, 2, 1, 7, 0);
+  CostModel cm = CostModel::build(p, *m.lg).value();
+  CutProfile cuts = synthetic_cut_profile(*m.lg, static_cast<int>(state.range(1)), 3);
+  const OffloadRequest req = bench_offload_request();
+  int candidates = 0;
+  for (auto _ : state) {
+    auto r = plan_offload(cm, *m.lg, cuts, req, 1.0, LinkEstimate{20, 10, 20});
+    if (!r.ok()) {
+      state.SkipWithError(r.status().to_string().c_str());
+      return;
+    }
+    candidates = r->candidates;
+    benchmark::DoNotOptimize(r->plan);
+  }
+  state.counters["candidates"] = candidates;
+}
+
 void register_all() {
+  benchmark::RegisterBenchmark("BM_OffloadDecision", BM_OffloadDecision)
+      ->Args({100, 8})
+      ->Args({400, 8})
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("BM_OffloadPlan", BM_OffloadPlan)
+      ->Args({100, 8})
+      ->Unit(benchmark::kMicrosecond);
   // Latency over 4 devices at one level; energy over 5 devices x 5 levels = 25 virtual devices.
   for (const char* planner : {"slice", "hca", "preferred"}) {
     for (Objective objective : {Objective::kLatency, Objective::kEnergy}) {

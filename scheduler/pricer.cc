@@ -1,8 +1,10 @@
 #include "scheduler/pricer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
+#include "backends/remote/packing.h"
 #include "ops/split_rule.h"
 
 namespace tessera {
@@ -57,7 +59,25 @@ struct StagePrice {
   std::vector<std::pair<int, double>> vd_busy;  // (virtual device, ms it is busy)
 };
 
-Result<StagePrice> price_single(const CostModel& cm, const Stage& st, const std::string& where) {
+// A packed hop into a stage starting at cut `first` (see price_plan): the packed upload, pack
+// and unpack, less the f32 upload slice_ms priced.
+Result<double> packed_hop_delta(const CostModel& cm, int vd, const Stage& st, int first, int last,
+                                const CutProfile& cuts, const std::string& where) {
+  auto policy = parse_pack_policy(st.packing);
+  if (!policy.ok()) return policy.status().with_context(where + ": packing");
+  const CutBits* e = cuts.find(first, policy->bits);
+  if (e == nullptr) {
+    return failed_precondition(where + ": the cut profile has no entry for cut " +
+                               std::to_string(first) + " at " + std::to_string(policy->bits) +
+                               " bits");
+  }
+  const int n = cm.slice_input_count(first, last);
+  return cm.upload_ms(vd, static_cast<uint64_t>(std::llround(e->bytes_mean)), n) -
+         cm.upload_ms(vd, cm.slice_input_bytes(first, last), n) + e->pack_ms + e->unpack_ms;
+}
+
+Result<StagePrice> price_single(const CostModel& cm, const Stage& st, const std::string& where,
+                                const CutProfile* cuts) {
   StagePrice p;
   auto vd = cm.find(st.placement.devices[0].label());
   if (!vd.ok()) return vd.status().with_context(where);
@@ -69,6 +89,10 @@ Result<StagePrice> price_single(const CostModel& cm, const Stage& st, const std:
     const double exec = cm.slice_exec_ms(*vd, first, last);
     p.estimate.exec_ms += exec;
     p.estimate.transfer_ms += cm.slice_ms(*vd, first, last) - exec;
+    if (cuts != nullptr && !st.packing.empty()) {
+      ASSIGN_OR_RETURN(double delta, packed_hop_delta(cm, *vd, st, first, last, *cuts, where));
+      p.estimate.transfer_ms += delta;
+    }
     p.estimate.energy_mj += cm.slice_energy_mj(*vd, first, last);
   }
   p.busy_ms = p.estimate.exec_ms + p.estimate.transfer_ms;
@@ -132,7 +156,7 @@ Result<StagePrice> price_split(const CostModel& cm, const LayerGraph& lg, const 
 
 }  // namespace
 
-Status price_plan(const CostModel& cm, const LayerGraph& lg, Plan* plan) {
+Status price_plan(const CostModel& cm, const LayerGraph& lg, Plan* plan, const CutProfile* cuts) {
   if (lg.num_layers() != cm.num_layers()) {
     return invalid_argument("the cost model is for " + std::to_string(cm.num_layers()) +
                             " layers, the model has " + std::to_string(lg.num_layers()));
@@ -146,7 +170,7 @@ Status price_plan(const CostModel& cm, const LayerGraph& lg, Plan* plan) {
     Stage& st = plan->stages[i];
     const std::string where = plan->stage_name(i);
     auto price =
-        st.placement.single() ? price_single(cm, st, where) : price_split(cm, lg, st, where);
+        st.placement.single() ? price_single(cm, st, where, cuts) : price_split(cm, lg, st, where);
     if (!price.ok()) return price.status();
     prices[i] = std::move(*price);
     st.estimate = prices[i].estimate;

@@ -20,12 +20,18 @@
 //     reads from have finished and the previous stage of its actor has;
 //   - energy per frame: the stage energies, plus in a streaming plan each device's static power
 //     over its idle share of the period.
+//   - a remote hop (a stage with `packing`, given a CutProfile): the stage's inputs are priced on
+//     the packed bytes of the cut at its first layer (the profile's mean, side information
+//     included) through the device's upload fit, plus the profile's pack and unpack time, in
+//     place of the f32 upload (seed 002: transfer = L + d_<s,c> / B, pitfall 5: packing time is
+//     in the latency). Without a CutProfile a packed stage is priced on f32 bytes.
 // On a contiguous sequential plan this equals the slicing planners' SliceTable costs exactly
 // (tests/scheduler/slice_test.cc).
 #pragma once
 
 #include "graph/layer_graph.h"
 #include "scheduler/cost_model.h"
+#include "scheduler/cut_profile.h"
 #include "scheduler/plan.h"
 
 namespace tessera {
@@ -36,7 +42,9 @@ namespace tessera {
 std::vector<std::vector<int>> stage_dependencies(const LayerGraph& lg, const Plan& plan);
 
 // `lg` is the model the CostModel was built for (its dependencies give the critical path).
-// Placements must name profiled devices (and levels); errors name the stage.
-Status price_plan(const CostModel& cm, const LayerGraph& lg, Plan* plan);
+// Placements must name profiled devices (and levels); errors name the stage. `cuts` (optional)
+// prices packed hops; a packed stage whose cut and bitwidth it lacks is an error naming both.
+Status price_plan(const CostModel& cm, const LayerGraph& lg, Plan* plan,
+                  const CutProfile* cuts = nullptr);
 
 }  // namespace tessera

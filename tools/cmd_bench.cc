@@ -16,13 +16,11 @@
 #include <random>
 #include <set>
 
-#include "api/internal.h"
 #include "backends/registry.h"
 #include "backends/remote/packing.h"
-#include "core/npy.h"
-#include "graph/format/model_file.h"
 #include "graph/layer_graph.h"
-#include "ops/activation.h"
+#include "scheduler/cut_profile.h"
+#include "tools/bench_model.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 
@@ -51,17 +49,6 @@ using Clock = std::chrono::steady_clock;
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
-// Whether `v` is the output of a ReLU or a clip (ReLU6), fused or alone: seed 002's heuristic
-// keeps the cuts all of whose tensors are.
-bool is_relu_output(const Graph& g, ValueId v) {
-  const NodeId producer = g.value(v).producer;
-  if (producer == kNoNode) return false;
-  const Node& n = g.node(producer);
-  if (n.kind == OpKind::kRelu) return true;
-  auto act = parse_fused_activation(n.attrs);
-  return act.ok() && (act->kind == ActivationKind::kRelu || act->kind == ActivationKind::kClip);
 }
 
 struct CutFigures {
@@ -95,10 +82,9 @@ Result<CutFigures> measure_cut(const LayerGraph& lg, int k, const std::map<Value
     if (it->second.dtype() != DType::kF32) continue;  // shape tensors are not packed
     tensors.push_back(&it->second);
     names.push_back(g.value(v).name);
-    f.relu = f.relu && is_relu_output(g, v);
   }
   f.tensors = static_cast<int>(tensors.size());
-  if (tensors.empty()) f.relu = false;
+  f.relu = cut_is_relu(lg, k);
 
   std::vector<std::vector<uint8_t>> packed(tensors.size());
   std::vector<std::vector<float>> unpacked(tensors.size());
@@ -171,65 +157,28 @@ int cmd_bench_pack(int argc, char** argv) {
 
   // The model, its layers and cuts.
   const std::string path = args->positional[0];
-  auto loaded = load_model_file(path);
-  if (!loaded.ok()) return report_error("bench pack", loaded.status());
-  auto model = Model::from_graph(std::move(loaded->graph));
-  if (!model.ok()) return report_error("bench pack", model.status().with_context(path));
-  const Graph& g = model_graph(**model);
-  auto lg = LayerGraph::build(g);
-  if (!lg.ok()) return report_error("bench pack", lg.status());
+  auto bm = load_bench_model(path);
+  if (!bm.ok()) return report_error("bench pack", bm.status());
+  const Graph& g = bm->graph();
+  const LayerGraph* lg = bm->lg.get();
   const int layers = lg->num_layers();
   std::vector<int> cuts;
   const std::string cut_spec = args->get("--cuts", "all");
   if (cut_spec == "all") {
     for (int k = 1; k < layers; ++k) cuts.push_back(k);
   } else {
-    for (const std::string& s : cli::split_commas(cut_spec)) {
-      char* end = nullptr;
-      const long k = std::strtol(s.c_str(), &end, 10);
-      if (*end != '\0' || k < 0 || k > layers) {
-        return report_error("bench pack", invalid_argument("--cuts: '" + s + "' is no cut (0.." +
-                                                           std::to_string(layers) + ")"));
-      }
-      cuts.push_back(static_cast<int>(k));
-    }
-    std::sort(cuts.begin(), cuts.end());
-    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    auto parsed = parse_cut_list(cut_spec, 0, layers);
+    if (!parsed.ok()) return report_error("bench pack", parsed.status());
+    cuts = std::move(*parsed);
   }
 
   // The inputs: the files given, else noise (the activations are then not a real image's).
-  std::map<ValueId, Tensor> values;
-  const auto& descs = (*model)->inputs();
   const std::vector<std::string> files = args->all("--input");
-  if (!files.empty() && files.size() != descs.size()) {
-    return report_error("bench pack",
-                        invalid_argument("--input: the model has " + std::to_string(descs.size()) +
-                                         " inputs, given " + std::to_string(files.size())));
-  }
   std::mt19937 rng(1);
-  for (size_t i = 0; i < descs.size(); ++i) {
-    Tensor t;
-    if (!files.empty()) {
-      auto r = read_npy(files[i]);
-      if (!r.ok()) return report_error("bench pack", r.status());
-      if (r->dtype() != descs[i].dtype || r->shape() != descs[i].shape) {
-        return report_error(
-            "bench pack", invalid_argument(files[i] + ": input '" + descs[i].name + "' expects " +
-                                           dtype_name(descs[i].dtype) + descs[i].shape.to_string() +
-                                           ", the file holds " + r->describe()));
-      }
-      t = *r;
-    } else {
-      auto r = Tensor::create(descs[i].dtype, descs[i].shape);
-      if (!r.ok()) return report_error("bench pack", r.status());
-      t = *r;
-      if (t.dtype() == DType::kF32) {
-        std::uniform_real_distribution<float> u(0.0f, 1.0f);
-        for (float& x : t.span<float>()) x = u(rng);
-      }
-    }
-    values[g.inputs()[i]] = t;
-  }
+  auto inputs = bench_inputs(*bm->model, files, &rng);
+  if (!inputs.ok()) return report_error("bench pack", inputs.status());
+  std::map<ValueId, Tensor> values;
+  for (size_t i = 0; i < inputs->size(); ++i) values[g.inputs()[i]] = (*inputs)[i];
   const std::string device_name = args->get("--device", "cpu");
   auto device = open_device(device_name);
   if (!device.ok()) return report_error("bench pack", device.status());
@@ -294,11 +243,13 @@ int cmd_bench_pack(int argc, char** argv) {
 
 }  // namespace
 
-int cmd_bench_hop(int argc, char** argv);  // cmd_bench_hop.cc
+int cmd_bench_hop(int argc, char** argv);   // cmd_bench_hop.cc
+int cmd_bench_cuts(int argc, char** argv);  // cmd_bench_cuts.cc
 
 int cmd_bench(int argc, char** argv) {
   if (argc >= 3 && std::string(argv[2]) == "pack") return cmd_bench_pack(argc, argv);
   if (argc >= 3 && std::string(argv[2]) == "hop") return cmd_bench_hop(argc, argv);
+  if (argc >= 3 && std::string(argv[2]) == "cuts") return cmd_bench_cuts(argc, argv);
   return cmd_bench_models(argc, argv);
 }
 

@@ -16,13 +16,11 @@
 #include <random>
 #include <set>
 
-#include "api/internal.h"
 #include "backends/registry.h"
 #include "backends/remote/remote_device.h"
-#include "core/npy.h"
-#include "graph/format/model_file.h"
 #include "graph/layer_graph.h"
 #include "scheduler/profile.h"
+#include "tools/bench_model.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 
@@ -39,6 +37,8 @@ const std::vector<cli::FlagSpec> kHopFlags = {
     {"--bits", "-b", true, false, "bitwidth of the packed runs (default 4)"},
     {"--input", "-i", true, true, "an .npy input (default: uniform noise, seed 1)"},
     {"--repeat", "-r", true, false, "rounds; the median is reported (default 9)"},
+    {"--ping-max", "", true, false,
+     "largest Ping of the link microbenchmark, KiB (default 4096; slow links: less)"},
     {"--help", "-h", false, false, "show this help"},
 };
 
@@ -95,62 +95,31 @@ int cmd_bench_hop(int argc, char** argv) {
   if (Status st = validate_pack_policy(policy); !st.ok()) return report_error("bench hop", st);
 
   const std::string path = args->positional[0];
-  auto loaded = load_model_file(path);
-  if (!loaded.ok()) return report_error("bench hop", loaded.status());
-  auto model = Model::from_graph(std::move(loaded->graph));
-  if (!model.ok()) return report_error("bench hop", model.status().with_context(path));
-  const Graph& g = model_graph(**model);
-  auto lg = LayerGraph::build(g);
-  if (!lg.ok()) return report_error("bench hop", lg.status());
+  auto bm = load_bench_model(path);
+  if (!bm.ok()) return report_error("bench hop", bm.status());
+  const Graph& g = bm->graph();
+  const LayerGraph* lg = bm->lg.get();
   auto hash = model_file_hash(path);
   if (!hash.ok()) return report_error("bench hop", hash.status());
   const int L = lg->num_layers();
   std::vector<int> cuts;
   if (args->has("--cuts")) {
-    for (const std::string& s : cli::split_commas(args->get("--cuts"))) {
-      char* end = nullptr;
-      const long k = std::strtol(s.c_str(), &end, 10);
-      if (*end != '\0' || k < 1 || k >= L) {
-        return report_error("bench hop", invalid_argument("--cuts: '" + s + "' is no cut (1.." +
-                                                          std::to_string(L - 1) + ")"));
-      }
-      cuts.push_back(static_cast<int>(k));
-    }
+    auto parsed = parse_cut_list(args->get("--cuts"), 1, L - 1);
+    if (!parsed.ok()) return report_error("bench hop", parsed.status());
+    cuts = std::move(*parsed);
   } else {
     for (int i = 1; i <= 4; ++i) cuts.push_back(std::max(1, std::min(L - 1, i * L / 5)));
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
   }
-  std::sort(cuts.begin(), cuts.end());
-  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
 
   // Inputs.
-  std::map<ValueId, Tensor> values;
-  const auto& descs = (*model)->inputs();
   const std::vector<std::string> files = args->all("--input");
-  if (!files.empty() && files.size() != descs.size()) {
-    return report_error("bench hop", invalid_argument("--input: the model has " +
-                                                      std::to_string(descs.size()) + " inputs"));
-  }
   std::mt19937 rng(1);
-  for (size_t i = 0; i < descs.size(); ++i) {
-    Tensor t;
-    if (!files.empty()) {
-      auto r = read_npy(files[i]);
-      if (!r.ok()) return report_error("bench hop", r.status());
-      if (r->dtype() != descs[i].dtype || r->shape() != descs[i].shape) {
-        return report_error("bench hop",
-                            invalid_argument(files[i] + ": not " + dtype_name(descs[i].dtype) +
-                                             descs[i].shape.to_string()));
-      }
-      t = *r;
-    } else {
-      t = Tensor::create(descs[i].dtype, descs[i].shape).value();
-      std::uniform_real_distribution<float> u(0.0f, 1.0f);
-      if (t.dtype() == DType::kF32) {
-        for (float& x : t.span<float>()) x = u(rng);
-      }
-    }
-    values[g.inputs()[i]] = t;
-  }
+  auto inputs = bench_inputs(*bm->model, files, &rng);
+  if (!inputs.ok()) return report_error("bench hop", inputs.status());
+  std::map<ValueId, Tensor> values;
+  for (size_t i = 0; i < inputs->size(); ++i) values[g.inputs()[i]] = (*inputs)[i];
 
   auto opened = open_device(args->get("--device"));
   if (!opened.ok()) return report_error("bench hop", opened.status());
@@ -162,7 +131,12 @@ int cmd_bench_hop(int argc, char** argv) {
   if (!local.ok()) return report_error("bench hop", local.status());
 
   // 1. The link microbenchmark, both directions, alternating sizes round by round.
-  const std::vector<uint64_t> sizes = {1 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20};
+  auto ping_max = args->get_int("--ping-max", 4096, 16, 1 << 20);
+  if (!ping_max.ok()) return report_error("bench hop", ping_max.status());
+  std::vector<uint64_t> sizes;
+  for (uint64_t s : {1 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20}) {
+    if (s <= static_cast<uint64_t>(*ping_max) << 10) sizes.push_back(s);
+  }
   std::vector<std::vector<double>> up(sizes.size()), down(sizes.size());
   for (int r = 0; r < *repeat + 1; ++r) {
     for (size_t i = 0; i < sizes.size(); ++i) {

@@ -244,6 +244,7 @@ int cmd_bench_models(int argc, char** argv) {
         "usage: tessera bench MODEL.tsr [MODEL.tsr ...] [--devices a,b] [--plan PLAN.json] "
         "[--runs N] [--stream N] [--json out.json] [--compare-ort]\n"
         "       tessera bench pack MODEL.tsr --bits B [options]   (the remote-hop codec)\n"
+        "       tessera bench cuts MODEL.tsr [options] -o cuts.json (the profile of cuts)\n"
         "       tessera bench hop MODEL.tsr --device remote:HOST:PORT [options]   (remote "
         "hops)\n\n%s",
         cli::usage(kFlags).c_str());

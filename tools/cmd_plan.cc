@@ -9,17 +9,23 @@
 //              balance|max|period] [--ga-init random|pipeline] [--devices a,b] [-o plan.json]
 // tessera plan MODEL.tsr --profile profile.json --planner split [--mem-size MB]
 //              [--stages auto|K] [--devices a,b] [-o plan.json]
+// tessera plan MODEL.tsr --profile profile.json --planner offload --cut-profile cuts.json
+//              --devices CLIENT,remote:HOST:PORT [--constraint latency<=100 ...]
+//              [--target throughput:max ...] [--relu-cuts] [--no-raw] [--pipelined-hop]
+//              [--sf X] [--link MS,UP_MBIT,DOWN_MBIT] [-o plan.json]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 #include "api/internal.h"
 #include "graph/layer_graph.h"
 #include "scheduler/cost_model.h"
+#include "scheduler/cut_profile.h"
 #include "scheduler/planners/pipeline.h"
 #include "scheduler/planners/planner.h"
 #include "tools/cli.h"
@@ -59,6 +65,21 @@ const std::vector<cli::FlagSpec> kFlags = {
     {"--max-latency", "", true, false, "pipeline: the largest latency of one frame allowed, ms"},
     {"--max-period", "", true, false,
      "pipeline: the largest period (time between frames) allowed, ms"},
+    {"--cut-profile", "", true, false,
+     "offload: the cut profile from `tessera bench cuts` (required for offload)"},
+    {"--constraint", "", true, true,
+     "offload: a hard constraint METRIC<=X or METRIC>=X, in priority order (metrics: latency, "
+     "period, throughput, device_ms, server_ms, bytes, fidelity, rel_l2)"},
+    {"--target", "", true, true,
+     "offload: a soft target METRIC:min|max, in order (default throughput:max, latency:min)"},
+    {"--relu-cuts", "", false, false, "offload: only cuts whose tensors are all ReLU outputs"},
+    {"--no-raw", "", false, false, "offload: no unpacked (f32) hops"},
+    {"--pipelined-hop", "", false, false,
+     "offload: price the period as seed 002's three threads, max(client + pack, network, "
+     "unpack + server), not the executor's two stages"},
+    {"--sf", "", true, false, "offload: scaling factor of the client's times (default 1)"},
+    {"--link", "", true, false,
+     "offload: a link estimate MS,UP_MBIT,DOWN_MBIT instead of the profile's transfer fits"},
     {"--devices", "-d", true, false,
      "comma-separated devices to use, DEVICE or DEVICE@MHz (default: every profiled device)"},
     {"--prefer", "", true, false,
@@ -117,6 +138,42 @@ Result<PlanRequest> plan_request(const cli::Args& args) {
       if (args.has(flag)) {
         return invalid_argument(std::string(flag) + " applies to --planner pipeline only");
       }
+    }
+  }
+  if (req.planner != "offload") {
+    for (const char* flag : {"--cut-profile", "--constraint", "--target", "--relu-cuts", "--no-raw",
+                             "--pipelined-hop", "--sf", "--link"}) {
+      if (args.has(flag)) {
+        return invalid_argument(std::string(flag) + " applies to --planner offload only");
+      }
+    }
+  } else {
+    for (const std::string& c : args.all("--constraint")) {
+      ASSIGN_OR_RETURN(OffloadConstraint oc, parse_offload_constraint(c));
+      req.offload.constraints.push_back(oc);
+    }
+    for (const std::string& t : args.all("--target")) {
+      ASSIGN_OR_RETURN(OffloadTarget ot, parse_offload_target(t));
+      req.offload.targets.push_back(ot);
+    }
+    req.offload.relu_cuts_only = args.has("--relu-cuts");
+    req.offload.raw = !args.has("--no-raw");
+    req.offload.pipelined_hop = args.has("--pipelined-hop");
+    ASSIGN_OR_RETURN(req.scaling_factor, args.get_double("--sf", 1, 1e-6, 1e6));
+    if (args.has("--link")) {
+      const std::vector<std::string> parts = cli::split_commas(args.get("--link"));
+      std::vector<double> v;
+      for (const std::string& x : parts) {
+        char* end = nullptr;
+        const double d = std::strtod(x.c_str(), &end);
+        if (x.empty() || *end != '\0' || !std::isfinite(d) || d < 0) break;
+        v.push_back(d);
+      }
+      if (parts.size() != 3 || v.size() != 3 || !(v[1] > 0) || !(v[2] > 0)) {
+        return invalid_argument("--link '" + args.get("--link") +
+                                "': expected MS,UP_MBIT,DOWN_MBIT (latency >= 0, rates > 0)");
+      }
+      req.link = LinkEstimate{v[0], v[1], v[2]};
     }
   }
   const std::string stages = args.get("--stages", "auto");
@@ -185,6 +242,18 @@ int cmd_plan(int argc, char** argv) {
 
   auto req = plan_request(*args);
   if (!req.ok()) return report_error("plan", req.status());
+  std::optional<CutProfile> cuts;
+  if (args->has("--cut-profile")) {
+    auto c = CutProfile::load(args->get("--cut-profile"));
+    if (!c.ok()) return report_error("plan", c.status());
+    if (!c->model_hash.empty() && c->model_hash != *hash) {
+      return report_error("plan", invalid_argument(args->get("--cut-profile") +
+                                                   ": a cut profile of another model (hash " +
+                                                   c->model_hash + ", the model's " + *hash + ")"));
+    }
+    cuts = std::move(*c);
+    req->cuts = &*cuts;
+  }
   auto outcome = run_planner(*cm, *lg, *req);
   if (!outcome.ok()) return report_error("plan", outcome.status());
   for (const std::string& note : outcome->notes) std::printf("%s\n", note.c_str());

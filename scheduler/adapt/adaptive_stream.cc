@@ -65,10 +65,41 @@ Result<std::unique_ptr<Executor>> AdaptiveStream::compile(int cut) const {
   p.stages[0].layers.clear();
   p.stages[1].layers.clear();
   for (int l = 0; l < n; ++l) p.stages[l < cut ? 0 : 1].layers.push_back(l);
-  p.stages[0].estimate = p.stages[1].estimate = StageEstimate{};
+  return compile_plan(std::move(p));
+}
+
+Result<std::unique_ptr<Executor>> AdaptiveStream::compile_plan(Plan p) const {
+  for (Stage& s : p.stages) s.estimate = StageEstimate{};
   p.estimated_period_ms = p.estimated_latency_ms = p.estimated_energy_mj = 0;
   p.device_load.clear();
   return Executor::create(*lg_, p, executor_options_);
+}
+
+Status AdaptiveStream::switch_plan(const Plan& plan, const std::string& reason) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!current_) return failed_precondition("switch_plan(): the stream is closed");
+  RETURN_IF_ERROR(plan.validate(lg_->num_layers(), {}, false));
+  if (compiling_cut_) {
+    compiling_.wait();
+    if (compiling_plan_) {
+      RETURN_IF_ERROR(swap_if_ready());  // an earlier switch goes in first, in order
+    } else {
+      compiling_ = {};  // a candidate of the search: dropped with the search
+      compiling_cut_.reset();
+    }
+  }
+  search_.reset();
+  int cut = lg_->num_layers();
+  if (plan.stages.size() >= 2) {
+    cut = plan.stages.back().first();
+  } else if (plan.stages[0].placement == base_.stages[1].placement) {
+    cut = 0;
+  }
+  compiling_plan_ = plan;
+  compiling_reason_ = reason;
+  compiling_cut_ = cut;
+  compiling_ = std::async(std::launch::async, [this, plan] { return compile_plan(plan); });
+  return Status();
 }
 
 void AdaptiveStream::start_compile(int cut) {
@@ -84,6 +115,13 @@ Status AdaptiveStream::swap_if_ready() {
   const int cut = *compiling_cut_;
   compiling_cut_.reset();
   auto next_executor = compiling_.get();
+  std::optional<Plan> switched = std::move(compiling_plan_);
+  compiling_plan_.reset();
+  if (switched && !next_executor.ok()) {
+    events_.push_back({submitted_, "refused", cut, 0, reference_ms_,
+                       compiling_reason_ + ": " + next_executor.status().to_string()});
+    return Status();
+  }
   if (!next_executor.ok()) {
     // The candidate does not compile (e.g. a device refuses a layer): it cannot win.
     events_.push_back({submitted_, "candidate", cut, 0, reference_ms_,
@@ -113,6 +151,16 @@ Status AdaptiveStream::swap_if_ready() {
   current_->close();
   current_ = std::move(next_executor).value();
   cut_ = cut;
+  if (switched) {
+    events_.push_back({submitted_, "switched", cut, 0, reference_ms_,
+                       compiling_reason_ + " (" + switched->notation() + ")"});
+    if (switched->stages.size() == 2 && switched->stages[0].contiguous() &&
+        switched->stages[1].contiguous()) {
+      base_ = *switched;  // the search (when on) moves this plan's cut
+    }
+    reference_ms_ = 0;
+    reference_busy_.clear();
+  }
   base_id_ = submitted_;
   since_swap_ = 0;
   window_frames_.clear();
@@ -171,6 +219,7 @@ void AdaptiveStream::measure(uint64_t local_frame) {
 
 void AdaptiveStream::on_window(double period_ms, const std::vector<double>& busy_ms) {
   windows_.emplace_back(cut_, period_ms);
+  if (!options_.search) return;
   if (search_) {
     search_->report(period_ms);
     if (search_->candidate()) {

@@ -50,6 +50,9 @@ struct AdaptOptions {
   // Start each search with a jump to the cut that balances the two stages' measured time per
   // FLOP (CutSearch's extension); false: plain Algorithm 2 from the current cut.
   bool jump = true;
+  // Off: the stream measures but never searches; it runs the plans switch_plan() gives (a policy
+  // outside, e.g. the offload adapter, scheduler/adapt/offload_adapt.h).
+  bool search = true;
 };
 
 // One step of the adaptation, for the log.
@@ -74,6 +77,15 @@ class AdaptiveStream {
   // As Executor::submit/next (ids 0, 1, ... across every plan the stream has run).
   Result<uint64_t> submit(std::vector<Tensor> inputs, const SubmitOptions& options = {});
   Result<FrameResult> next();
+  // Swaps to `plan` (any plan of the model the Executor runs) at a frame boundary, as the
+  // search's swaps: it compiles in the background while the current plan streams, and the
+  // first submit() after it is ready drains the old plan's frames in flight and sends new frames
+  // to the new one; no frame is lost. An earlier switch still compiling is waited for and
+  // swapped in first; a search's candidate is dropped (a running search ends). A plan that does not
+  // compile is logged ("refused") and the current one keeps running. Logged as "switched" with
+  // `reason`; the cut is the first layer of the plan's last stage (0 for one stage on stage 1's
+  // device of the first plan, else the layer count).
+  Status switch_plan(const Plan& plan, const std::string& reason);
   // Ends the stream: waits for a background compile, closes the executor.
   void close();
 
@@ -91,6 +103,7 @@ class AdaptiveStream {
  private:
   AdaptiveStream() = default;
   Result<std::unique_ptr<Executor>> compile(int cut) const;
+  Result<std::unique_ptr<Executor>> compile_plan(Plan p) const;
   void start_compile(int cut);
   Status swap_if_ready();
   void measure(uint64_t local_frame);
@@ -114,6 +127,8 @@ class AdaptiveStream {
   std::deque<FrameResult> drained_;  // finished frames of the previous executor, in order
   // Background compile of a candidate cut.
   std::optional<int> compiling_cut_;
+  std::optional<Plan> compiling_plan_;  // switch_plan's plan, with its reason
+  std::string compiling_reason_;
   std::future<Result<std::unique_ptr<Executor>>> compiling_;
   // Monitor.
   int since_swap_ = 0;

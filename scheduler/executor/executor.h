@@ -25,10 +25,11 @@
 //   in plan order; plan order is a valid sequential order. The earliest unfinished (frame, step)
 //   has every input ready and its actor free, so some actor can always make progress.
 //
-// Steps: stages that are adjacent in plan order, on the same placement and (streaming) the same
-// actor form one step, compiled as one Program over the union of their layers. A tensor that
-// crosses a boundary between two such stages never leaves the device. In the sequential mode all
-// stages are on one actor (the caller), so adjacent same-device stages always merge.
+// Steps: stages that are adjacent in plan order, on the same placement, with the same packing
+// and (streaming) on the same actor form one step, compiled as one Program over the union of
+// their layers. A tensor that crosses a boundary between two such stages never leaves the
+// device. In the sequential mode all stages are on one actor (the caller), so adjacent
+// same-device stages with one packing always merge.
 //
 // Thread rule: run(), submit(), next(), cancel() and close() may be called from any thread;
 // run() fails while a stream is open (submit() opens it, close() ends it). Measurements are
@@ -55,7 +56,7 @@
 
 namespace tessera {
 
-// Adjacent stages of a plan on one placement and actor, run as one Program.
+// Adjacent stages of a plan on one placement, packing and actor, run as one Program.
 struct ExecutorStep {
   int first_stage = 0;
   int last_stage = 0;  // inclusive

@@ -30,14 +30,14 @@ Status check_stage_order(const LayerGraph& lg, const Plan& plan) {
   return Status();
 }
 
-// Maximal runs of plan-adjacent stages with the same single placement and actor (or one step
-// per stage).
+// Maximal runs of plan-adjacent stages with the same single placement, actor and packing (or
+// one step per stage): stages that pack their hop differently compile as programs of their own.
 std::vector<ExecutorStep> group_steps(const Plan& plan, const std::vector<int>& actor, bool merge) {
   std::vector<ExecutorStep> steps;
   for (size_t i = 0; i < plan.stages.size(); ++i) {
     const Placement& pl = plan.stages[i].placement;
     if (merge && !steps.empty() && plan.stages[i - 1].placement == pl &&
-        steps.back().actor == actor[i]) {
+        plan.stages[i - 1].packing == plan.stages[i].packing && steps.back().actor == actor[i]) {
       steps.back().last_stage = static_cast<int>(i);
     } else {
       steps.push_back(ExecutorStep{static_cast<int>(i), static_cast<int>(i), pl.label(), actor[i]});
@@ -113,8 +113,7 @@ Result<StageGraph> build_stage_graph(
     const int device_index = stage_device[static_cast<size_t>(group.first_stage)];
     Device* dev = sg.devices[static_cast<size_t>(device_index)].get();
     std::vector<std::pair<ExecutorStep, std::unique_ptr<Program>>> compiled;
-    // A remote stage packs its hop as the plan says (Stage::packing; the first stage's when
-    // stages merge).
+    // A remote stage packs its hop as the plan says (Stage::packing; merged stages share it).
     CompileOptions step_options = compile_options;
     step_options.packing = plan.stages[static_cast<size_t>(group.first_stage)].packing;
     auto prog = dev->compile(g, step_nodes(lg, plan, group), step_options);

@@ -41,10 +41,10 @@ struct StageGraph {
 std::string step_where(const Plan& plan, const ExecutorStep& step);
 
 // Validates the plan (structure, stage order), opens its devices with `open` (once per name),
-// groups stages into steps (merging when `merge` and the stages are adjacent, on one placement
-// and one actor), assigns actors (streaming plans: by Stage::actor; sequential plans: one actor)
-// and compiles every step. A merged step that its device refuses as a whole (e.g. an NPU's
-// per-program memory cap) falls back to one program per stage.
+// groups stages into steps (merging when `merge` and the stages are adjacent, on one placement,
+// one actor and one packing), assigns actors (streaming plans: by Stage::actor; sequential plans:
+// one actor) and compiles every step. A merged step that its device refuses as a whole (e.g. an
+// NPU's per-program memory cap) falls back to one program per stage.
 Result<StageGraph> build_stage_graph(
     const LayerGraph& lg, const Plan& plan, bool merge,
     const std::function<Result<std::unique_ptr<Device>>(const std::string&)>& open,

@@ -11,8 +11,8 @@
 namespace tessera {
 
 const std::vector<std::string>& planner_names() {
-  static const std::vector<std::string> kNames = {"slice",    "preferred", "hca",  "exhaustive",
-                                                  "pipeline", "ga",        "split"};
+  static const std::vector<std::string> kNames = {"slice",    "preferred", "hca",   "exhaustive",
+                                                  "pipeline", "ga",        "split", "offload"};
   return kNames;
 }
 
@@ -126,6 +126,77 @@ Result<PlanOutcome> split(const CostModel& cm, const LayerGraph& lg, const PlanR
   return out;
 }
 
+Result<PlanOutcome> offload(const CostModel& cm, const LayerGraph& lg, const PlanRequest& r) {
+  RETURN_IF_ERROR(only_for_pipeline(r));
+  if (r.memory_cap_bytes != 0)
+    return invalid_argument("a memory cap applies to the split planner only");
+  if (r.cuts == nullptr) {
+    return invalid_argument("the offload planner needs a cut profile (tessera bench cuts)");
+  }
+  OffloadRequest req = r.offload;
+  if (req.device.empty() && req.remote.empty()) {
+    if (r.devices.size() != 2) {
+      return invalid_argument("the offload planner takes two devices, the client and the " +
+                              std::string("remote server; given ") +
+                              std::to_string(r.devices.size()));
+    }
+    req.device = r.devices[0];
+    req.remote = r.devices[1];
+  }
+  ASSIGN_OR_RETURN(OffloadResult res, plan_offload(cm, lg, *r.cuts, req, r.scaling_factor, r.link));
+  PlanOutcome out;
+  out.plan = std::move(res.plan);
+  out.visited = res.candidates;
+  const OffloadMetrics& m = res.metrics;
+  std::string note = "offload: " + std::to_string(res.candidates) + " candidates; cut " +
+                     std::to_string(res.option.cut) +
+                     (res.option.device_only ? " (device only)"
+                      : res.option.bits > 0  ? ", " + std::to_string(res.option.bits) + " bits"
+                                             : ", raw f32");
+  note += "; latency " + format("%.3f ms", m.latency_ms) + ", period " +
+          format("%.3f ms", m.period_ms) + ", sent " + format("%.0f B", m.bytes) + ", fidelity " +
+          format("%.4f", m.fidelity);
+  if (res.choice.feasible) {
+    note += "; " + std::to_string(res.choice.feasible_count) + " feasible";
+  } else {
+    const OffloadConstraint& c = req.constraints[static_cast<size_t>(res.choice.emptied_by)];
+    note += std::string("; best effort: no candidate meets ") + offload_metric_name(c.metric) +
+            (c.at_most ? "<=" : ">=") + format("%g", c.threshold) + ", closest misses by " +
+            format("%g", res.choice.violation);
+  }
+  out.notes.push_back(note);
+  // Baselines from the same profiles and link: device-only, server-only (raw input), and
+  // Neurosurgeon (latency objective, one split, no packing; seed 002 pitfall 8).
+  OffloadRequest base = req;
+  base.raw = true;
+  base.relu_cuts_only = false;
+  ASSIGN_OR_RETURN(std::vector<OffloadOption> options, offload_options(cm, lg, *r.cuts, base));
+  std::vector<OffloadMetrics> metrics;
+  offload_metrics(options, r.scaling_factor, r.link, base.pipelined_hop, &metrics);
+  int device = -1, server = -1, neuro = -1;
+  for (size_t i = 0; i < options.size(); ++i) {
+    const OffloadOption& o = options[i];
+    if (o.device_only) device = static_cast<int>(i);
+    if (o.cut == 0 && o.bits == 0 && !o.device_only) server = static_cast<int>(i);
+    if ((o.bits == 0 || o.device_only) &&
+        (neuro < 0 || metrics[i].latency_ms < metrics[static_cast<size_t>(neuro)].latency_ms)) {
+      neuro = static_cast<int>(i);
+    }
+  }
+  std::string b = "offload baselines:";
+  for (const auto& [name, i] : {std::pair<const char*, int>{"device-only", device},
+                                {"server-only", server},
+                                {"neurosurgeon", neuro}}) {
+    if (i < 0) continue;
+    const OffloadMetrics& bm = metrics[static_cast<size_t>(i)];
+    b += std::string(" ") + name + " (cut " + std::to_string(options[static_cast<size_t>(i)].cut) +
+         ") latency " + format("%.3f ms", bm.latency_ms) + ", period " +
+         format("%.3f ms", bm.period_ms) + ";";
+  }
+  out.notes.push_back(b);
+  return out;
+}
+
 Result<PlanOutcome> slicing(const CostModel& cm, const PlanRequest& r) {
   RETURN_IF_ERROR(only_for_pipeline(r));
   if (r.memory_cap_bytes != 0)
@@ -158,10 +229,12 @@ Result<PlanOutcome> run_planner(const CostModel& cm, const LayerGraph& lg,
     ASSIGN_OR_RETURN(out, ga(cm, lg, request));
   } else if (request.planner == "split") {
     ASSIGN_OR_RETURN(out, split(cm, lg, request));
+  } else if (request.planner == "offload") {
+    ASSIGN_OR_RETURN(out, offload(cm, lg, request));
   } else {
     ASSIGN_OR_RETURN(out, slicing(cm, request));
   }
-  RETURN_IF_ERROR(price_plan(cm, lg, &out.plan));
+  RETURN_IF_ERROR(price_plan(cm, lg, &out.plan, request.cuts));
   return out;
 }
 

@@ -11,11 +11,15 @@
 //                                       algorithm (scheduler/planners/ga.h)
 //   split                               seed 004: the pipeline with layers split across the
 //                                       devices, Procedure 1 Steps 1-2 (planners/split.h)
+//   offload                             seed 002: one split between a client and a remote
+//                                       server with packed hops, Algorithm 2
+//                                       (scheduler/planners/offload.h); needs a CutProfile
 //
 // Thread rule: run_planner reads its arguments only; calls may run on several threads at once.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +28,7 @@
 #include "scheduler/cost_model.h"
 #include "scheduler/plan.h"
 #include "scheduler/planners/ga.h"
+#include "scheduler/planners/offload.h"
 
 namespace tessera {
 
@@ -42,6 +47,13 @@ struct PlanRequest {
   bool ga_seed_with_pipeline = false;
   // split only: memory per device, bytes (Step 1 splits the layers that need more); 0 = none.
   uint64_t memory_cap_bytes = 0;
+  // offload only: the request (its device and remote, when empty, are `devices` [0] and [1]),
+  // the cut profile (required; also prices the packed hop), the scaling factor and a link
+  // estimate (nullopt: the profile's transfer fits).
+  OffloadRequest offload;
+  const CutProfile* cuts = nullptr;
+  double scaling_factor = 1;
+  std::optional<LinkEstimate> link;
 };
 
 struct PlanOutcome {

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <optional>
 #include <random>
+#include <tuple>
 
 #include "backends/registry.h"
 #include "tests/scheduler/profile_test_util.h"
@@ -219,6 +220,26 @@ TEST(ExecutorTest, AdjacentSameDeviceStagesRunAsOneProgram) {
   auto lv = Executor::create(*m.lg, levels);
   ASSERT_TRUE(lv.ok()) << lv.status().to_string();
   EXPECT_EQ((*lv)->steps().size(), 2u);
+
+  // Same device, other packing: a boundary too (each hop packs as its own stage says; the first
+  // stage's packing used to win for both).
+  for (const auto& [a, b, steps] : std::vector<std::tuple<std::string, std::string, size_t>>{
+           {"isq4+bitshuffle+lz4", "isq8+bitshuffle+lz4", 3u},
+           {"", "isq8+bitshuffle+lz4", 3u},
+           {"isq8+bitshuffle+lz4", "isq8+bitshuffle+lz4", 2u}}) {
+    Plan packed = plan_from_slices(4, {{0, "cpu"}, {2, "cpu"}, {3, "reference"}}).value();
+    packed.stages[0].packing = a;
+    packed.stages[1].packing = b;
+    auto pk = Executor::create(*m.lg, packed);
+    ASSERT_TRUE(pk.ok()) << pk.status().to_string();
+    ASSERT_EQ((*pk)->steps().size(), steps) << "'" << a << "' then '" << b << "'";
+    if (steps == 3u) {
+      EXPECT_EQ((*pk)->steps()[0].last_stage, 0);
+      EXPECT_EQ((*pk)->steps()[1].first_stage, 1);
+    }
+    ASSERT_TRUE((*pk)->run(in, &out).ok());
+    expect_close(out, expected, packed);
+  }
 }
 
 TEST(ExecutorTest, OutputsOfEarlierRunsAreNotOverwritten) {
