@@ -117,6 +117,24 @@ Status check_compile_memory(const Graph& g, std::span<const NodeId> layers, uint
                                  format_bytes(m.activation_bytes) + ")");
 }
 
+Result<std::unique_ptr<Program>> Device::compile(const Graph& g, std::span<const NodeId> layers,
+                                                 const CompileOptions& options) {
+  if (!has_precision(options.precision)) {
+    return unimplemented("device '" + name() + "' has no " + precision_name(options.precision) +
+                         " kernels");
+  }
+  Status budget =
+      check_compile_memory(g, layers, options.memory_budget,
+                           "compiling " + std::to_string(layers.size()) + " layer(s) on " + name());
+  if (!budget.ok()) {
+    // A layer the device cannot run at all is the more useful refusal (the planner places it
+    // elsewhere); only the failure path pays for this second capability check.
+    Status caps = check_capabilities(*this, g, layers);
+    return caps.ok() ? budget : caps;
+  }
+  return compile_program(g, layers, options);
+}
+
 std::string with_node_prefix(const Node& node, const std::string& message) {
   const std::string prefix = "node '" + node.name + "' (" + op_name(node.kind) + "): ";
   if (message.compare(0, prefix.size(), prefix) == 0) return message;

@@ -193,17 +193,10 @@ class Device {
 
   // Compiles `layers` (node ids of `g`, in topological order). `g` must outlive the Program.
   // Fails with Unimplemented when the device lacks options.precision.
+  // Checks the precision, then the compile memory estimate against options.memory_budget (a
+  // layer the device cannot run is refused as such even then), then compiles.
   Result<std::unique_ptr<Program>> compile(const Graph& g, std::span<const NodeId> layers,
-                                           const CompileOptions& options = {}) {
-    if (!has_precision(options.precision)) {
-      return unimplemented("device '" + name() + "' has no " + precision_name(options.precision) +
-                           " kernels");
-    }
-    RETURN_IF_ERROR(check_compile_memory(
-        g, layers, options.memory_budget,
-        "compiling " + std::to_string(layers.size()) + " layer(s) on " + name()));
-    return compile_program(g, layers, options);
-  }
+                                           const CompileOptions& options = {});
   // Whether compile() can run programs at precision `p` (every device has f32).
   virtual bool has_precision(Precision p) const { return p == Precision::kF32; }
 
