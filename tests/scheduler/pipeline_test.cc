@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
+#include <ctime>
 #include <functional>
 #include <map>
 #include <random>
@@ -683,9 +683,10 @@ TEST(PipelineTest, LargerModelPlansAndAgreesWithThePricer) {
       req.stages = devices == 4 ? 3 : 0;
       const std::string what = std::string(pipeline_objective_name(obj)) + " over " +
                                std::to_string(devices) + " devices";
-      const auto t0 = std::chrono::steady_clock::now();
+      // CPU time, not wall time: on a loaded machine the wall time of a 2-3 s search triples.
+      const std::clock_t t0 = std::clock();
       auto p = plan_pipeline(*cm, *m.lg, req);
-      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double s = static_cast<double>(std::clock() - t0) / CLOCKS_PER_SEC;
       ASSERT_TRUE(p.ok()) << p.status().to_string();
       EXPECT_LT(s, 10.0) << what;
       expect_priced_alike(*cm, *m.lg, *p, what);
