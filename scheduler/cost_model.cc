@@ -673,6 +673,12 @@ double CostModel::cold_scale(int vd, int first, int last) const {
   return cold_at(vd, evicted_share(first, last));
 }
 
+double CostModel::corun_scale(int vd) const {
+  const VirtualDevice& v = vds_[static_cast<size_t>(vd)];
+  const double f = profile_.devices[static_cast<size_t>(v.device_index)].corun_scale;
+  return f > 1 ? f : 1;
+}
+
 double CostModel::slice_exec_ms(int vd, int first, int last) const {
   return exec_after(vd, first, last, evicted_share(first, last));
 }

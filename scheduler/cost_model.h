@@ -157,6 +157,10 @@ class CostModel {
   // 1 + (SliceOverhead::cold_scale - 1) x evicted_share: how much slower the slice's layers
   // run, as a stage of a plan, than in the chain.
   double cold_scale(int vd, int first, int last) const;
+  // The co-run factor of the virtual device's physical device (DeviceProfile::corun_scale; 1
+  // where the profile has none): what a stage of a streaming plan that keeps another device busy
+  // at the same time costs, as a multiple of its price alone (scheduler/pricer.h).
+  double corun_scale(int vd) const;
   // The layers' execution as a stage of a plan, cold_scale x their sum.
   double slice_exec_ms(int vd, int first, int last) const;
   // The per-slice overhead (SliceOverhead::ms of the boundary bytes), ms.

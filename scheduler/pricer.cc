@@ -167,15 +167,41 @@ Status price_plan(const CostModel& cm, const LayerGraph& lg, Plan* plan, const C
   std::vector<double> busy(n);  // exec + transfers of each stage, ms
   plan->estimated_energy_mj = 0;
   for (size_t i = 0; i < n; ++i) {
-    Stage& st = plan->stages[i];
+    const Stage& st = plan->stages[i];
     const std::string where = plan->stage_name(i);
     auto price =
         st.placement.single() ? price_single(cm, st, where, cuts) : price_split(cm, lg, st, where);
     if (!price.ok()) return price.status();
     prices[i] = std::move(*price);
-    st.estimate = prices[i].estimate;
+  }
+  // Co-running: in a streaming plan over two or more devices, every stage runs while other
+  // devices run theirs, sharing caches and memory bandwidth; each stage's time (execution and
+  // transfers, not its energy) is its device's co-run factor times its time alone.
+  if (plan->mode == PlanMode::kStreaming) {
+    std::vector<int> used;
+    for (const StagePrice& p : prices) {
+      for (const auto& [vd, ms] : p.vd_busy) {
+        const int d = cm.virtual_devices()[static_cast<size_t>(vd)].device_index;
+        if (std::find(used.begin(), used.end(), d) == used.end()) used.push_back(d);
+      }
+    }
+    if (used.size() >= 2) {
+      for (StagePrice& p : prices) {
+        double f = 1;
+        for (auto& [vd, ms] : p.vd_busy) {
+          ms *= cm.corun_scale(vd);
+          f = std::max(f, cm.corun_scale(vd));
+        }
+        p.busy_ms *= f;
+        p.estimate.exec_ms *= f;
+        p.estimate.transfer_ms *= f;
+      }
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    plan->stages[i].estimate = prices[i].estimate;
     busy[i] = prices[i].busy_ms;
-    plan->estimated_energy_mj += st.estimate.energy_mj;
+    plan->estimated_energy_mj += prices[i].estimate.energy_mj;
   }
 
   // Load per device (all its levels together), in first-use order; a split stage loads each

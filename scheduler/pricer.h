@@ -18,6 +18,9 @@
 //     between, seed 003; an estimate: frames in flight can shift the waits);
 //   - streaming latency: one frame's critical path, where a stage starts when the stages it
 //     reads from have finished and the previous stage of its actor has;
+//   - co-running: in a streaming plan whose stages keep two or more devices busy, each stage's
+//     time is its device's co-run factor (CostModel::corun_scale, measured by the profiler with
+//     the other devices running) times its time alone; its energy is not scaled;
 //   - energy per frame: the stage energies, plus in a streaming plan each device's static power
 //     over its idle share of the period.
 //   - a remote hop (a stage with `packing`, given a CutProfile): the stage's inputs are priced on

@@ -279,6 +279,7 @@ std::string Profile::to_json_text() const {
     Json un = Json::object();
     for (const auto& [i, why] : d.unsupported) un[std::to_string(i)] = why;
     jd["unsupported"] = un;
+    if (d.corun_scale > 0) jd["corun_scale"] = d.corun_scale;
     Json levels = Json::array();
     for (const LevelProfile& l : d.levels) {
       Json jl;
@@ -426,6 +427,9 @@ Result<Profile> parse_profile(const Json& j, const std::string& expected_hash) {
         if (!why.is_string()) return invalid_argument(up + ": expected a reason string");
         d.unsupported[idx] = why.get<std::string>();
       }
+    }
+    if (jd.contains("corun_scale")) {
+      ASSIGN_OR_RETURN(d.corun_scale, json::number_field(jd, dp, "corun_scale", 1, 100));
     }
     ASSIGN_OR_RETURN(const Json* levels, json::array_field(jd, dp, "levels"));
     if (levels->empty()) return invalid_argument(dp + ".levels: a device needs a level");

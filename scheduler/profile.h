@@ -30,15 +30,14 @@
 // JSON (version 2): {"format": "tessera-profile", "version": 2, "model": {...name, hash, layers
 // [{name, op, flops, input_bytes, weight_bytes, output_bytes}], cut_live_bytes}, "platform":
 // <platform JSON>, "conditions": {...}, "devices": [{"device", "description", "memory_bytes",
-// "unsupported": {"<layer>": "why"}, "levels": [{"mhz", "set_by_governor", "energy_source",
-// "layer_ms": [..|null], "layer_chain_ms": [..|null], "layer_dynamic_w": [..|null],
-// "slice_runs": [[first, last, ms(, layers_ms(, chain_ms))]..], "upload": {fit}, "download":
-// {fit}}]}]}. (layers_ms and chain_ms, the fourth and fifth elements, are optional: profiles
-// without them still load.)
-// Version 1 (layers timed alone only) is refused: its times underpredict chained runs.
-// Loading refuses other formats/versions, a model hash other than the expected one, negative or
-// non-finite times, lengths that disagree with the layer count, and devices the embedded platform
-// does not list; every message names the field.
+// "unsupported": {"<layer>": "why"}, optional "corun_scale", "levels": [{"mhz", "set_by_governor",
+// "energy_source", "layer_ms": [..|null], "layer_chain_ms": [..|null], "layer_dynamic_w":
+// [..|null], "slice_runs": [[first, last, ms(, layers_ms(, chain_ms))]..], "upload": {fit},
+// "download": {fit}}]}]}. (layers_ms and chain_ms, the fourth and fifth elements, are optional:
+// profiles without them still load.) Version 1 (layers timed alone only) is refused: its times
+// underpredict chained runs. Loading refuses other formats/versions, a model hash other than the
+// expected one, negative or non-finite times, lengths that disagree with the layer count, and
+// devices the embedded platform does not list; every message names the field.
 #pragma once
 
 #include <cstdint>
@@ -117,6 +116,12 @@ struct DeviceProfile {
   uint64_t memory_bytes = 0;
   std::map<int, std::string> unsupported;  // layer index -> why it cannot run here
   std::vector<LevelProfile> levels;        // ascending mhz
+  // The co-run factor: how much slower the device's chains ran while every other profiled
+  // device ran its own chains at the same time (sharing caches and memory bandwidth, as the
+  // stages of a pipeline do), the statistic of the co-run runs over that of the runs alone
+  // alternated with them; at least 1. 0: not measured (one device profiled, or an older
+  // profile). Measured at the level the device was left at, used for all of its levels.
+  double corun_scale = 0;
 
   const LevelProfile* level(int mhz) const;
 };

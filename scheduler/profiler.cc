@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -128,6 +129,69 @@ struct ChainRun {
   }
   std::vector<std::vector<double>> runs;  // per timed run, per layer of the chain
 };
+
+// A profiled device kept open for the co-run measurement, with its chains (declared after the
+// device, so destroyed before it).
+struct CorunDevice {
+  size_t profile_index = 0;  // into Profile::devices
+  std::unique_ptr<Device> device;
+  std::vector<std::unique_ptr<ChainRun>> chains;
+};
+
+// DeviceProfile::corun_scale of devs[target]: per round, a plain run of its chains and a timed
+// one (the sum of their layers) alone; then, while every other device runs its chains in a loop
+// on its own thread, the same again. The statistic of the co-run sums over that of the sums
+// alone (the rounds alternate, so that a drift of the machine's speed falls on both), at least 1.
+Result<double> measure_corun(std::vector<CorunDevice>& devs, size_t target, int rounds, Stat stat) {
+  CorunDevice& t = devs[target];
+  auto plain = [&]() -> Status {
+    for (const std::unique_ptr<ChainRun>& c : t.chains) RETURN_IF_ERROR(c->run());
+    return Status();
+  };
+  auto timed = [&](double* sum) -> Status {
+    *sum = 0;
+    std::vector<double> ms;
+    for (const std::unique_ptr<ChainRun>& c : t.chains) {
+      RETURN_IF_ERROR(c->slice.run_timed(&ms));
+      for (double x : ms) *sum += x;
+    }
+    return Status();
+  };
+  std::vector<double> alone, together;
+  for (int r = 0; r < rounds; ++r) {
+    double ms = 0;
+    RETURN_IF_ERROR(plain());
+    RETURN_IF_ERROR(timed(&ms));
+    alone.push_back(ms);
+    std::atomic<bool> stop{false};
+    std::vector<Status> errors(devs.size());
+    std::vector<std::thread> threads;
+    for (size_t j = 0; j < devs.size(); ++j) {
+      if (j == target) continue;
+      threads.emplace_back([&, j] {
+        while (!stop.load(std::memory_order_relaxed)) {
+          for (const std::unique_ptr<ChainRun>& c : devs[j].chains) {
+            Status st = c->run();
+            if (!st.ok()) {
+              errors[j] = st.with_context("co-running");
+              return;
+            }
+          }
+        }
+      });
+    }
+    Status st = plain();
+    if (st.ok()) st = timed(&ms);
+    stop.store(true);
+    for (std::thread& th : threads) th.join();
+    RETURN_IF_ERROR(st);
+    for (const Status& e : errors) RETURN_IF_ERROR(e);
+    together.push_back(ms);
+  }
+  const double a = summarize(alone, stat);
+  const double b = summarize(together, stat);
+  return a > 0 ? std::max(1.0, b / a) : 1.0;
+}
 
 // How many of `repeat` chain samples to take at slot i of `slots`: spread evenly, so that the
 // samples span the device's profiling time (as the check's rounds span seconds) instead of one
@@ -547,6 +611,8 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
     if (options.progress) options.progress(done, total, what);
   };
 
+  const int corun_rounds = options.corun_rounds < 0 ? options.repeat : options.corun_rounds;
+  std::vector<CorunDevice> corun;
   for (const PlatformDevice* pd : targets) {
     std::vector<int> levels = wanted_levels(*pd, options.all_levels);
     auto opened = open_device(pd->device);
@@ -765,7 +831,27 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
     }
     recorded.devices.push_back(*pd);
     profile.devices.push_back(std::move(dp));
+    if (corun_rounds > 0 && targets.size() >= 2 && !chains.empty()) {
+      CorunDevice c;
+      c.profile_index = profile.devices.size() - 1;
+      c.chains = std::move(chains);
+      c.device = std::move(*opened);
+      corun.push_back(std::move(c));
+    }
   }
+  // Co-run factors, with every device (that times layers in a chain) open at once.
+  if (corun.size() >= 2) {
+    for (size_t i = 0; i < corun.size(); ++i) {
+      auto f = measure_corun(corun, i, corun_rounds, stat);
+      if (!f.ok()) {
+        warn(profile.devices[corun[i].profile_index].device +
+             ": co-run factor not measured: " + f.status().to_string());
+        continue;
+      }
+      profile.devices[corun[i].profile_index].corun_scale = *f;
+    }
+  }
+  corun.clear();
   if (options.progress) options.progress(done, done, "done");
   if (profile.devices.empty()) return failed_precondition("no device could be profiled");
   profile.platform = std::move(recorded);

@@ -44,6 +44,10 @@ struct ProfileOptions {
   int calibration_slices = 8;
   // Transfer microbenchmark sizes in bytes (default 4 KiB to 16 MiB, x4 steps).
   std::vector<uint64_t> transfer_sizes;
+  // Rounds of the co-run measurement (DeviceProfile::corun_scale) where two or more devices are
+  // profiled: per device and round, its chains timed alone, then timed while every other
+  // profiled device runs its own chains in a loop on its own thread. -1: `repeat`; 0: none.
+  int corun_rounds = -1;
   std::string sysfs_root = "/";
   // Progress callback (done, total, what); the CLI draws a bar with it.
   std::function<void(int, int, const std::string&)> progress;

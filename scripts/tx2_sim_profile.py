@@ -11,11 +11,16 @@ and the GPU (vulkan:0). Every number is SYNTHETIC, scaled from the measured core
     LPDDR4's 58 GB/s), calibration slices as the sum of their layers plus one launch;
   - transfers: the measured fits x 4 on the cores; on the GPU alpha = 1 / 10 GB/s, beta 0.01 ms
     (shared memory).
+With --cpu-total-ms / --gpu-total-ms every CPU device's (GPU's) layer times and calibration runs
+(not its transfers) are then scaled so that its layers sum to that total per frame (seed 001 Table 5 row
+(0): --gpu-total-ms 13.05 --cpu-total-ms 45.45 for MobileNet); --only keeps the platform devices
+with those ids (e.g. a57,gpu on energy/platforms/jetson_tx2.json).
 The conditions record the factors and say "synthetic"; the results are simulations, never a
 measurement of a TX2.
 
 usage: scripts/tx2_sim_profile.py MEASURED.json -o TX2.json [--platform PATH] [--a57 8]
          [--denver 5] [--gpu-gflops 250] [--gpu-gbs 25] [--gpu-launch-ms 0.02]
+         [--cpu-total-ms MS] [--gpu-total-ms MS] [--only ID,ID]
 """
 import argparse
 import copy
@@ -35,11 +40,20 @@ def main():
     ap.add_argument("--gpu-gflops", type=float, default=250.0)
     ap.add_argument("--gpu-gbs", type=float, default=25.0)
     ap.add_argument("--gpu-launch-ms", type=float, default=0.02)
+    ap.add_argument("--cpu-total-ms", type=float, default=0.0)
+    ap.add_argument("--gpu-total-ms", type=float, default=0.0)
+    ap.add_argument("--only", default="")
     a = ap.parse_args()
     with open(a.measured) as f:
         prof = json.load(f)
     with open(a.platform) as f:
         platform = json.load(f)
+    if a.only:
+        keep = a.only.split(",")
+        platform["devices"] = [d for d in platform["devices"] if d["id"] in keep]
+        if len(platform["devices"]) != len(keep):
+            raise SystemExit(f"--only {a.only}: the platform has ids "
+                             f"{[d['id'] for d in json.load(open(a.platform))['devices']]}")
     src = prof["devices"][0]
     lvl = src["levels"][0]
     base = [c if c is not None else m for c, m in zip(lvl["layer_chain_ms"], lvl["layer_ms"])]
@@ -84,6 +98,13 @@ def main():
             fit = {"alpha_ms_per_byte": 1e-7, "beta_ms": 0.01, "r2": 1.0, "points": []}
             level["upload"] = fit
             level["download"] = copy.deepcopy(fit)
+        total = a.gpu_total_ms if d["kind"] == "gpu" else a.cpu_total_ms
+        if total > 0:
+            k = total / sum(level["layer_chain_ms"])
+            level["layer_chain_ms"] = [v * k for v in level["layer_chain_ms"]]
+            level["slice_runs"] = [[r[0], r[1]] + [v * k for v in r[2:]]
+                                   for r in level["slice_runs"]]
+            out["conditions"]["synthetic"] += f"; {d['id']} scaled to {total} ms per frame"
         e["levels"] = [level]
         devices.append(e)
     out["devices"] = devices

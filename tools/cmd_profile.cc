@@ -47,6 +47,9 @@ const std::vector<cli::FlagSpec> kFlags = {
      "profile every DVFS level instead of the minimum and maximum"},
     {"--calibration", "", true, false,
      "random slices timed whole per device, to fit the per-slice overhead (default 8)"},
+    {"--corun-rounds", "", true, false,
+     "rounds of the co-run factor where two or more devices are profiled: each device's chains "
+     "alone and while the others run theirs (default: --repeat; 0: none)"},
     {"--sysfs", "", true, false, "sysfs root for sensors and governors (default /)"},
     {"--check", "", true, false,
      "instead of profiling: compare PROFILE's predictions with measured runs"},
@@ -115,6 +118,9 @@ void print_summary(const Profile& p, const CostModel& cm) {
     }
     std::printf("  regression error (layers not measured): %.1f%%\n",
                 100 * cm.regression_error(static_cast<int>(di)));
+    if (d.corun_scale > 0) {
+      std::printf("  co-run factor (the other devices running): %.3f\n", d.corun_scale);
+    }
     if (!d.unsupported.empty()) {
       std::printf("  %zu layer(s) cannot run on %s, e.g. %s: %s\n", d.unsupported.size(),
                   d.device.c_str(),
@@ -692,6 +698,9 @@ int cmd_profile(int argc, char** argv) {
   auto calibration = args->get_int("--calibration", 8, 0, 10000);
   if (!calibration.ok()) return report_error("profile", calibration.status());
   options.calibration_slices = *calibration;
+  auto corun_rounds = args->get_int("--corun-rounds", options.repeat, 0, 10000);
+  if (!corun_rounds.ok()) return report_error("profile", corun_rounds.status());
+  options.corun_rounds = *corun_rounds;
   options.statistic = args->get("--statistic", "median");
   options.sysfs_root = sysfs;
   Progress progress("profile " + model->name, args->has("--quiet"));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "scheduler/planners/slice.h"
 #include "scheduler/pricer.h"
@@ -73,7 +74,10 @@ struct Instance {
   }
 };
 
-Instance build_instance(const CostModel& cm, const LayerGraph& lg, const std::vector<int>& vds) {
+// `scale` (one per option, or empty for 1): a multiplier of every busy time of the option (its
+// device's co-run factor), not of its energy.
+Instance build_instance(const CostModel& cm, const LayerGraph& lg, const std::vector<int>& vds,
+                        const std::vector<double>& scale = {}) {
   Instance in;
   in.L = cm.num_layers();
   in.D = static_cast<int>(vds.size());
@@ -103,7 +107,7 @@ Instance build_instance(const CostModel& cm, const LayerGraph& lg, const std::ve
       const int r = ms.reach(o, c);
       in.reach[static_cast<size_t>(o) * s + static_cast<size_t>(c)] = r;
       for (int e = c + 1; e <= r; ++e) {
-        const double b = ms.cost(o, c, e);
+        const double b = ms.cost(o, c, e) * (scale.empty() ? 1 : scale[static_cast<size_t>(o)]);
         in.busy[in.cell(o, c, e)] = b;
         in.energy[in.cell(o, c, e)] = mj.cost(o, c, e);
         if (b < 0) in.monotone = false;
@@ -435,17 +439,91 @@ Pipeline best_with_stages(const Instance& in, const PipelineRequest& req, int k,
   return p;
 }
 
+// What one request searches. A streaming plan over two or more devices pays each device's
+// co-run factor on every stage (price_plan), a plan on one device does not. `alone` prices the
+// stages as profiled; where some device has a co-run factor above 1 and the options span two or
+// more devices, `corun` prices every stage at its device's factor and `single[p]` holds the
+// options of physical device p alone, unscaled (`single_options[p]`: their indices among the
+// request's options). The best k >= 2 stage plan is then the better of the best in `corun` that
+// uses two or more devices (priced right there) and the best of each `single[p]`: a plan on one
+// device that `corun` returns is overpriced, and the single search for its device finds it or
+// a better one at its true price.
+struct Instances {
+  Instance alone;
+  std::optional<Instance> corun;
+  std::vector<Instance> single;
+  std::vector<std::vector<int>> single_options;
+};
+
+Instances build_instances(const CostModel& cm, const LayerGraph& lg, const std::vector<int>& vds) {
+  Instances is;
+  is.alone = build_instance(cm, lg, vds);
+  std::vector<double> scale;
+  bool scaled = false;
+  for (int vd : vds) {
+    scale.push_back(cm.corun_scale(vd));
+    if (scale.back() > 1) scaled = true;
+  }
+  if (!scaled || is.alone.P < 2) return is;
+  is.corun = build_instance(cm, lg, vds, scale);
+  is.single_options.resize(static_cast<size_t>(is.alone.P));
+  for (int o = 0; o < is.alone.D; ++o) {
+    is.single_options[static_cast<size_t>(is.alone.dev[static_cast<size_t>(o)])].push_back(o);
+  }
+  for (const std::vector<int>& options : is.single_options) {
+    std::vector<int> sub;
+    for (int o : options) sub.push_back(vds[static_cast<size_t>(o)]);
+    is.single.push_back(build_instance(cm, lg, sub));
+  }
+  return is;
+}
+
+// best_with_stages over the instances of a request (see Instances).
+Pipeline best_k(const Instances& is, const PipelineRequest& req, int k, double incumbent,
+                int64_t budget) {
+  if (k == 1 || !is.corun) return best_with_stages(is.alone, req, k, incumbent, budget);
+  Pipeline best = best_with_stages(*is.corun, req, k, incumbent, budget);
+  int64_t visited = best.visited;
+  bool proven = best.proven_optimal;
+  if (best.feasible()) {
+    const int d0 = is.alone.dev[static_cast<size_t>(best.stages[0].vd)];
+    bool one_device = true;
+    for (const PipelineStage& st : best.stages) {
+      if (is.alone.dev[static_cast<size_t>(st.vd)] != d0) one_device = false;
+    }
+    if (one_device) best = Pipeline{};  // overpriced here; its device's search prices it
+  }
+  for (size_t p = 0; p < is.single.size(); ++p) {
+    if (k >= 3 && visited >= budget) {  // out of budget (k <= 2 costs no branch and bound)
+      proven = false;
+      break;
+    }
+    const double bound =
+        best.feasible() ? std::min(incumbent, objective_value(best, req.objective)) : incumbent;
+    Pipeline q = best_with_stages(is.single[p], req, k, bound, budget - visited);
+    visited += q.visited;
+    proven = proven && q.proven_optimal;
+    if (q.feasible()) {
+      for (PipelineStage& st : q.stages) st.vd = is.single_options[p][static_cast<size_t>(st.vd)];
+      best = std::move(q);
+    }
+  }
+  best.visited = visited;
+  best.proven_optimal = proven;
+  return best;
+}
+
 // The request's stage count, or the stopping rule over k.
-Pipeline search(const Instance& in, const PipelineRequest& req) {
-  if (req.stages > 0) return best_with_stages(in, req, req.stages, kInfiniteCost, req.max_visits);
+Pipeline search(const Instances& in, const PipelineRequest& req) {
+  if (req.stages > 0) return best_k(in, req, req.stages, kInfiniteCost, req.max_visits);
   Pipeline best;
   int64_t visited = 0;
   bool proven = true;
-  const int k_max = std::min(in.L, PipelineRequest::kMaxStages);
+  const int k_max = std::min(in.alone.L, PipelineRequest::kMaxStages);
   for (int k = 1; k <= k_max; ++k) {
     const double incumbent =
         best.feasible() ? objective_value(best, req.objective) * kStrictlyBetter : kInfiniteCost;
-    Pipeline p = best_with_stages(in, req, k, incumbent, req.max_visits - visited);
+    Pipeline p = best_k(in, req, k, incumbent, req.max_visits - visited);
     visited += p.visited;
     if (!p.proven_optimal) {
       proven = false;
@@ -512,7 +590,7 @@ Result<Pipeline> plan_pipeline(const CostModel& cm, const LayerGraph& lg,
   }
   const bool all_levels = req.objective == PipelineObjective::kEnergy;
   ASSIGN_OR_RETURN(std::vector<int> vds, select_virtual_devices(cm, req.devices, all_levels));
-  const Instance in = build_instance(cm, lg, vds);
+  const Instances in = build_instances(cm, lg, vds);
   Pipeline best = search(in, req);
   if (best.feasible()) {
     for (PipelineStage& st : best.stages) st.vd = vds[static_cast<size_t>(st.vd)];

@@ -15,6 +15,11 @@
 // each optionally subject to T <= max_period_ms and latency <= max_latency_ms. These are exactly
 // the numbers price_plan (scheduler/pricer.h) gives the returned Plan: the planner's internal
 // objective and the one pricer agree (tests/scheduler/pipeline_test.cc).
+// In a plan over two or more physical devices every b_i is multiplied by its device's co-run
+// factor (CostModel::corun_scale; stages share caches and memory bandwidth while they run at
+// once), as price_plan does; a plan on one device is priced alone. The search scales each
+// option's busy times in one instance and searches every device's options alone, unscaled, in
+// another, and keeps the better (exact).
 //
 // The space (seed 001 eq. 2): C(L-1, k-1) cut sets times the option sequences, a device may
 // host several stages (h_0 = h_2 is allowed), all of a device's stages run at one DVFS level (a

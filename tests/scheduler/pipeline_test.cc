@@ -7,11 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
+#include <ctime>
 #include <functional>
 #include <map>
 #include <random>
+#include <set>
 
 #include "scheduler/pricer.h"
 #include "tests/scheduler/profile_test_util.h"
@@ -130,6 +131,8 @@ Profile random_profile(const LayerGraph& lg, std::mt19937& rng, int devices) {
       dp.levels.push_back(lv);
     }
     if (d > 0 && rng() % 3 == 0) dp.unsupported[static_cast<int>(rng() % L)] = "op";
+    // Often a co-run factor: the device runs slower while another one runs too.
+    if (rng() % 2) dp.corun_scale = 1 + 0.6 * u(rng);
     p.devices.push_back(dp);
   }
   return p;
@@ -170,6 +173,15 @@ bool price(const CostModel& cm, const std::vector<std::vector<int>>& producers, 
     if (!cm.can_run_slice(s.vd, s.first, s.last)) return false;
     busy[i] = cm.slice_ms(s.vd, s.first, s.last);
     energy += cm.slice_energy_mj(s.vd, s.first, s.last);
+  }
+  // Over two or more physical devices every stage runs at its device's co-run factor.
+  std::set<int> physical;
+  for (const PipelineStage& s : c->stages) {
+    physical.insert(cm.virtual_devices()[static_cast<size_t>(s.vd)].device_index);
+  }
+  for (size_t i = 0; i < k; ++i) {
+    const PipelineStage& s = c->stages[i];
+    if (physical.size() >= 2) busy[i] *= cm.corun_scale(s.vd);
     const size_t d =
         static_cast<size_t>(cm.virtual_devices()[static_cast<size_t>(s.vd)].device_index);
     load[d] += busy[i];
@@ -304,7 +316,7 @@ TEST(PipelineTest, EqualsBruteForceOnRandomInstances) {
   constexpr PipelineObjective kObjectives[] = {
       PipelineObjective::kThroughput, PipelineObjective::kEnergy, PipelineObjective::kLatency};
   int compared[3] = {0, 0, 0}, constrained[3] = {0, 0, 0}, refused[3] = {0, 0, 0};
-  int repeated_best = 0, parallel_stages = 0, auto_compared = 0;
+  int repeated_best = 0, parallel_stages = 0, auto_compared = 0, one_device_under_corun = 0;
   for (int inst = 0; inst < kInstances; ++inst) {
     const int n = 2 + static_cast<int>(rng() % 11);
     auto m = testing::make_model(random_graph(rng, n));
@@ -378,6 +390,15 @@ TEST(PipelineTest, EqualsBruteForceOnRandomInstances) {
         EXPECT_LE(got->latency_ms, req.max_latency_ms) << w;
         expect_priced_alike(*cm, *m.lg, *got, w);
         ++compared[oi];
+        if (k >= 2) {
+          std::set<int> used;
+          for (const PipelineStage& st : want->stages) {
+            used.insert(cm->virtual_devices()[static_cast<size_t>(st.vd)].device_index);
+          }
+          bool scaled = false;
+          for (const DeviceProfile& d : profile.devices) scaled = scaled || d.corun_scale > 1;
+          if (used.size() == 1 && scaled && devices >= 2) ++one_device_under_corun;
+        }
         if (obj == PipelineObjective::kThroughput && k == 3) {
           const auto& st = want->stages;
           const auto dev = [&](int i) {
@@ -436,6 +457,9 @@ TEST(PipelineTest, EqualsBruteForceOnRandomInstances) {
   EXPECT_GT(repeated_best, 10);    // a device hosting two stages is sometimes the best
   EXPECT_GT(parallel_stages, 30);  // the critical path is sometimes shorter than the sum
   EXPECT_GT(auto_compared, kInstances);
+  // Some best plans of two or three stages stay on one device while co-run factors apply to the
+  // others: the single-device searches of the planner find them.
+  EXPECT_GT(one_device_under_corun, 20) << one_device_under_corun;
 }
 
 // ---- a known answer: one device hosting two stages pays both ----
@@ -533,6 +557,49 @@ TEST(PipelineTest, ADeviceHostingTwoStagesPaysBoth) {
   EXPECT_NEAR(e->estimated_energy_mj, stages + 0.1 * 2, 1e-9);
 }
 
+// Co-running: over two devices every stage pays its device's co-run factor; on one device, or
+// run sequentially, none.
+TEST(PipelineTest, CoRunFactorsScaleStagesOverTwoDevices) {
+  auto k = known_answer();
+  k->profile.devices[0].corun_scale = 1.5;   // cpu:0
+  k->profile.devices[1].corun_scale = 1.25;  // npu:0
+  k->cm = std::make_unique<CostModel>(CostModel::build(k->profile, *k->m.lg).value());
+  EXPECT_EQ(k->cm->corun_scale(k->cm->find("cpu:0").value()), 1.5);
+  PipelineRequest req;
+  req.stages = 3;
+  auto plan = make_pipeline_plan(*k->cm, *k->m.lg, req);
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  EXPECT_EQ(plan->notation(), "cpu:0[0] npu:0[2] cpu:0[4]");
+  ASSERT_EQ(plan->stages.size(), 3u);
+  EXPECT_NEAR(plan->stages[0].estimate.exec_ms, 3, 1e-12);  // 2 ms x 1.5
+  EXPECT_NEAR(plan->stages[1].estimate.exec_ms, 2.5, 1e-12);
+  EXPECT_NEAR(plan->estimated_period_ms, 6, 1e-12);  // cpu:0 hosts two: 2 x 3 ms
+  EXPECT_NEAR(plan->estimated_latency_ms, 8.5, 1e-12);
+  auto two = plan_pipeline(*k->cm, *k->m.lg, PipelineRequest{PipelineObjective::kThroughput, 2});
+  ASSERT_TRUE(two.ok());
+  EXPECT_NEAR(two->period_ms, 11.25, 1e-12);  // cpu [0, 3) 9 ms, npu [3, 6) 11.25 ms
+
+  // The same stages run one after another (sequential) or all on one device: no factor.
+  Plan seq = *plan;
+  seq.mode = PlanMode::kSequential;
+  ASSERT_TRUE(price_plan(*k->cm, *k->m.lg, &seq).ok());
+  EXPECT_NEAR(seq.estimated_latency_ms, 6, 1e-12);
+  Plan one = pipeline_to_plan(*k->cm, Pipeline{{{0, 3, 0}, {3, 6, 0}}});
+  ASSERT_TRUE(price_plan(*k->cm, *k->m.lg, &one).ok());
+  EXPECT_NEAR(one.estimated_period_ms, 12, 1e-12);
+
+  // Where co-running costs more than it gains, the best two-stage plan stays on one device:
+  // cpu [0, 3) at 1.5 (9 ms) with npu [3, 6) at 1.5 (13.5 ms) loses to cpu:0 twice (12 ms).
+  k->profile.devices[1].corun_scale = 1.5;
+  k->cm = std::make_unique<CostModel>(CostModel::build(k->profile, *k->m.lg).value());
+  two = plan_pipeline(*k->cm, *k->m.lg, PipelineRequest{PipelineObjective::kThroughput, 2});
+  ASSERT_TRUE(two.ok());
+  EXPECT_NEAR(two->period_ms, 12, 1e-12);
+  ASSERT_EQ(two->stages.size(), 2u);
+  EXPECT_EQ(two->stages[0].vd, two->stages[1].vd);
+  expect_priced_alike(*k->cm, *k->m.lg, *two, "one device, two stages");
+}
+
 TEST(PipelineTest, InfeasibleConstraintsSayWhichAndTheBestValue) {
   auto k = known_answer();
   PipelineRequest req;
@@ -616,9 +683,10 @@ TEST(PipelineTest, LargerModelPlansAndAgreesWithThePricer) {
       req.stages = devices == 4 ? 3 : 0;
       const std::string what = std::string(pipeline_objective_name(obj)) + " over " +
                                std::to_string(devices) + " devices";
-      const auto t0 = std::chrono::steady_clock::now();
+      // CPU time, not wall time: on a loaded machine the wall time of a 2-3 s search triples.
+      const std::clock_t t0 = std::clock();
       auto p = plan_pipeline(*cm, *m.lg, req);
-      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double s = static_cast<double>(std::clock() - t0) / CLOCKS_PER_SEC;
       ASSERT_TRUE(p.ok()) << p.status().to_string();
       EXPECT_LT(s, 10.0) << what;
       expect_priced_alike(*cm, *m.lg, *p, what);
@@ -647,7 +715,9 @@ TEST(PipelineTest, BudgetEndsTheSearchWithItsBestPlan) {
   auto p = plan_pipeline(*cm, *m.lg, req);
   ASSERT_TRUE(p.ok()) << p.status().to_string();
   EXPECT_FALSE(p->proven_optimal);
-  EXPECT_LE(p->visited, 20000 + 4 * 60);  // the budget, plus the candidates of one layer scan
+  // The budget, plus the rest of the scan (options x ends) at each depth the search was in when
+  // it ran out: the search checks the budget on entering a stage.
+  EXPECT_LE(p->visited, 20000 + PipelineRequest::kMaxStages * 4 * (m.lg->num_layers() + 1));
   expect_priced_alike(*cm, *m.lg, *p, "budgeted");
   PipelineRequest two = req;
   two.stages = 2;  // Algorithm 1 needs no branch and bound: proven within any budget

@@ -215,6 +215,51 @@ TEST(ProfilerTest, ProfilesPrecisionLevelsAsDevices) {
 }
 #endif
 
+// Two devices: each one's co-run factor is measured (its chains alone and while the other runs
+// its own), recorded, round-tripped and read by the cost model; with no rounds, none.
+TEST(ProfilerTest, MeasuresACoRunFactorPerDevice) {
+  auto m = testing::make_model(testing::skip_graph());
+  const Platform platform = Platform::from_json_text(
+                                R"({"format": "tessera-platform", "version": 1, "name": "test",
+    "devices": [
+      {"id": "cpu0", "kind": "cpu", "device": "cpu:0", "memory_bytes": 1000000000,
+       "dvfs": [{"mhz": 0, "mv": 0, "static_w": 1.0}], "dynamic_w": 4.0},
+      {"id": "ref", "kind": "reference", "device": "reference", "memory_bytes": 1000000000,
+       "dvfs": [{"mhz": 0, "mv": 0, "static_w": 1.0}], "dynamic_w": 4.0}]})",
+                                "test")
+                                .value();
+  ProfileOptions o = testing::quick_profile_options(1);
+  o.corun_rounds = 3;
+  auto p = profile_model(*m.lg, platform, o, "skip", "h");
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  ASSERT_EQ(p->devices.size(), 2u);
+  for (const DeviceProfile& d : p->devices) {
+    EXPECT_GE(d.corun_scale, 1) << d.device;
+    EXPECT_TRUE(std::isfinite(d.corun_scale)) << d.device;
+  }
+  auto again = Profile::from_json_text(p->to_json_text(), "p.json");
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  EXPECT_EQ(again->devices[1].corun_scale, p->devices[1].corun_scale);
+  auto cm = CostModel::build(*again, *m.lg);
+  ASSERT_TRUE(cm.ok()) << cm.status().to_string();
+  EXPECT_EQ(cm->corun_scale(cm->find("reference").value()), p->devices[1].corun_scale);
+
+  // One device alone, or no rounds: not measured, and the cost model's factor is 1.
+  o.corun_rounds = 0;
+  p = profile_model(*m.lg, platform, o, "skip", "h");
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  for (const DeviceProfile& d : p->devices) EXPECT_EQ(d.corun_scale, 0) << d.device;
+  EXPECT_EQ(p->to_json_text().find("corun_scale"), std::string::npos);
+  o.corun_rounds = 3;
+  o.devices = {"reference"};
+  p = profile_model(*m.lg, platform, o, "skip", "h");
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  EXPECT_EQ(p->devices[0].corun_scale, 0);
+  cm = CostModel::build(*p, *m.lg);
+  ASSERT_TRUE(cm.ok());
+  EXPECT_EQ(cm->corun_scale(cm->find("reference").value()), 1);
+}
+
 // time_interleaved: every configuration once per round, its `before` right before it, in an
 // order that changes between rounds; errors name the configuration.
 TEST(ProfilerTest, TimesConfigurationsInShuffledRounds) {
@@ -454,6 +499,8 @@ TEST_F(ProfileJsonTest, RefusesWhatCannotBeTrusted) {
   expect_refused("\"cut_live_bytes\": [", "\"cut_live_bytes\": [1,", "model.cut_live_bytes");
   expect_refused("\"unsupported\": {}", "\"unsupported\": {\"9\": \"x\"}", "unsupported.9");
   expect_refused("\"repeat\": 1", "\"repeat\": 0", "conditions.repeat");
+  expect_refused("\"unsupported\": {}", "\"unsupported\": {}, \"corun_scale\": 0.5",
+                 "devices[0].corun_scale");
   expect_refused("\"beta_ms\": ", "\"beta_ms\": -1, \"x\": ", "download.beta_ms");
   expect_refused("{", "{,", "malformed JSON at byte");
   // A profile of another model (layer names) is caught by check_matches.
