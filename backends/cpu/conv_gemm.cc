@@ -223,11 +223,18 @@ class ConvAsGemm : public NhwcIo<> {
 
 class TesseraGemmConvKernel final : public ConvAsGemm {
  public:
-  explicit TesseraGemmConvKernel(const ConvSetup& s)
-      : ConvAsGemm(s), gemm_([&] {
-          const std::vector<float> wm = weight_matrix();
-          return PackedB::pack(wm.data(), depth_, k_, k_);
-        }()) {
+  // The packed weight matrix is shared through `packs` (when not null) with the other nodes
+  // of the program that convolve with the same weights, whatever their strides and padding.
+  TesseraGemmConvKernel(const ConvSetup& s, PackCache* packs, ValueId weight)
+      : ConvAsGemm(s),
+        gemm_(share_packing<PackedB>(packs, weight,
+                                     "gemm conv " + std::to_string(s.kh) + "x" +
+                                         std::to_string(s.kw) + " depth=" + std::to_string(depth_) +
+                                         " k=" + std::to_string(k_),
+                                     [&] {
+                                       const std::vector<float> wm = weight_matrix();
+                                       return PackedB::pack(wm.data(), depth_, k_, k_);
+                                     })) {
     // Set once here, not per run.
     if (!direct_) {
       a_.gather = [this](int64_t m0, int64_t mc, int64_t k0, int64_t kc, float* dst, int64_t ldd) {
@@ -363,7 +370,8 @@ Result<std::unique_ptr<Kernel>> make_tessera_gemm_conv(const KernelRequest& req)
   // row gathered per copy (im2col_rows) took 1.2-2.2x its time on them. Stride-1 3x3 layers
   // with >= 16 channels on maps of 14x14 and up are Winograd's (tried first).
   if (!req.any_config && s->cin < 32) return decline();
-  return std::unique_ptr<Kernel>(std::make_unique<TesseraGemmConvKernel>(*s));
+  return std::unique_ptr<Kernel>(
+      std::make_unique<TesseraGemmConvKernel>(*s, req.packs, req.node.inputs[1]));
 }
 
 Result<std::unique_ptr<Kernel>> make_gemm_conv(const KernelRequest& req) {

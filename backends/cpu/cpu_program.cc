@@ -76,18 +76,21 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& g,
     }
     NodeContext nc(g, node);
     KernelRequest req{g, node, nc.ctx(), *p->pool_};
+    req.packs = &p->packs_;
     Result<std::unique_ptr<Kernel>> k = std::unique_ptr<Kernel>();
     if (precision == Precision::kBf16 && variant == nullptr) k = make_onednn_bf16_kernel(req);
     if (k.ok() && *k == nullptr)
       k = p->measured_ ? build_measured_kernel(req) : build_kernel(req, variant);
     if (!k.ok())
       return k.status().with_context("node '" + node.name + "' (" + op_name(node.kind) + ")");
-    p->owned_bytes_ += (*k)->owned_bytes();
     kernels.push_back(std::move(*k));
   }
   fuse_channel_shuffles(g, layers, p->outputs_, &kernels);
   fuse_silu(g, layers, p->outputs_, &kernels);
   p->fuse_residual_adds(layers, &kernels);
+  // What the kernels own, plus each packing they share through the cache once.
+  p->owned_bytes_ = p->packs_.bytes();
+  for (const std::unique_ptr<Kernel>& k : kernels) p->owned_bytes_ += k->owned_bytes();
 
   // Phase 2: layouts. Inputs start in logical order; if the first reader of an input wants
   // NHWC, plan again with that input converted on the way in (one conversion, no copy).
@@ -170,11 +173,10 @@ std::unique_ptr<Kernel> CpuProgram::fusing_kernel(NodeId conv, std::unique_ptr<K
   const Node& node = g_.node(conv);
   NodeContext nc(g_, node);
   KernelRequest req{g_, node, nc.ctx(), *pool_};
+  req.packs = &packs_;
   Result<std::unique_ptr<Kernel>> rules = build_kernel(req);
   if (!rules.ok() || !*rules || !(*rules)->fuse_residual(act)) return k;
   *fused = true;
-  owned_bytes_ += (*rules)->owned_bytes();
-  owned_bytes_ -= std::min(owned_bytes_, k->owned_bytes());
   return std::move(*rules);
 }
 

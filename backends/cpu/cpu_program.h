@@ -12,6 +12,7 @@
 
 #include "backends/cpu/kernel.h"
 #include "backends/cpu/kernel_choice.h"
+#include "backends/cpu/pack_cache.h"
 #include "backends/device.h"
 
 namespace tessera::cpu {
@@ -34,6 +35,11 @@ class CpuProgram final : public Program {
   const std::vector<ValueId>& input_values() const override { return inputs_; }
   const std::vector<ValueId>& output_values() const override { return outputs_; }
   uint64_t peak_memory_bytes() const override { return arena_bytes_ + owned_bytes_; }
+  // The kernels' own memory plus the packed weights they share, each once (the part of
+  // peak_memory_bytes() that is not the arena).
+  uint64_t kernel_bytes() const { return owned_bytes_; }
+  // The packed weights shared between this program's kernels (pack_cache.h).
+  const PackCache& packs() const { return packs_; }
 
   uint64_t arena_bytes() const { return arena_bytes_; }
   // One line per step: what runs and in which layouts.
@@ -119,7 +125,10 @@ class CpuProgram final : public Program {
   size_t num_layers_ = 0;
   std::shared_ptr<uint8_t> arena_;
   uint64_t arena_bytes_ = 0;
+  // Kernels' own memory plus the packed weights they share (packs_, each counted once).
   uint64_t owned_bytes_ = 0;
+  // Packed weights shared between this program's kernels (built on the creating thread only).
+  PackCache packs_;
   ThreadChoice choice_;  // used inside pool jobs only
 };
 

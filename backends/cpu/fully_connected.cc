@@ -3,6 +3,7 @@
 // at batch 1 on an AVX-512 CPU as Tessera's GEMV (gemv.h: the weights streamed once by all
 // threads, each its own contiguous part);
 // MatMul of two activations runs as one OpenBLAS sgemm per batch entry, spread over the pool.
+#include <cstdio>
 #include <cstring>
 #include <optional>
 
@@ -15,6 +16,17 @@
 #include "backends/cpu/openblas.h"
 
 namespace tessera::cpu {
+
+namespace {
+
+// A float as a key: every bit of it ("%a").
+std::string exact(float v) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%a", static_cast<double>(v));
+  return buf;
+}
+
+}  // namespace
 
 Result<std::optional<FcParams>> gemm_params(const KernelRequest& req) {
   const OpContext& ctx = req.ctx;
@@ -53,6 +65,9 @@ Result<std::optional<FcParams>> gemm_params(const KernelRequest& req) {
   p->k = static_cast<size_t>(k);
   p->n = static_cast<size_t>(n);
   p->w_is_k_by_n = trans_b == 0;
+  p->w_value = node.inputs[1];
+  p->packing = "alpha=" + exact(alpha);
+  if (ctx.has_input(2)) p->packing += " bias=" + std::to_string(node.inputs[2]) + "*" + exact(beta);
   return p;
 }
 
@@ -70,6 +85,8 @@ std::optional<FcParams> matmul_params(const KernelRequest& req) {
   p->n = static_cast<size_t>(b[1]);
   p->batch = static_cast<size_t>(a.numel() / std::max<int64_t>(b[0], 1));
   p->w = bc->data<float>();
+  p->w_value = req.node.inputs[1];
+  p->packing = "alpha=" + exact(1.f);  // as a Gemm without C: the two share one packing
   return p;
 }
 
@@ -116,7 +133,7 @@ Result<std::unique_ptr<Kernel>> make_fc(const Node& node, const FcParams& p) {
 // after.
 class GemvKernel final : public Kernel {
  public:
-  explicit GemvKernel(PackedGemv w) : gemv_(std::move(w)) {}
+  explicit GemvKernel(SharedPacking<PackedGemv> w) : gemv_(std::move(w)) {}
   Status bind(std::span<const Operand> in, std::span<const Operand> out,
               ThreadPool& pool) override {
     x_ = in[0].f32();
@@ -131,7 +148,7 @@ class GemvKernel final : public Kernel {
   std::string describe() const override {
     return "tessera gemv " + std::to_string(gemv_.w().k()) + "->" + std::to_string(gemv_.w().n());
   }
-  uint64_t owned_bytes() const override { return gemv_.w().bytes(); }
+  uint64_t owned_bytes() const override { return gemv_.owned_bytes(); }
 
   Gemv gemv_;
   ClampRange clamp_{};
@@ -140,12 +157,19 @@ class GemvKernel final : public Kernel {
   float* y_ = nullptr;
 };
 
-Result<std::unique_ptr<Kernel>> make_gemv(const Node& node, const FcParams& p) {
+Result<std::unique_ptr<Kernel>> make_gemv(const KernelRequest& req, const FcParams& p) {
+  const Node& node = req.node;
   if (p.batch != 1 || !gemm_available()) return decline();
   ASSIGN_OR_RETURN(Activation act, parse_fused_activation(node.attrs));
-  auto kern = std::make_unique<GemvKernel>(
-      PackedGemv::pack(p.w, static_cast<int64_t>(p.k), static_cast<int64_t>(p.n), p.w_is_k_by_n,
-                       1.f, p.bias.empty() ? nullptr : p.bias.data()));
+  // The panels hold W (alpha folded in) and the bias: shared between nodes with the same W,
+  // transB, alpha, bias and beta.
+  const std::string how = "gemv k=" + std::to_string(p.k) + " n=" + std::to_string(p.n) +
+                          " kxn=" + std::to_string(p.w_is_k_by_n ? 1 : 0) + " " + p.packing;
+  auto kern =
+      std::make_unique<GemvKernel>(share_packing<PackedGemv>(req.packs, p.w_value, how, [&] {
+        return PackedGemv::pack(p.w, static_cast<int64_t>(p.k), static_cast<int64_t>(p.n),
+                                p.w_is_k_by_n, 1.f, p.bias.empty() ? nullptr : p.bias.data());
+      }));
   kern->clamp_ = clamp_of(act);
   if (!activation_is_clamp(act)) {
     ASSIGN_OR_RETURN(kern->post_, ActivationPass::create(act, node.name));
@@ -162,13 +186,13 @@ Result<std::unique_ptr<Kernel>> make_gemm(const KernelRequest& req) {
 Result<std::unique_ptr<Kernel>> make_gemm_gemv(const KernelRequest& req) {
   ASSIGN_OR_RETURN(std::optional<FcParams> p, gemm_params(req));
   if (!p) return decline();
-  return make_gemv(req.node, *p);
+  return make_gemv(req, *p);
 }
 
 Result<std::unique_ptr<Kernel>> make_matmul_gemv(const KernelRequest& req) {
   const std::optional<FcParams> p = matmul_params(req);
   if (!p) return decline();
-  return make_gemv(req.node, *p);
+  return make_gemv(req, *p);
 }
 
 // Batched product of two activations on OpenBLAS: A[b, m, k] * B[b, k, n] (B may have no

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "backends/cpu/kernel.h"
@@ -18,6 +19,10 @@ struct FcParams {
   bool w_is_k_by_n = true;
   std::vector<float> bias;
   std::vector<float> scaled;  // alpha * B when alpha != 1 (w points here)
+  // The constant W comes from, and what else the packed bytes depend on (alpha, the bias and
+  // beta), so that nodes with the same product share one packing (pack_cache.h).
+  ValueId w_value = kNoValue;
+  std::string packing;
 };
 
 // The product of a Gemm node whose B is a constant (f32, rank-2 A, transA = 0); nullopt: not

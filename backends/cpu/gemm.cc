@@ -448,7 +448,7 @@ SmallMSplit plan_small_m(int64_t m, int64_t panels, int64_t k, int threads, bool
 
 void Gemm::bind(int64_t m, int threads, bool gathered) {
   m_ = m;
-  const int64_t panels = b_.panels();
+  const int64_t panels = b().panels();
   const int64_t tiles = (m + kGemmMR - 1) / kGemmMR;
   blocks_ = m == 0 ? 0 : 1;
   splits_ = 1;
@@ -460,7 +460,7 @@ void Gemm::bind(int64_t m, int threads, bool gathered) {
       const int64_t items = 4 * threads;
       mb_ = (tiles + items - 1) / items * kGemmMR;
     } else {
-      const SmallMSplit split = plan_small_m(m, panels, b_.k(), threads, gathered);
+      const SmallMSplit split = plan_small_m(m, panels, b().k(), threads, gathered);
       mb_ = split.mb;
       np_ = split.np;
     }
@@ -472,7 +472,7 @@ void Gemm::bind(int64_t m, int threads, bool gathered) {
   if (gathered) {
     for (std::vector<float>& s : scratch_) {
       s.assign(
-          static_cast<size_t>(std::min(gemm_blocking().mc, std::max<int64_t>(mb_, 1)) * b_.kc()),
+          static_cast<size_t>(std::min(gemm_blocking().mc, std::max<int64_t>(mb_, 1)) * b().kc()),
           0.f);
     }
   }
@@ -482,14 +482,14 @@ void Gemm::run(ThreadPool& pool, const GemmA& a, float* c, int64_t ldc, const Ge
                const std::function<void(int64_t, int64_t, int64_t, int64_t)>& after) {
   run_blocks(pool, blocks_, splits_, scratch_, [&](float* scratch, int64_t block, int64_t split) {
     const int64_t m0 = block * mb_, mc = std::min(mb_, m_ - m0);
-    const int64_t n0 = split * np_ * kGemmNR, nc = std::min(np_ * kGemmNR, b_.n() - n0);
-    gemm_block(b_, a, m0, mc, n0, nc, c + m0 * ldc + n0, ldc, ep, scratch);
+    const int64_t n0 = split * np_ * kGemmNR, nc = std::min(np_ * kGemmNR, b().n() - n0);
+    gemm_block(b(), a, m0, mc, n0, nc, c + m0 * ldc + n0, ldc, ep, scratch);
     if (after) after(m0, mc, n0, nc);
   });
 }
 
 uint64_t Gemm::owned_bytes() const {
-  return b_.bytes() + scratch_bytes(scratch_);
+  return b_.owned_bytes() + scratch_bytes(scratch_);
 }
 
 }  // namespace tessera::cpu

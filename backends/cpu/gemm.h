@@ -42,6 +42,7 @@
 #include <memory>
 #include <vector>
 
+#include "backends/cpu/pack_cache.h"
 #include "backends/cpu/thread_pool.h"
 
 namespace tessera::cpu {
@@ -143,8 +144,10 @@ inline uint64_t scratch_bytes(const std::vector<std::vector<float>>& scratch) {
 // program binds its buffers), run() executes it inside ThreadPool::run.
 class Gemm {
  public:
-  explicit Gemm(PackedB b) : b_(std::move(b)) {}
-  const PackedB& b() const { return b_; }
+  explicit Gemm(PackedB b) : b_{std::make_shared<const PackedB>(std::move(b)), false} {}
+  // B shared with other kernels through the program's PackCache (or the kernel's own).
+  explicit Gemm(SharedPacking<PackedB> b) : b_(std::move(b)) {}
+  const PackedB& b() const { return *b_.packed; }
 
   // Plans M rows on `threads` threads and sizes the per-thread scratch (gathered A only).
   void bind(int64_t m, int threads, bool gathered);
@@ -153,10 +156,11 @@ class Gemm {
   void run(ThreadPool& pool, const GemmA& a, float* c, int64_t ldc, const GemmEpilogue& ep,
            const std::function<void(int64_t, int64_t, int64_t, int64_t)>& after = {});
 
+  // Scratch, and B unless it is shared through the program's PackCache.
   uint64_t owned_bytes() const;
 
  private:
-  PackedB b_;
+  SharedPacking<PackedB> b_;
   int64_t m_ = 0, mb_ = 0, blocks_ = 0, splits_ = 1, np_ = 0;  // np_: panels per split
   std::vector<std::vector<float>> scratch_;
 };

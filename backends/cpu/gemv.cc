@@ -172,7 +172,7 @@ void gemv_panels(const PackedGemv& w, const float* x, int64_t j0, int64_t j1, fl
 }
 
 void Gemv::bind(int threads, int items_per_thread) {
-  const int64_t panels = w_.panels();
+  const int64_t panels = w().panels();
   const int64_t items =
       std::min<int64_t>(panels, std::max(threads, 1) * std::max(items_per_thread, 1));
   // All panels but the last are equally wide: equal counts are equal bytes.
@@ -184,7 +184,7 @@ void Gemv::bind(int threads, int items_per_thread) {
 
 void Gemv::run(ThreadPool& pool, const float* x, float* y, float lo, float hi) const {
   pool.parallel_items(bounds_.size() - 1, [&](int, size_t i) {
-    gemv_panels(w_, x, bounds_[i], bounds_[i + 1], y, lo, hi);
+    gemv_panels(w(), x, bounds_[i], bounds_[i + 1], y, lo, hi);
   });
 }
 

@@ -27,6 +27,7 @@
 #include <memory>
 #include <vector>
 
+#include "backends/cpu/pack_cache.h"
 #include "backends/cpu/thread_pool.h"
 
 namespace tessera::cpu {
@@ -71,8 +72,12 @@ void gemv_panels(const PackedGemv& w, const float* x, int64_t j0, int64_t j1, fl
 // the pool, run() executes them inside ThreadPool::run.
 class Gemv {
  public:
-  explicit Gemv(PackedGemv w) : w_(std::move(w)) {}
-  const PackedGemv& w() const { return w_; }
+  explicit Gemv(PackedGemv w) : w_{std::make_shared<const PackedGemv>(std::move(w)), false} {}
+  // W shared with other kernels through the program's PackCache (or the kernel's own).
+  explicit Gemv(SharedPacking<PackedGemv> w) : w_(std::move(w)) {}
+  const PackedGemv& w() const { return *w_.packed; }
+  // W's bytes unless it is shared through the program's PackCache.
+  uint64_t owned_bytes() const { return w_.owned_bytes(); }
 
   // Cuts the panels into `items_per_thread` contiguous ranges per thread (fewer when there are
   // fewer panels), of equal bytes give or take a panel. The items are handed out one at a time,
@@ -83,7 +88,7 @@ class Gemv {
   void run(ThreadPool& pool, const float* x, float* y, float lo, float hi) const;
 
  private:
-  PackedGemv w_;
+  SharedPacking<PackedGemv> w_;
   std::vector<int64_t> bounds_;  // item i: panels [bounds_[i], bounds_[i + 1])
 };
 

@@ -26,6 +26,8 @@
 
 namespace tessera::cpu {
 
+class PackCache;
+
 // One input or output of a kernel as bound in memory. `shape` is the logical (ONNX, NCHW-order)
 // shape; for a rank-4 tensor in Layout::kNHWC the memory holds dims (N, H, W, C). Constants are
 // bound with their graph tensor (always logical order, Layout::kNCHW).
@@ -116,7 +118,8 @@ class Kernel {
   virtual std::string describe() const = 0;
   // True for the reference fallback (capabilities report it).
   virtual bool is_reference() const { return false; }
-  // Bytes of packed weights and other memory the kernel owns.
+  // Bytes of packed weights and other memory the kernel owns; a packing shared through the
+  // program's PackCache is not the kernel's (the program counts it once).
   virtual uint64_t owned_bytes() const { return 0; }
 };
 
@@ -144,6 +147,10 @@ struct KernelRequest {
   // the one chosen (measured fastest). True for tests and benchmarks that compare variants: it
   // accepts every configuration it can run correctly.
   bool any_config = false;
+  // The program's cache of packed weights (pack_cache.h): kernels that pack a constant take
+  // their packing from it, so that nodes reading the same constant share one packed copy. Null
+  // (tests, benchmarks): every kernel packs its own.
+  PackCache* packs = nullptr;
 };
 
 // Creates the optimised kernel for the node, or returns null when this configuration has none

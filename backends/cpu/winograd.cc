@@ -178,44 +178,42 @@ TESSERA_AVX512 void add_residual(const float* r, float* y, int64_t n) {
 constexpr int64_t kBlockBudgetBytes = 1 << 20;
 constexpr int64_t kMinBlockTiles = 96;
 
+// The kE transformed weight matrices U[e] (C x K), packed for Tessera's GEMM.
+struct PackedU {
+  std::vector<PackedB> e;
+  uint64_t bytes() const {
+    uint64_t b = 0;
+    for (const PackedB& p : e) b += p.bytes();
+    return b;
+  }
+};
+
 template <typename F>
 class WinogradConvKernel final : public NhwcIo<> {
   static constexpr int A = F::kAlpha, M = F::kM, kE = A * A;
 
  public:
-  WinogradConvKernel(const ConvSetup& s, std::string name, bool use_gemm)
+  WinogradConvKernel(const ConvSetup& s, std::string name, bool use_gemm, PackCache* packs,
+                     ValueId weight)
       : s_(s), name_(std::move(name)), use_gemm_(use_gemm) {
     c_ = s.cin;
     k_ = s.cout;
-    // U[e][c][k] = (G g G^T)[e] for the weights g = W[k][c] (3x3).
-    u_.assign(static_cast<size_t>(kE * c_ * k_), 0.f);
-    const float* w = s.weight->data<float>();
-    for (int64_t k = 0; k < k_; ++k) {
-      for (int64_t c = 0; c < c_; ++c) {
-        const float* g = w + (k * c_ + c) * 9;
-        double gg[A][3];  // G g
-        for (int i = 0; i < A; ++i) {
-          for (int q = 0; q < 3; ++q) {
-            gg[i][q] = F::kG[i][0] * g[q] + F::kG[i][1] * g[3 + q] + F::kG[i][2] * g[6 + q];
-          }
-        }
-        for (int i = 0; i < A; ++i) {
-          for (int j = 0; j < A; ++j) {
-            const double v =
-                gg[i][0] * F::kG[j][0] + gg[i][1] * F::kG[j][1] + gg[i][2] * F::kG[j][2];
-            u_[static_cast<size_t>(((i * A + j) * c_ + c) * k_ + k)] = static_cast<float>(v);
-          }
-        }
-      }
-    }
     if (s.bias != nullptr) bias_.assign(s.bias->data<float>(), s.bias->data<float>() + k_);
     zeros_.assign(static_cast<size_t>(c_), 0.f);
     if (use_gemm_) {
-      // U[e] packed once into the GEMM's panels; the row-major copy is then not needed.
-      for (int e = 0; e < kE; ++e)
-        packed_u_.push_back(PackedB::pack(u_.data() + e * c_ * k_, c_, k_, k_));
-      u_.clear();
-      u_.shrink_to_fit();
+      // U[e] packed once into the GEMM's panels (shared by the nodes of the program that
+      // convolve with the same weights); the row-major U is then not kept.
+      const std::string how = "winograd " + name_ + " tessera gemm c=" + std::to_string(c_) +
+                              " k=" + std::to_string(k_);
+      packed_u_ = share_packing<PackedU>(packs, weight, how, [&] {
+        const std::vector<float> u = transform();
+        PackedU p;
+        for (int e = 0; e < kE; ++e)
+          p.e.push_back(PackedB::pack(u.data() + e * c_ * k_, c_, k_, k_));
+        return p;
+      });
+    } else {
+      u_ = transform();
     }
   }
 
@@ -289,11 +287,36 @@ class WinogradConvKernel final : public NhwcIo<> {
   }
   uint64_t owned_bytes() const override {
     uint64_t b = (u_.size() + bias_.size() + zeros_.size()) * sizeof(float);
-    for (const PackedB& p : packed_u_) b += p.bytes();
+    b += packed_u_.owned_bytes();
     return b + scratch_bytes(scratch_);
   }
 
  private:
+  // U[e][c][k] = (G g G^T)[e] for the weights g = W[k][c] (3x3), row-major per e.
+  std::vector<float> transform() const {
+    std::vector<float> u(static_cast<size_t>(kE * c_ * k_), 0.f);
+    const float* w = s_.weight->data<float>();
+    for (int64_t k = 0; k < k_; ++k) {
+      for (int64_t c = 0; c < c_; ++c) {
+        const float* g = w + (k * c_ + c) * 9;
+        double gg[A][3];  // G g
+        for (int i = 0; i < A; ++i) {
+          for (int q = 0; q < 3; ++q) {
+            gg[i][q] = F::kG[i][0] * g[q] + F::kG[i][1] * g[3 + q] + F::kG[i][2] * g[6 + q];
+          }
+        }
+        for (int i = 0; i < A; ++i) {
+          for (int j = 0; j < A; ++j) {
+            const double v =
+                gg[i][0] * F::kG[j][0] + gg[i][1] * F::kG[j][1] + gg[i][2] * F::kG[j][2];
+            u[static_cast<size_t>(((i * A + j) * c_ + c) * k_ + k)] = static_cast<float>(v);
+          }
+        }
+      }
+    }
+    return u;
+  }
+
   // Tile t -> image, first output row and column.
   void tile_origin(int64_t t, int64_t* n, int64_t* oy, int64_t* ox) const {
     *n = t / (tiles_y_ * tiles_x_);
@@ -330,7 +353,7 @@ class WinogradConvKernel final : public NhwcIo<> {
     // 2. The kE products.
     for (int e = 0; use_gemm_ && e < kE; ++e) {
       const GemmA a{v + e * nt * c_, c_, {}};
-      gemm_block(packed_u_[static_cast<size_t>(e)], a, 0, nt, k0, kc, m + e * nt * kc, kc,
+      gemm_block(packed_u_.packed->e[static_cast<size_t>(e)], a, 0, nt, k0, kc, m + e * nt * kc, kc,
                  GemmEpilogue{}, nullptr);
     }
     const OpenBlas& blas = openblas();
@@ -383,7 +406,7 @@ class WinogradConvKernel final : public NhwcIo<> {
   bool residual_ = false;  // a residual Add is fused (fuse_residual)
   int64_t c_ = 0, k_ = 0;
   std::vector<float> u_, bias_, zeros_;
-  std::vector<PackedB> packed_u_;
+  SharedPacking<PackedU> packed_u_;
   // Bound.
   const float* x_ = nullptr;
   const float* r_ = nullptr;  // the fused residual (NHWC, k_ channels per pixel) or null
@@ -419,8 +442,8 @@ Result<std::optional<ConvSetup>> winograd_setup(const KernelRequest& req) {
 Result<std::unique_ptr<Kernel>> make_winograd_f4_conv(const KernelRequest& req) {
   ASSIGN_OR_RETURN(std::optional<ConvSetup> s, winograd_setup(req));
   if (!s || !req.any_config) return decline();
-  return std::unique_ptr<Kernel>(
-      std::make_unique<WinogradConvKernel<F4>>(*s, "F(4x4,3x3)", winograd_gemm(*s)));
+  return std::unique_ptr<Kernel>(std::make_unique<WinogradConvKernel<F4>>(
+      *s, "F(4x4,3x3)", winograd_gemm(*s), req.packs, req.node.inputs[1]));
 }
 
 // Measured (BM_ConvVariant, docs/performance.md): F(2x2) beats XNNPACK's direct convolution
@@ -434,8 +457,8 @@ Result<std::unique_ptr<Kernel>> make_winograd_f2_conv(const KernelRequest& req) 
   if (!s) return decline();
   const int64_t tiles = ((s->geo.output[0] + 1) / 2) * ((s->geo.output[1] + 1) / 2);
   if (!req.any_config && (tiles < kMinWinogradF2Tiles || s->cin < 16)) return decline();
-  return std::unique_ptr<Kernel>(
-      std::make_unique<WinogradConvKernel<F2>>(*s, "F(2x2,3x3)", winograd_gemm(*s)));
+  return std::unique_ptr<Kernel>(std::make_unique<WinogradConvKernel<F2>>(
+      *s, "F(2x2,3x3)", winograd_gemm(*s), req.packs, req.node.inputs[1]));
 }
 
 #else
