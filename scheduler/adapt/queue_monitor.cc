@@ -125,7 +125,9 @@ QueueWindow read_queue_window(const Executor& ex, const std::vector<QueueOccupan
   double most = -1;
   for (size_t a = 0; a < w.actors.size(); ++a) {
     const ActorQueue& q = w.actors[a];
-    if (q.full_share >= full_share && q.mean_waiting > most) {
+    const bool stays_full =
+        q.full_share >= full_share || q.mean_waiting >= full_share * static_cast<double>(full_at);
+    if (stays_full && q.mean_waiting > most) {
       most = q.mean_waiting;
       w.bottleneck = static_cast<int>(a);
     }

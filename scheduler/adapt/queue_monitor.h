@@ -8,9 +8,10 @@
 // histogram seed 004's Fig. 22 reads); the actor's queue counts as full at a start when it found at
 // least capacity - 1 frames waiting (the frame slots of a pipeline are capacity + actors, and the
 // actors upstream hold frames while they work), and it "stays full" when that is so at `full_share`
-// of its starts in the window. For each device, its latency is the measured busy time per frame of
-// the steps it runs alone against the plan's estimate of those stages (exec + transfers): slowdown
-// = measured / predicted.
+// of its starts in the window, or when it found on average at least `full_share` x (capacity - 1)
+// frames waiting (a queue a noisy machine drains now and then). For each device, its latency is the
+// measured busy time per frame of the steps it runs alone against the plan's estimate of those
+// stages (exec + transfers): slowdown = measured / predicted.
 //
 // Rebalance (run_queue_rebalance). Iteration i deploys the plan that Steps 0-2 (make_split_plan)
 // give on the profile with every device's layer times multiplied by its slowdown found so far

@@ -163,7 +163,7 @@ TEST(GaTest, GenesOnlyTakeProcessorsThatCanRunTheLayer) {
 // One run at the paper's parameters misses phi's optimum (eq. 1) in about 1 of 7 instances:
 // phi's optimum is a near-perfect balance close to 0, and the run's best lies 5-8 genes away in
 // another basin (docs/dataflow.md); the period objective misses now and then too. The defaults
-// (4 independent runs, then the local search) meet the criterion for every objective.
+// (5 independent runs, then the local search) meet the criterion for every objective.
 struct Gap {
   int equal = 0;
   int within = 0;  // within 2% (max, period) or 5% of a processor's mean load (balance)
