@@ -24,17 +24,10 @@ import json
 import os
 import re
 import statistics
-import subprocess
 import sys
 
-import numpy as np
-
-
-def run(cmd, env=None):
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if p.returncode != 0:
-        sys.exit(f"failed: {' '.join(cmd)}\n{p.stdout}\n{p.stderr}")
-    return p.stdout
+import bench_common as bc
+from bench_common import run
 
 
 def actor_predictions(plan_path):
@@ -73,18 +66,13 @@ def main():
     ap.add_argument("--check-frames", type=int, default=4)
     ap.add_argument("--work", default="/tmp/tessera-dataflow-bench")
     args = ap.parse_args()
-    env = dict(os.environ, OPENBLAS_CORETYPE=os.environ.get("OPENBLAS_CORETYPE", "SkylakeX"))
+    env = bc.env()
     os.makedirs(args.work, exist_ok=True)
     t = args.tessera
     rows = []
     for name in args.models.split(","):
-        onnx = os.path.join(args.models_dir, name + ".onnx")
-        tsr = os.path.join(args.work, name + ".tsr")
-        prof = os.path.join(args.work, name + ".profile.json")
-        if not os.path.exists(tsr):
-            run([t, "convert", onnx, "-o", tsr], env)
-        if not os.path.exists(prof):
-            run([t, "profile", tsr, "-o", prof, "--devices", "cpu:0,cpu:1", "--repeat", "3"], env)
+        tsr = bc.convert(t, args.models_dir, name, args.work)
+        prof = bc.profile(t, tsr, args.work, name)
         plans = {
             "ga": ["--planner", "ga", "--seed", str(args.seed)],
             "ga-max": ["--planner", "ga", "--seed", str(args.seed), "--ga-objective", "max",
@@ -98,42 +86,24 @@ def main():
             paths[key] = os.path.join(args.work, f"{name}.{key}.plan.json")
             out = run([t, "plan", tsr, "-p", prof, "--devices", "cpu:0,cpu:1", "-o", paths[key]]
                       + flags, env)
-            m = re.search(r"estimated period ([\d.]+) ms", out)
-            notes[key] = float(m.group(1)) if m else float("nan")
+            notes[key] = bc.planned_period_ms(out)
             if key == "ga":
                 g = re.search(r"ga: (\d+) epochs, (\d+) evaluations, ([\d.]+) s", out)
                 notes["ga_s"] = float(g.group(3))
                 c = re.search(r"csdf: (.*)", out)
                 notes["csdf"] = c.group(1) if c else ""
         # Fidelity: the GA plan streamed vs run sequentially, distinct inputs.
-        frames_dir = os.path.join(args.work, name + "-in")
-        os.makedirs(frames_dir, exist_ok=True)
-        x = np.load(os.path.join(args.models_dir, name + ".input.npy"))
-        rng = np.random.default_rng(1)
-        for k in range(args.check_frames):
-            np.save(os.path.join(frames_dir, f"{k:04d}.npy"),
-                    rng.standard_normal(x.shape).astype(np.float32))
-        out_s = os.path.join(args.work, name + "-s%d.npy")
-        out_q = os.path.join(args.work, name + "-q%d.npy")
-        run([t, "run", tsr, "--plan", paths["ga"], "--input", frames_dir, "--output", out_s,
-             "--stream", str(args.check_frames), "--warmup", "0"], env)
-        run([t, "run", tsr, "--plan", paths["ga"], "--input", frames_dir, "--output", out_q,
-             "--warmup", "0", "--repeat", str(args.check_frames)], env)
-        identical = all(np.array_equal(np.load(out_s % k), np.load(out_q % k))
-                        for k in range(args.check_frames))
+        identical = bc.streamed_equals_sequential(t, tsr, paths["ga"], args.models_dir, name,
+                                                  args.work, args.check_frames)
         fps = {k: [] for k in list(plans) + ["cpu"]}
         last_ga = ""
         for _ in range(args.rounds):
             for key in plans:
-                out = run([t, "run", tsr, "--plan", paths[key], "--stream", str(args.frames),
-                           "--warmup", str(args.warmup)], env)
-                fps[key].append(float(re.search(r"throughput ([\d.]+) frames/s", out).group(1)))
+                f, out = bc.stream_fps(t, tsr, paths[key], args.frames, args.warmup)
+                fps[key].append(f)
                 if key == "ga":
                     last_ga = out
-            out = run([t, "run", tsr, "--device", "cpu", "--repeat", str(args.frames),
-                       "--warmup", str(args.warmup), "--times"], env)
-            times = [float(v) for v in re.search(r"times ms: (.*)", out).group(1).split()]
-            fps["cpu"].append(1000.0 * len(times) / sum(times))
+            fps["cpu"].append(bc.device_fps(t, tsr, "cpu", args.frames, args.warmup))
         med = {k: statistics.median(v) for k, v in fps.items()}
         rows.append((name, med, notes, identical, actor_predictions(paths["ga"]),
                      actor_measured(last_ga)))

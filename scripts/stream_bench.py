@@ -18,18 +18,11 @@ import argparse
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 
-import numpy as np
-
-
-def run(cmd, env=None):
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if p.returncode != 0:
-        sys.exit(f"failed: {' '.join(cmd)}\n{p.stdout}\n{p.stderr}")
-    return p.stdout
+import bench_common as bc
+from bench_common import run
 
 
 def half_flops_cut(tessera, tsr):
@@ -71,7 +64,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--check-frames", type=int, default=8)
     args = ap.parse_args()
-    env = dict(os.environ, OPENBLAS_CORETYPE=os.environ.get("OPENBLAS_CORETYPE", "SkylakeX"))
+    env = bc.env()
     work = tempfile.mkdtemp(prefix="tessera-stream-")
     rows = []
     for name in args.models.split(","):
@@ -82,34 +75,16 @@ def main():
         plan = os.path.join(work, name + ".plan.json")
         write_plan(plan, layers, cut)
         # Fidelity: distinct inputs, every frame's output streamed vs sequential.
-        frames_dir = os.path.join(work, name + "-in")
-        os.makedirs(frames_dir, exist_ok=True)
-        x = np.load(os.path.join(args.models_dir, name + ".input.npy"))
-        rng = np.random.default_rng(1)
-        for k in range(args.check_frames):
-            np.save(os.path.join(frames_dir, f"{k:04d}.npy"),
-                    rng.standard_normal(x.shape).astype(np.float32))
-        out_s = os.path.join(work, name + "-s%d.npy")
-        out_q = os.path.join(work, name + "-q%d.npy")
-        run([args.tessera, "run", tsr, "--plan", plan, "--input", frames_dir, "--output", out_s,
-             "--stream", str(args.check_frames), "--warmup", "0"], env)
-        run([args.tessera, "run", tsr, "--plan", plan, "--input", frames_dir, "--output", out_q,
-             "--warmup", "0", "--repeat", str(args.check_frames)], env)
-        identical = all(
-            np.array_equal(np.load(out_s % k), np.load(out_q % k))
-            for k in range(args.check_frames))
+        identical = bc.streamed_equals_sequential(args.tessera, tsr, plan, args.models_dir, name,
+                                                  work, args.check_frames)
         fps = {"stream": [], "cpu": [], "cpu:0": []}
         cpu_wall = []
         for _ in range(args.rounds):
-            out = run([args.tessera, "run", tsr, "--plan", plan, "--stream", str(args.frames),
-                       "--warmup", str(args.warmup)], env)
-            fps["stream"].append(float(re.search(r"throughput ([\d.]+) frames/s", out).group(1)))
+            f, out = bc.stream_fps(args.tessera, tsr, plan, args.frames, args.warmup)
+            fps["stream"].append(f)
             cpu_wall.append(float(re.search(r"cpu time / wall ([\d.]+)", out).group(1)))
             for dev in ("cpu", "cpu:0"):
-                out = run([args.tessera, "run", tsr, "--device", dev, "--repeat", str(args.frames),
-                           "--warmup", str(args.warmup), "--times"], env)
-                times = [float(t) for t in re.search(r"times ms: (.*)", out).group(1).split()]
-                fps[dev].append(1000.0 * len(times) / sum(times))
+                fps[dev].append(bc.device_fps(args.tessera, tsr, dev, args.frames, args.warmup))
         med = {k: statistics.median(v) for k, v in fps.items()}
         rows.append((name, cut, layers, med, statistics.median(cpu_wall), identical))
     print(f"{'model':16} {'cut':>8} {'stream f/s':>11} {'cpu f/s':>9} {'cpu:0 f/s':>10} "

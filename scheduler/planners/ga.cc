@@ -252,16 +252,10 @@ double ga_fitness(const GaProblem& problem, const std::vector<int>& mapping,
   return objective_of(*loads, options.objective);
 }
 
-Result<GaResult> run_ga(const GaProblem& problem, const GaOptions& options) {
-  RETURN_IF_ERROR(problem.validate());
-  if (options.population < 2) return invalid_argument("GA: the population must be at least 2");
-  if (options.epochs < 0) return invalid_argument("GA: negative epochs");
-  if (options.patience < 1) return invalid_argument("GA: the patience must be at least 1");
-  if (options.tournament < 1) return invalid_argument("GA: the tournament must be at least 1");
-  if (!(options.mutation >= 0 && options.mutation <= 1) ||
-      !(options.crossover >= 0 && options.crossover <= 1)) {
-    return invalid_argument("GA: mutation and crossover probabilities must be in [0, 1]");
-  }
+namespace {
+
+// One run of the GA (no restarts, no local search): the best chromosome found.
+Result<GaResult> ga_once(const GaProblem& problem, const GaOptions& options) {
   const int L = problem.num_layers;
   const auto feasible = feasible_processors(problem);
   Rng rng(options.seed);
@@ -371,6 +365,93 @@ Result<GaResult> run_ga(const GaProblem& problem, const GaOptions& options) {
   out.evaluations = result.evaluations;
   out.best_by_epoch = std::move(result.best_by_epoch);
   return out;
+}
+
+// Hill climbing (first improvement) from `mapping`: move one layer to another processor that
+// can run it, or swap the processors of two layers, while that lowers the fitness.
+void local_search(const GaProblem& problem, const GaOptions& options, std::vector<int>* mapping,
+                  double* fitness, int64_t* evaluations) {
+  const int L = problem.num_layers;
+  const auto feasible = feasible_processors(problem);
+  std::vector<int>& best_c = *mapping;
+  double& best_fit = *fitness;
+  std::vector<double> loads;
+  bool improved = true;
+  auto try_candidate = [&](const std::vector<int>& c) {
+    const double f = ga_fitness(problem, c, options, &loads);
+    ++*evaluations;
+    if (f < best_fit * (1 - 1e-12) - 1e-12) {
+      best_fit = f;
+      best_c = c;
+      improved = true;
+    }
+  };
+  while (improved) {
+    improved = false;
+    for (size_t g = 0; g < static_cast<size_t>(L); ++g) {
+      for (int p : feasible[g]) {
+        if (p == best_c[g]) continue;
+        std::vector<int> c = best_c;
+        c[g] = p;
+        try_candidate(c);
+      }
+    }
+    for (size_t g = 0; g < static_cast<size_t>(L); ++g) {
+      for (size_t h = g + 1; h < static_cast<size_t>(L); ++h) {
+        const int pg = best_c[g], ph = best_c[h];
+        if (pg == ph) continue;
+        const auto& fg = feasible[g];
+        const auto& fh = feasible[h];
+        if (std::find(fg.begin(), fg.end(), ph) == fg.end() ||
+            std::find(fh.begin(), fh.end(), pg) == fh.end())
+          continue;
+        std::vector<int> c = best_c;
+        std::swap(c[g], c[h]);
+        try_candidate(c);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Result<GaResult> run_ga(const GaProblem& problem, const GaOptions& options) {
+  RETURN_IF_ERROR(problem.validate());
+  if (options.population < 2) return invalid_argument("GA: the population must be at least 2");
+  if (options.epochs < 0) return invalid_argument("GA: negative epochs");
+  if (options.patience < 1) return invalid_argument("GA: the patience must be at least 1");
+  if (options.tournament < 1) return invalid_argument("GA: the tournament must be at least 1");
+  if (!(options.mutation >= 0 && options.mutation <= 1) ||
+      !(options.crossover >= 0 && options.crossover <= 1)) {
+    return invalid_argument("GA: mutation and crossover probabilities must be in [0, 1]");
+  }
+  if (options.restarts < 1) return invalid_argument("GA: restarts must be at least 1");
+  GaResult best;
+  int64_t evaluations = 0;
+  int epochs = 0;
+  for (int r = 0; r < options.restarts; ++r) {
+    GaOptions o = options;
+    // Restart r draws from its own stream; restart 0 is the plain GA of `seed`.
+    o.seed = options.seed + static_cast<uint64_t>(r) * 0x9E3779B97F4A7C15ull;
+    ASSIGN_OR_RETURN(GaResult g, ga_once(problem, o));
+    evaluations += g.evaluations;
+    epochs += g.epochs;
+    if (r == 0 || g.fitness < best.fitness) best = std::move(g);
+  }
+  if (options.local_search) {
+    double fit = best.fitness;
+    std::vector<int> mapping = best.mapping;
+    local_search(problem, options, &mapping, &fit, &evaluations);
+    if (fit < best.fitness) {
+      std::vector<double> by_epoch = std::move(best.best_by_epoch);
+      best = finish(problem, std::move(mapping), options);
+      by_epoch.push_back(best.fitness);
+      best.best_by_epoch = std::move(by_epoch);
+    }
+  }
+  best.evaluations = evaluations;
+  best.epochs = epochs;
+  return best;
 }
 
 Result<GaResult> exhaustive_mapping(const GaProblem& problem, const GaOptions& options) {

@@ -14,8 +14,9 @@
 //            split that gives the lowest period is kept if it lowers the period by at least 1%,
 //            else the next heaviest layer of that device is tried. Repeat until no split helps
 //            or max_rounds layers were tried.
-//   Step 3   (the queue monitor of Fig. 22, queues of 10) is not implemented here: the
-//            executor's streaming measurements would feed it (docs/split.md).
+//   Step 3   (the queue monitor of Fig. 22, queues of 10) runs the plan, so it is not here:
+//            scheduler/adapt/queue_monitor.h deploys the plan, reads queue occupancy and device
+//            latency, and calls make_split_plan again on a profile corrected by the slowdowns.
 // The returned plan is priced by price_plan, the numbers the planner compared.
 #pragma once
 

@@ -16,18 +16,14 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <random>
 
 #include "backends/registry.h"
-#include "core/npy.h"
-#include "graph/layer_graph.h"
-#include "graph/onnx/onnx_import.h"
 #include "scheduler/executor/executor.h"
 #include "scheduler/plan.h"
+#include "tests/models/model_fixture.h"
 
 namespace tessera {
 namespace {
@@ -118,20 +114,12 @@ Result<Plan> random_plan(const LayerGraph& lg, const Candidates& c, bool allow_n
 }
 
 TEST_P(PlanModelTest, RandomPlansMatchPyTorch) {
-  const char* dir = std::getenv("TESSERA_MODEL_DIR");
-  ASSERT_NE(dir, nullptr) << "TESSERA_MODEL_DIR is not set (run through ctest)";
-  const std::string base = std::string(dir) + "/" + GetParam().model;
-  ASSERT_TRUE(std::filesystem::exists(base + ".onnx")) << base << ".onnx is missing";
-  auto imported = convert_onnx(base + ".onnx");
-  ASSERT_TRUE(imported.ok()) << imported.status().to_string();
-  auto lg = LayerGraph::build(imported->graph);
-  ASSERT_TRUE(lg.ok()) << lg.status().to_string();
-  auto input = read_npy(base + ".input.npy");
-  ASSERT_TRUE(input.ok()) << input.status().to_string();
-  auto expected = read_npy(base + ".output.npy");
-  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  auto m = testing::load_model(GetParam().model);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  const LayerGraph* lg = m->lg.get();
+  const Tensor* expected = &m->expected;
 
-  const std::vector<Tensor> inputs = {*input};
+  const std::vector<Tensor> inputs = {m->input};
   Candidates c = open_candidates(GetParam().big);
   if (c.names.size() < 3) GTEST_SKIP() << "fewer than three devices open here";
   std::mt19937 rng(1234);
@@ -154,22 +142,14 @@ TEST_P(PlanModelTest, RandomPlansMatchPyTorch) {
     ASSERT_TRUE(s.ok()) << plan->notation() << ": " << s.to_string();
     ASSERT_EQ(out.size(), 1u);
     ASSERT_EQ(out[0].shape(), expected->shape());
-    double max_ref = 0, max_err = 0, err2 = 0, ref2 = 0;
-    for (int64_t i = 0; i < out[0].numel(); ++i) {
-      const double g = out[0].data<float>()[i], e = expected->data<float>()[i];
-      ASSERT_TRUE(std::isfinite(g)) << plan->notation() << ": non-finite output at " << i;
-      max_ref = std::max(max_ref, std::fabs(e));
-      max_err = std::max(max_err, std::fabs(g - e));
-      err2 += (g - e) * (g - e);
-      ref2 += e * e;
-    }
-    const double rel_l2 = std::sqrt(err2 / std::max(ref2, 1e-30));
+    const testing::OutputError e = testing::compare_output(out[0], *expected);
+    ASSERT_EQ(e.first_nonfinite, -1) << plan->notation() << ": non-finite output";
     std::printf("[ plan ] %-14s %-60s max|err| %.3g  rel L2 %.3g\n", GetParam().model,
-                plan->notation().c_str(), max_err, rel_l2);
+                plan->notation().c_str(), e.max_err, e.rel_l2);
     if (npu) {
-      EXPECT_LE(rel_l2, 0.1) << plan->notation();
+      EXPECT_LE(e.rel_l2, 0.1) << plan->notation();
     } else {
-      EXPECT_LE(max_err, 1e-3 * std::max(1.0, max_ref)) << plan->notation();
+      EXPECT_LE(e.max_err, 1e-3 * std::max(1.0, e.max_ref)) << plan->notation();
     }
   }
 }

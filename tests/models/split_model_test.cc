@@ -4,17 +4,12 @@
 // of plan_model_test.cc (max|err| <= 1e-3 * max(1, max|torch|)).
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 
-#include "core/npy.h"
-#include "graph/layer_graph.h"
-#include "graph/onnx/onnx_import.h"
 #include "ops/split_rule.h"
 #include "scheduler/executor/executor.h"
 #include "scheduler/plan.h"
+#include "tests/models/model_fixture.h"
 
 namespace tessera {
 namespace {
@@ -22,18 +17,10 @@ namespace {
 class SplitModelTest : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(SplitModelTest, SplitPlanMatchesPyTorch) {
-  const char* dir = std::getenv("TESSERA_MODEL_DIR");
-  ASSERT_NE(dir, nullptr) << "TESSERA_MODEL_DIR is not set (run through ctest)";
-  const std::string base = std::string(dir) + "/" + GetParam();
-  ASSERT_TRUE(std::filesystem::exists(base + ".onnx")) << base << ".onnx is missing";
-  auto imported = convert_onnx(base + ".onnx");
-  ASSERT_TRUE(imported.ok()) << imported.status().to_string();
-  auto lg = LayerGraph::build(imported->graph);
-  ASSERT_TRUE(lg.ok()) << lg.status().to_string();
-  auto input = read_npy(base + ".input.npy");
-  ASSERT_TRUE(input.ok()) << input.status().to_string();
-  auto expected = read_npy(base + ".output.npy");
-  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  auto m = testing::load_model(GetParam());
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  const LayerGraph* lg = m->lg.get();
+  const Tensor* expected = &m->expected;
 
   const char* conv_methods[] = {"conv-spatial", "conv-channel", "conv-filter"};
   const char* fc_methods[] = {"fc-out", "fc-in"};
@@ -72,20 +59,15 @@ TEST_P(SplitModelTest, SplitPlanMatchesPyTorch) {
   auto ex = Executor::create(*lg, plan);
   ASSERT_TRUE(ex.ok()) << ex.status().to_string();
   std::vector<Tensor> out;
-  Status s = (*ex)->run(std::vector<Tensor>{*input}, &out);
+  Status s = (*ex)->run(std::vector<Tensor>{m->input}, &out);
   ASSERT_TRUE(s.ok()) << s.to_string();
   ASSERT_EQ(out.size(), 1u);
   ASSERT_EQ(out[0].shape(), expected->shape());
-  double max_ref = 0, max_err = 0;
-  for (int64_t i = 0; i < out[0].numel(); ++i) {
-    const double y = out[0].data<float>()[i], e = expected->data<float>()[i];
-    ASSERT_TRUE(std::isfinite(y)) << "non-finite output at " << i;
-    max_ref = std::max(max_ref, std::fabs(e));
-    max_err = std::max(max_err, std::fabs(y - e));
-  }
+  const testing::OutputError e = testing::compare_output(out[0], *expected);
+  ASSERT_EQ(e.first_nonfinite, -1) << "non-finite output";
   std::printf("[ split ] %-10s %d conv + %d fc layers split: max|err| %.3g\n", GetParam(), convs,
-              fcs, max_err);
-  EXPECT_LE(max_err, 1e-3 * std::max(1.0, max_ref));
+              fcs, e.max_err);
+  EXPECT_LE(e.max_err, 1e-3 * std::max(1.0, e.max_ref));
 }
 
 INSTANTIATE_TEST_SUITE_P(Foundation, SplitModelTest,

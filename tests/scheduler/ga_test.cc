@@ -157,55 +157,87 @@ TEST(GaTest, GenesOnlyTakeProcessorsThatCanRunTheLayer) {
   EXPECT_NE(bad_init.status().message().find("layer 3"), std::string::npos);
 }
 
-// The GA (paper parameters) against the exact optimum on random instances of 10 layers on 3
-// processors (59049 mappings), both communication variants.
-//   max      (the period): equal in >= 95% of the instances, within 2% in the others.
-//   balance  (phi, eq. 1): phi's optimum is a near-perfect balance close to 0, a needle the GA
-//            misses in about 15% of the instances (34 of 40 equal over 20 instances per
-//            variant, docs/dataflow.md), where the relative gap of phi is large although the
-//            loads differ by little; so the test bounds the gap by 5% of a processor's mean
-//            load and checks that the GA improves on its random start.
+// The GA against the exact optimum on random instances of 10 layers on 3 processors (59049
+// mappings), both communication variants: equal in >= 95% of the instances, within 2% in the
+// others.
+// One run at the paper's parameters misses phi's optimum (eq. 1) in about 1 of 7 instances:
+// phi's optimum is a near-perfect balance close to 0, and the run's best lies 5-8 genes away in
+// another basin (docs/dataflow.md); the period objective misses now and then too. The defaults
+// (5 independent runs, then the local search) meet the criterion for every objective.
 struct Gap {
   int equal = 0;
+  int within = 0;  // within 2% (max, period) or 5% of a processor's mean load (balance)
   int total = 0;
 };
 
+Gap compare_with_exhaustive(GaObjective obj, GaComm comm, int instances, int restarts,
+                            bool local_search, uint32_t instance_seed) {
+  std::mt19937 rng(instance_seed);
+  Gap gap;
+  for (int i = 0; i < instances; ++i) {
+    const GaProblem pr = random_problem(10, 3, rng, i % 3 == 0 ? 0.3 : 0);
+    GaOptions o;
+    o.objective = obj;
+    o.comm = comm;
+    o.seed = static_cast<uint64_t>(i + 1);
+    o.restarts = restarts;
+    o.local_search = local_search;
+    const GaResult ga = run_ga(pr, o).value();
+    const GaResult ex = exhaustive_mapping(pr, o).value();
+    SCOPED_TRACE(std::string(ga_objective_name(obj)) + "/" + ga_comm_name(comm) + " instance " +
+                 std::to_string(i));
+    EXPECT_GE(ga.fitness, ex.fitness - 1e-9);
+    EXPECT_LE(ga.fitness, ga.best_by_epoch.front());
+    ++gap.total;
+    if (ga.fitness <= ex.fitness * (1 + 1e-9) + 1e-12) {
+      ++gap.equal;
+      ++gap.within;
+      continue;
+    }
+    if (obj != GaObjective::kBalance) {
+      if (ga.fitness <= ex.fitness * 1.02) ++gap.within;
+    } else {
+      double sum = 0;
+      for (double t : ex.load_ms) sum += t;
+      if (ga.fitness - ex.fitness <= 0.05 * sum / 3) ++gap.within;
+    }
+  }
+  std::printf("[ ga ] %s/%s, %d run(s)%s: equal to the exhaustive optimum in %d of %d\n",
+              ga_objective_name(obj), ga_comm_name(comm), restarts,
+              local_search ? " + local search" : "", gap.equal, gap.total);
+  return gap;
+}
+
 TEST(GaTest, MatchesExhaustiveSearchOnSmallInstances) {
-  std::mt19937 rng(2020);
+  const GaOptions defaults;
   for (GaObjective obj : {GaObjective::kMaxLoad, GaObjective::kBalance, GaObjective::kPeriod}) {
     for (GaComm comm : {GaComm::kAll, GaComm::kCross}) {
-      Gap gap;
-      for (int i = 0; i < (obj == GaObjective::kPeriod ? 3 : 10); ++i) {
-        const GaProblem pr = random_problem(10, 3, rng, i % 3 == 0 ? 0.3 : 0);
-        GaOptions o;
-        o.objective = obj;
-        o.comm = comm;
-        o.seed = static_cast<uint64_t>(i + 1);
-        const GaResult ga = run_ga(pr, o).value();
-        const GaResult ex = exhaustive_mapping(pr, o).value();
-        SCOPED_TRACE(std::string(ga_objective_name(obj)) + "/" + ga_comm_name(comm) + " instance " +
-                     std::to_string(i));
-        EXPECT_GE(ga.fitness, ex.fitness - 1e-9);
-        ++gap.total;
-        if (ga.fitness <= ex.fitness * (1 + 1e-9)) {
-          ++gap.equal;
-          continue;
-        }
-        if (obj != GaObjective::kBalance) {
-          EXPECT_LE(ga.fitness, ex.fitness * 1.02);
-        } else {
-          double sum = 0;
-          for (double t : ex.load_ms) sum += t;
-          EXPECT_LE(ga.fitness - ex.fitness, 0.05 * sum / 3);
-          EXPECT_LT(ga.fitness, ga.best_by_epoch.front());
-        }
-      }
-      std::printf("[ ga ] %s/%s: equal to the exhaustive optimum in %d of %d\n",
-                  ga_objective_name(obj), ga_comm_name(comm), gap.equal, gap.total);
-      if (obj != GaObjective::kBalance) {
-        EXPECT_GE(gap.equal * 100, gap.total * 95);
+      const Gap gap = compare_with_exhaustive(
+          obj, comm, obj == GaObjective::kBalance ? 20 : (obj == GaObjective::kPeriod ? 3 : 6),
+          defaults.restarts, defaults.local_search,
+          2020 + 7 * static_cast<uint32_t>(obj) + static_cast<uint32_t>(comm));
+      EXPECT_GE(gap.equal * 100, gap.total * 95);
+      EXPECT_EQ(gap.within, gap.total);
+    }
+  }
+}
+
+// The numbers of docs/dataflow.md (phi, 80 instances, by restarts and local search); too slow
+// for the unit label: run with --gtest_also_run_disabled_tests.
+TEST(GaTest, DISABLED_RestartAblation) {
+  for (auto [restarts, ls] : {std::pair{1, false}, std::pair{1, true}, std::pair{3, true},
+                              std::pair{4, true}, std::pair{5, true}}) {
+    int equal = 0, total = 0;
+    for (GaComm comm : {GaComm::kAll, GaComm::kCross}) {
+      for (uint32_t set : {2020u, 77u}) {
+        const Gap g = compare_with_exhaustive(GaObjective::kBalance, comm, 20, restarts, ls,
+                                              set + static_cast<uint32_t>(comm));
+        equal += g.equal;
+        total += g.total;
       }
     }
+    std::printf("[ ga ] phi: %d run(s), local search %s: %d of %d equal\n", restarts,
+                ls ? "on" : "off", equal, total);
   }
 }
 
@@ -218,6 +250,11 @@ TEST(GaTest, BadOptionsAreRefused) {
   o = GaOptions{};
   o.mutation = 1.5;
   EXPECT_FALSE(run_ga(pr, o).ok());
+  o = GaOptions{};
+  o.restarts = 0;
+  auto no_runs = run_ga(pr, o);
+  ASSERT_FALSE(no_runs.ok());
+  EXPECT_NE(no_runs.status().message().find("restarts"), std::string::npos);
   EXPECT_FALSE(parse_ga_comm("some").ok());
   EXPECT_FALSE(parse_ga_objective("fast").ok());
   EXPECT_FALSE(exhaustive_mapping(random_problem(30, 3, rng), GaOptions{}).ok());

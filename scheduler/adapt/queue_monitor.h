@@ -1,0 +1,118 @@
+// Procedure 1 Step 3 of seed 004 (wave2-spec Sect. 4.3): deploy the split plan, monitor queue
+// occupancy and latency on every device with queues of 10, and when a device's queue stays full
+// and it runs slower than the plan predicted, split its work again (Step 2) and iterate.
+//
+// Monitor (read_queue_window). A window is a run of frames on a streaming executor after it has
+// filled, with frames still coming behind it (a source that always has one). For each actor, its
+// queue is the frames that were ready for it when it started one (Executor::queue_occupancy, the
+// histogram seed 004's Fig. 22 reads); the actor's queue counts as full at a start when it found at
+// least capacity - 1 frames waiting (the frame slots of a pipeline are capacity + actors, and the
+// actors upstream hold frames while they work), and it "stays full" when that is so at `full_share`
+// of its starts in the window, or when it found on average at least `full_share` x (capacity - 1)
+// frames waiting (a queue a noisy machine drains now and then). For each device, its latency is the
+// measured busy time per frame of the steps it runs alone against the plan's estimate of those
+// stages (exec + transfers): slowdown = measured / predicted.
+//
+// Rebalance (run_queue_rebalance). Iteration i deploys the plan that Steps 0-2 (make_split_plan)
+// give on the profile with every device's layer times multiplied by its slowdown found so far
+// (the "database" corrected by what the devices now do), streams warm-up + window frames
+// through it and reads the window. The bottleneck is the actor whose queue stays full with the
+// most waiting frames. When one of its devices' slowdowns drifts more than `drift` from 1, that
+// factor is folded into the profile and the next iteration re-plans; otherwise (the bottleneck
+// is the one the plan expected), or when re-planning gives the plan already running, the loop
+// has converged. Every frame's outputs are checked; none is dropped between iterations (each
+// iteration's frames all come out before the next plan is deployed).
+//
+// A split stage's time is the slowest piece plus the merge, so its measured time cannot say
+// which member is slow: slowdowns are read from single-device steps only. A device that runs
+// only pieces of split stages keeps its factor.
+//
+// Thread rule: read_queue_window reads a const Executor (its own locks); run_queue_rebalance
+// submits and collects frames on the caller's thread (the executor's actors run the stages).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "core/tensor.h"
+#include "graph/layer_graph.h"
+#include "scheduler/executor/executor.h"
+#include "scheduler/planners/split.h"
+#include "scheduler/profile.h"
+
+namespace tessera {
+
+struct QueueMonitorOptions {
+  int queue_capacity = 10;  // seed 004's request queue per device (Fig. 22)
+  int warmup = 0;           // frames before a window; 0: the executor's frame slots
+  int window = 20;          // frames measured per iteration
+  double full_share = 0.5;  // share of an actor's starts with a full queue: "stays full"
+  double drift = 0.2;       // |slowdown - 1| that makes the bottleneck's device re-planned
+  int max_iterations = 6;
+};
+
+// One actor's queue over a window.
+struct ActorQueue {
+  int actor = 0;
+  std::vector<std::string> devices;  // the placement labels of its steps (split: every member)
+  bool split = false;                // one of its steps is a split stage
+  double mean_waiting = 0;           // frames found waiting per start
+  double full_share = 0;             // starts that found a full queue
+  double busy_ms = 0;                // measured busy ms per frame
+};
+
+// One device's latency over a window (single-device steps only).
+struct DeviceLatency {
+  std::string device;
+  double predicted_ms = 0;
+  double measured_ms = 0;
+  double slowdown() const { return predicted_ms > 0 ? measured_ms / predicted_ms : 1.0; }
+};
+
+struct QueueWindow {
+  std::vector<ActorQueue> actors;
+  std::vector<DeviceLatency> devices;
+  int bottleneck = -1;   // the actor whose queue stays full with most frames waiting; -1: none
+  double period_ms = 0;  // measured time between frames leaving the pipeline
+};
+
+// Reads the window of frames [first_frame, last_frame] (inclusive) of `ex`: queues from the
+// difference of its histograms `after` and `before` the window, busy times and the period from
+// the window's step runs. `capacity`: the plan's queue capacity.
+QueueWindow read_queue_window(const Executor& ex, const std::vector<QueueOccupancy>& before,
+                              const std::vector<QueueOccupancy>& after, int first_frame,
+                              int last_frame, int capacity, double full_share);
+
+// One iteration of Step 3, for reports.
+struct RebalanceIteration {
+  Plan plan;  // the plan deployed
+  QueueWindow window;
+  std::map<std::string, double> slowdown;  // the factors the plan was made with
+  std::string decision;                    // what the monitor concluded, in words
+};
+
+struct RebalanceReport {
+  std::vector<RebalanceIteration> iterations;
+  bool converged = false;
+};
+
+// Runs Procedure 1 (Steps 1-2 by make_split_plan, then Step 3) on `profile`'s devices, streaming
+// frames from `make_frame` (called once per frame, on the caller's thread); `on_frame` (may be
+// empty) sees every frame that comes out, in order, on the same thread. Returns the last
+// plan deployed; `report` gets every iteration. Errors: planning, compiling or a frame failing
+// (named with the iteration).
+Result<Plan> run_queue_rebalance(const Profile& profile, const LayerGraph& lg,
+                                 const SplitPlanRequest& request,
+                                 const ExecutorOptions& executor_options,
+                                 const std::function<std::vector<Tensor>()>& make_frame,
+                                 const std::function<void(const FrameResult&)>& on_frame,
+                                 const QueueMonitorOptions& options, RebalanceReport* report);
+
+// `profile` with every layer time of each named device (all its levels) multiplied by its
+// factor. Errors name a device the profile does not have.
+Result<Profile> scale_profile(const Profile& profile, const std::map<std::string, double>& factor);
+
+}  // namespace tessera
