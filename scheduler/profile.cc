@@ -429,7 +429,7 @@ Result<Profile> parse_profile(const Json& j, const std::string& expected_hash) {
       }
     }
     if (jd.contains("corun_scale")) {
-      ASSIGN_OR_RETURN(d.corun_scale, json::number_field(jd, dp, "corun_scale", 1, 100));
+      ASSIGN_OR_RETURN(d.corun_scale, json::number_field(jd, dp, "corun_scale", 1, kMaxCorunScale));
     }
     ASSIGN_OR_RETURN(const Json* levels, json::array_field(jd, dp, "levels"));
     if (levels->empty()) return invalid_argument(dp + ".levels: a device needs a level");

@@ -110,6 +110,8 @@ struct LevelProfile {
   TransferFit download;
 };
 
+inline constexpr double kMaxCorunScale = 100;
+
 struct DeviceProfile {
   std::string device;
   std::string description;
@@ -120,7 +122,8 @@ struct DeviceProfile {
   // device ran its own chains at the same time (sharing caches and memory bandwidth, as the
   // stages of a pipeline do), the statistic of the co-run runs over that of the runs alone
   // alternated with them; at least 1. 0: not measured (one device profiled, or an older
-  // profile). Measured at the level the device was left at, used for all of its levels.
+  // profile). Measured at the level the device was left at, used for all of its levels. At most
+  // kMaxCorunScale (more means the devices were time-sliced on shared cores).
   double corun_scale = 0;
 
   const LevelProfile* level(int mhz) const;

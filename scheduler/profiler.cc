@@ -848,7 +848,16 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
              ": co-run factor not measured: " + f.status().to_string());
         continue;
       }
-      profile.devices[corun[i].profile_index].corun_scale = *f;
+      // Beyond 100 the devices are time-sliced on shared cores (a loaded machine, or devices
+      // whose threads are not pinned apart): keep the cap the profile reader accepts, and say so.
+      double factor = *f;
+      if (factor > kMaxCorunScale) {
+        warn(profile.devices[corun[i].profile_index].device + ": co-run factor " +
+             std::to_string(factor) + " capped at " + std::to_string(kMaxCorunScale) +
+             " (the devices share cores, or the machine is loaded)");
+        factor = kMaxCorunScale;
+      }
+      profile.devices[corun[i].profile_index].corun_scale = factor;
     }
   }
   corun.clear();
