@@ -688,7 +688,13 @@ TEST(PipelineTest, LargerModelPlansAndAgreesWithThePricer) {
       auto p = plan_pipeline(*cm, *m.lg, req);
       const double s = static_cast<double>(std::clock() - t0) / CLOCKS_PER_SEC;
       ASSERT_TRUE(p.ok()) << p.status().to_string();
+      // A guard against a runaway search (the planning time itself is a benchmark's, in
+      // benchmarks/): generous, and four times that under the sanitizers' slowdown.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+      EXPECT_LT(s, 40.0) << what;
+#else
       EXPECT_LT(s, 10.0) << what;
+#endif
       expect_priced_alike(*cm, *m.lg, *p, what);
       if (req.stages != 0) continue;
       // The stopping rule starts from one stage: no single device does better.
