@@ -129,6 +129,11 @@ inline Status run_reference_graph(const Graph& g, std::vector<Tensor>* outputs) 
   for (ValueId v : g.outputs()) {
     const Value& val = g.value(v);
     outputs->push_back(val.is_constant ? val.data : table[static_cast<size_t>(v)]);
+    // A graph output no node produces (and no input or constant holds): the engine refuses
+    // such a model when it plans it; this runner must not hand back an empty tensor either.
+    if (!outputs->back().defined()) {
+      return invalid_argument("graph output '" + val.name + "' is produced by no node");
+    }
   }
   return Status();
 }
