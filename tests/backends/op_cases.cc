@@ -1164,13 +1164,145 @@ std::vector<OpCase> vulkan_harness_cases() {
   return c;
 }
 
+// The element-wise math ops (ops/unary_math.h), variadic Min/Max/Sum, comparisons, Where, PRelu,
+// Pow, and the shape-building ops Expand, Range, ConstantOfShape, Tile.
+std::vector<OpCase> math_cases() {
+  std::vector<OpCase> c;
+  const Shape odd({2, 13, 7, 9});
+  auto add = [&](std::string name, OpKind k, Attributes a, std::vector<NodeInput> in,
+                 float tol = 1e-5f, int outputs = 1) {
+    c.push_back(
+        {std::string(op_name(k)) + "_" + name, k, std::move(a), std::move(in), outputs, tol});
+  };
+  // Unary math on [-4, 4] with NaN and infinities planted, on a vector tail, and on the domain
+  // edges (Log and Sqrt of 0 and negatives, Reciprocal of 0).
+  for (OpKind k :
+       {OpKind::kSqrt, OpKind::kExp, OpKind::kLog, OpKind::kErf, OpKind::kAbs, OpKind::kNeg,
+        OpKind::kReciprocal, OpKind::kSoftplus, OpKind::kMish, OpKind::kGelu}) {
+    const bool positive = k == OpKind::kSqrt || k == OpKind::kLog;
+    add("odd", k, {}, {activation(rnd(odd, 1, positive ? 0.01f : -4.f, 4.f))});
+    add("nan_inf", k, {}, {activation(with_specials(rnd(Shape({3, 127}), 2, -4.f, 4.f)))});
+    add("edges", k, {},
+        {activation(floats({0.f, -0.f, -1.f, 1e-30f, -1e-30f, 30.f, -30.f, 88.f, -88.f, 100.f,
+                            -100.f, 1e30f, -1e30f}))});
+  }
+  add("tanh_approx", OpKind::kGelu, attrs({{"approximate", "tanh"}}),
+      {activation(with_specials(rnd(odd, 3, -6.f, 6.f)))});
+  for (OpKind k : {OpKind::kAbs, OpKind::kNeg}) {
+    add("i64", k, {},
+        {activation(ints64({0, 1, -1, 7, -7, std::numeric_limits<int64_t>::min(),
+                            std::numeric_limits<int64_t>::max()}))});
+    add("i32_random", k, {}, {activation(typed(DType::kI32, Shape({5, 13}), 4))});
+  }
+  // Variadic Min / Max / Sum: one input, two, four with every kind of broadcast, NaN, integers.
+  for (OpKind k : {OpKind::kMin, OpKind::kMax, OpKind::kSum}) {
+    add("one", k, {}, {activation(rnd(odd, 5))});
+    add("two_broadcast", k, {}, {activation(rnd(odd, 6)), weight(rnd(Shape({13, 1, 1}), 7))});
+    add("four", k, {},
+        {activation(rnd(Shape({13, 1}), 8)), activation(rnd(Shape({1, 17}), 9)),
+         weight(rnd(Shape({}), 10)), activation(rnd(Shape({2, 13, 17}), 11))});
+    add("nan_inf", k, {},
+        {activation(with_specials(rnd(Shape({3, 127}), 12))), activation(rnd(Shape({127}), 13))});
+    add("i64", k, {},
+        {activation(typed(DType::kI64, Shape({3, 5}), 14)),
+         activation(typed(DType::kI64, Shape({5}), 15)),
+         activation(typed(DType::kI64, Shape({3, 1}), 16))});
+    add("i32", k, {},
+        {activation(typed(DType::kI32, Shape({4, 7}), 17)),
+         weight(typed(DType::kI32, Shape({7}), 18))});
+  }
+  // Comparisons: broadcasting, NaN (false everywhere), ties, integers, bool (Equal).
+  for (OpKind k : {OpKind::kEqual, OpKind::kLess, OpKind::kGreater}) {
+    Tensor a = with_specials(rnd(odd, 20));
+    Tensor b = rnd(Shape({13, 1, 9}), 21);
+    // Ties: copy some of b into a.
+    for (int64_t i = 0; i < 9; ++i) a.data<float>()[i] = b.data<float>()[i];
+    add("f32_broadcast", k, {}, {activation(a), weight(b)});
+    add("i64", k, {},
+        {activation(ints64({-3, 0, 5, 5, 9, std::numeric_limits<int64_t>::min()})),
+         activation(ints64({0, 0, 5, 4, 10, std::numeric_limits<int64_t>::min()}))});
+    add("i32_scalar", k, {},
+        {activation(typed(DType::kI32, Shape({3, 13}), 22)),
+         weight(typed(DType::kI32, Shape({}), 23))});
+  }
+  {
+    Tensor a = typed(DType::kBool, Shape({4, 13}), 24), b = typed(DType::kBool, Shape({13}), 25);
+    add("bool", OpKind::kEqual, {}, {activation(a), activation(b)});
+  }
+  // Where: bool condition (random bytes: any nonzero is true), every broadcast, several dtypes.
+  {
+    Tensor cond = typed(DType::kBool, Shape({2, 1, 7, 9}), 30);
+    add("f32", OpKind::kWhere, {},
+        {activation(cond), activation(with_specials(rnd(odd, 31))),
+         weight(rnd(Shape({13, 1, 1}), 32))});
+    add("i64_scalar_y", OpKind::kWhere, {},
+        {activation(typed(DType::kBool, Shape({3, 5}), 33)),
+         activation(typed(DType::kI64, Shape({3, 5}), 34)), weight(ints64(Shape({}), {-1}))});
+    add("u8_condition_broadcast", OpKind::kWhere, {},
+        {weight(typed(DType::kBool, Shape({5}), 35)),
+         activation(typed(DType::kU8, Shape({3, 5}), 36)),
+         activation(typed(DType::kU8, Shape({3, 1}), 37))});
+  }
+  // PRelu: per-channel slope [C, 1, 1], one shared slope, a slope along the last axis.
+  add("per_channel", OpKind::kPRelu, {},
+      {activation(with_specials(rnd(odd, 40, -3.f, 3.f))), weight(rnd(Shape({13, 1, 1}), 41))});
+  add("shared", OpKind::kPRelu, {}, {activation(rnd(odd, 42)), weight(floats({0.25f}))});
+  add("last_axis_runtime", OpKind::kPRelu, {},
+      {activation(rnd(Shape({3, 127}), 43)), activation(rnd(Shape({127}), 44))});
+  // Pow: square, square root, cube (the tanh-GELU spelling), negative bases with integral and
+  // fractional exponents (NaN), integer exponents, integer bases.
+  add("square", OpKind::kPow, {}, {activation(rnd(odd, 50, -3.f, 3.f)), weight(scalar(2.f))});
+  add("sqrt", OpKind::kPow, {}, {activation(rnd(odd, 51, 0.f, 3.f)), weight(scalar(0.5f))});
+  add("cube_nan_inf", OpKind::kPow, {},
+      {activation(with_specials(rnd(Shape({3, 127}), 52, -3.f, 3.f))), weight(scalar(3.f))});
+  add("broadcast_fractional", OpKind::kPow, {},
+      {activation(rnd(Shape({5, 13}), 53, -2.f, 2.f)), activation(rnd(Shape({13}), 54, -2.f, 2.f))},
+      1e-4f);
+  add("i64_exponent", OpKind::kPow, {},
+      {activation(rnd(Shape({3, 4}), 55, -2.f, 2.f)), weight(ints64({0, 1, 2, 3}))});
+  add("i32_base_i64_exponent", OpKind::kPow, {},
+      {activation(ints64({2, -3, 0, 7, 1, -1})), activation(ints64({10, 3, 0, 2, 60, 61}))});
+  // Expand: to a larger rank, keeping a dimension with 1, a scalar to a shape, i64 data.
+  add("channel", OpKind::kExpand, {},
+      {activation(rnd(Shape({13, 1, 1}), 60)), weight(ints64({2, 13, 7, 9}))});
+  add("keep_with_one", OpKind::kExpand, {},
+      {activation(rnd(Shape({3, 1, 5}), 61)), weight(ints64({1, 4, 1}))});
+  add("scalar", OpKind::kExpand, {}, {activation(rnd(Shape({}), 62)), weight(ints64({3, 127}))});
+  add("i64", OpKind::kExpand, {},
+      {activation(typed(DType::kI64, Shape({1, 5}), 63)), weight(ints64({4, 5}))});
+  // Tile: every axis, a repeat of 1, a zero repeat (empty output), bytes of u8.
+  add("nchw", OpKind::kTile, {},
+      {activation(rnd(Shape({1, 3, 5, 7}), 70)), weight(ints64({2, 1, 3, 2}))});
+  add("vector", OpKind::kTile, {}, {activation(rnd(Shape({127}), 71)), weight(ints64({3}))});
+  add("zero", OpKind::kTile, {}, {activation(rnd(Shape({3, 5}), 72)), weight(ints64({0, 2}))});
+  add("u8", OpKind::kTile, {},
+      {activation(typed(DType::kU8, Shape({2, 3}), 73)), weight(ints64({2, 5}))});
+  // ConstantOfShape: the default f32 zero, an i64 value, a float value, an empty shape.
+  add("default", OpKind::kConstantOfShape, {}, {weight(ints64({2, 3, 5}))});
+  add("i64", OpKind::kConstantOfShape, attrs({{"value", ints64(Shape({1}), {-7})}}),
+      {weight(ints64({4, 13}))});
+  add("f32", OpKind::kConstantOfShape, attrs({{"value", floats({1.5f})}}), {weight(ints64({127}))});
+  add("scalar", OpKind::kConstantOfShape, attrs({{"value", floats({2.f})}}),
+      {weight(Tensor::from_int64s(Shape({0}), std::vector<int64_t>{}))});
+  // Range: i64 (an anchor grid's), negative delta, f32 with a fractional step, empty.
+  auto range = [&](std::string name, Tensor s, Tensor l, Tensor d) {
+    add(name, OpKind::kRange, {},
+        {weight(std::move(s)), weight(std::move(l)), weight(std::move(d))});
+  };
+  range("i64", ints64(Shape({}), {0}), ints64(Shape({}), {80}), ints64(Shape({}), {1}));
+  range("i64_negative", ints64(Shape({}), {10}), ints64(Shape({}), {-7}), ints64(Shape({}), {-3}));
+  range("f32_fraction", scalar(0.5f), scalar(13.f), scalar(0.75f));
+  range("empty", ints64(Shape({}), {5}), ints64(Shape({}), {5}), ints64(Shape({}), {2}));
+  return c;
+}
+
 }  // namespace
 
 std::vector<OpCase> all_op_cases() {
   std::vector<OpCase> all;
   for (auto family :
        {conv_cases(), gemm_cases(), pool_cases(), elementwise_cases(), normalization_cases(),
-        tensor_cases(), cpu_harness_cases(), vulkan_harness_cases()}) {
+        tensor_cases(), cpu_harness_cases(), vulkan_harness_cases(), math_cases()}) {
     for (OpCase& c : family) all.push_back(std::move(c));
   }
   return all;
