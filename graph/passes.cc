@@ -1,7 +1,10 @@
 #include "graph/passes.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <numbers>
+#include <optional>
 
 #include "core/budget.h"
 #include "ops/activation.h"
@@ -12,9 +15,9 @@ std::string PassStats::to_string() const {
   return "folded " + std::to_string(folded_nodes) + " constant nodes, removed " +
          std::to_string(removed_identities) + " identities, folded " +
          std::to_string(folded_batchnorms) + " batch norms, fused " +
-         std::to_string(fused_hard_swishes) + " hard-swishes and " +
-         std::to_string(fused_activations) + " activations, removed " + std::to_string(dead_nodes) +
-         " dead nodes";
+         std::to_string(fused_hard_swishes) + " hard-swishes, " + std::to_string(fused_gelus) +
+         " GELUs and " + std::to_string(fused_activations) + " activations, removed " +
+         std::to_string(dead_nodes) + " dead nodes";
 }
 
 namespace {
@@ -375,6 +378,188 @@ Status fuse_hard_swish(Graph& g, PassStats* stats) {
   return Status();
 }
 
+namespace {
+
+// The single f32 value of constant `v` when it holds one element, else nullopt.
+std::optional<float> scalar_constant(const Graph& g, ValueId v) {
+  if (v == kNoValue) return std::nullopt;
+  const Value& val = g.value(v);
+  if (!val.is_constant || val.data.dtype() != DType::kF32 || val.data.numel() != 1) {
+    return std::nullopt;
+  }
+  return val.data.data<float>()[0];
+}
+
+bool near(std::optional<float> v, double want) {
+  return v && std::fabs(*v - want) <= 1e-5 * std::max(1.0, std::fabs(want));
+}
+
+// The one node reading each value, or kNoNode where the value has no reader, several, or is a
+// graph output.
+std::vector<NodeId> sole_consumers(const Graph& g) {
+  const std::vector<int> uses = use_counts(g);
+  std::vector<NodeId> c(static_cast<size_t>(g.num_values()), kNoNode);
+  for (NodeId i = 0; i < g.num_nodes(); ++i) {
+    for (ValueId v : g.node(i).inputs) {
+      if (v != kNoValue && uses[static_cast<size_t>(v)] == 1) c[static_cast<size_t>(v)] = i;
+    }
+  }
+  return c;
+}
+
+// Matching state: the nodes a pattern covers, checked to be used only inside it.
+struct GeluMatcher {
+  const Graph& g;
+  const std::vector<NodeId>& consumer;
+  const std::vector<bool>& taken;
+  std::vector<NodeId> nodes;
+
+  // The node of kind `k` producing `v`, if `v` is read only by the pattern.
+  const Node* producer(ValueId v, OpKind k) {
+    if (v == kNoValue || consumer[static_cast<size_t>(v)] == kNoNode) return nullptr;
+    const NodeId p = g.value(v).producer;
+    if (p == kNoNode || taken[static_cast<size_t>(p)] || g.node(p).kind != k) return nullptr;
+    const Node& n = g.node(p);
+    if (n.outputs.size() != 1 || n.attrs.has("activation")) return nullptr;
+    nodes.push_back(p);
+    return &n;
+  }
+  // The sole reader of the output of `n` if it has kind `k`.
+  const Node* consumer_of(const Node& n, OpKind k) {
+    const NodeId c = consumer[static_cast<size_t>(n.outputs[0])];
+    if (c == kNoNode || taken[static_cast<size_t>(c)] || g.node(c).kind != k) return nullptr;
+    const Node& m = g.node(c);
+    if (m.outputs.size() != 1 || m.inputs.size() != 2 || m.attrs.has("activation")) return nullptr;
+    nodes.push_back(c);
+    return &m;
+  }
+  // For a two-input node, the input other than `v`.
+  static ValueId other(const Node& n, ValueId v) {
+    if (n.inputs.size() != 2) return kNoValue;
+    return n.inputs[0] == v ? n.inputs[1] : n.inputs[1] == v ? n.inputs[0] : kNoValue;
+  }
+  // For a two-input node with one input the scalar constant `c`, the other input.
+  ValueId other_than_constant(const Node& n, double c) const {
+    if (n.inputs.size() != 2) return kNoValue;
+    for (int k = 0; k < 2; ++k) {
+      if (near(scalar_constant(g, n.inputs[static_cast<size_t>(k)]), c)) {
+        return n.inputs[static_cast<size_t>(1 - k)];
+      }
+    }
+    return kNoValue;
+  }
+
+  // From the node `f` computing erf(x / sqrt 2) or tanh(...): the tail 0.5 * x * (1 + f), in
+  // any of the orders exporters write it. Returns the last node, or null.
+  const Node* tail(const Node& f, ValueId x) {
+    const Node* plus = consumer_of(f, OpKind::kAdd);
+    if (!plus || other(*plus, f.outputs[0]) == kNoValue ||
+        !near(scalar_constant(g, other(*plus, f.outputs[0])), 1.0)) {
+      return nullptr;
+    }
+    const Node* m1 = consumer_of(*plus, OpKind::kMul);
+    if (!m1) return nullptr;
+    const ValueId o = other(*m1, plus->outputs[0]);
+    if (o == x) {  // (x * (1 + f)) * 0.5
+      const Node* m2 = consumer_of(*m1, OpKind::kMul);
+      if (!m2 || !near(scalar_constant(g, other(*m2, m1->outputs[0])), 0.5)) return nullptr;
+      return m2;
+    }
+    if (near(scalar_constant(g, o), 0.5)) {  // ((1 + f) * 0.5) * x
+      const Node* m2 = consumer_of(*m1, OpKind::kMul);
+      if (!m2 || other(*m2, m1->outputs[0]) != x) return nullptr;
+      return m2;
+    }
+    // (0.5 * x) * (1 + f)
+    const Node* half = producer(o, OpKind::kMul);
+    if (!half || other_than_constant(*half, 0.5) != x) return nullptr;
+    return m1;
+  }
+
+  // erf(x / sqrt 2) or erf(x * (1 / sqrt 2)): x, or kNoValue.
+  ValueId erf_argument(const Node& erf) {
+    const ValueId t = erf.inputs[0];
+    if (const Node* d = producer(t, OpKind::kDiv)) {
+      if (d->inputs.size() == 2 && near(scalar_constant(g, d->inputs[1]), std::sqrt(2.0))) {
+        return d->inputs[0];
+      }
+      return kNoValue;
+    }
+    if (const Node* m = producer(t, OpKind::kMul)) return other_than_constant(*m, std::sqrt(0.5));
+    return kNoValue;
+  }
+
+  // tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)), x^3 as Pow(x, 3), x * (x * x) or (x * x) * x: x,
+  // or kNoValue.
+  ValueId tanh_argument(const Node& tanh) {
+    const Node* scale = producer(tanh.inputs[0], OpKind::kMul);
+    if (!scale) return kNoValue;
+    const Node* sum =
+        producer(other_than_constant(*scale, std::sqrt(2.0 / std::numbers::pi)), OpKind::kAdd);
+    if (!sum || sum->inputs.size() != 2) return kNoValue;
+    for (int k = 0; k < 2; ++k) {
+      const ValueId x = sum->inputs[static_cast<size_t>(k)];
+      const ValueId cubic = sum->inputs[static_cast<size_t>(1 - k)];
+      const size_t mark = nodes.size();
+      if (const Node* kappa = producer(cubic, OpKind::kMul)) {
+        const ValueId cube = other_than_constant(*kappa, 0.044715);
+        if (cube != kNoValue && is_cube(cube, x)) return x;
+      }
+      nodes.resize(mark);
+    }
+    return kNoValue;
+  }
+
+  bool is_cube(ValueId cube, ValueId x) {
+    if (const Node* p = producer(cube, OpKind::kPow)) {
+      return p->inputs.size() == 2 && p->inputs[0] == x &&
+             near(scalar_constant(g, p->inputs[1]), 3.0);
+    }
+    const Node* outer = producer(cube, OpKind::kMul);
+    if (!outer) return false;
+    const ValueId sq = other(*outer, x);
+    if (sq == kNoValue) return false;
+    const Node* square = producer(sq, OpKind::kMul);
+    return square && square->inputs.size() == 2 && square->inputs[0] == x && square->inputs[1] == x;
+  }
+};
+
+}  // namespace
+
+Status fuse_gelu(Graph& g, PassStats* stats) {
+  std::vector<bool> taken(static_cast<size_t>(g.num_nodes()), false);
+  std::vector<bool> remove(static_cast<size_t>(g.num_nodes()), false);
+  const std::vector<NodeId> consumer = sole_consumers(g);
+  for (NodeId i = 0; i < g.num_nodes(); ++i) {
+    const Node& f = g.node(i);
+    if ((f.kind != OpKind::kErf && f.kind != OpKind::kTanh) || taken[static_cast<size_t>(i)] ||
+        f.inputs.size() != 1 || f.outputs.size() != 1 || f.attrs.has("activation")) {
+      continue;
+    }
+    GeluMatcher m{g, consumer, taken, {}};
+    const bool erf = f.kind == OpKind::kErf;
+    const ValueId x = erf ? m.erf_argument(f) : m.tanh_argument(f);
+    if (x == kNoValue || g.value(x).info.dtype != DType::kF32) continue;
+    const Node* last = m.tail(f, x);
+    if (last == nullptr || g.value(last->outputs[0]).info.shape != g.value(x).info.shape) continue;
+    // The last node becomes Gelu(x); every other node of the pattern goes.
+    const NodeId last_id = g.value(last->outputs[0]).producer;
+    m.nodes.push_back(i);
+    for (NodeId n : m.nodes) {
+      taken[static_cast<size_t>(n)] = true;
+      if (n != last_id) remove[static_cast<size_t>(n)] = true;
+    }
+    Node& gelu = g.node(last_id);
+    gelu.kind = OpKind::kGelu;
+    gelu.inputs = {x};
+    gelu.attrs = Attributes();
+    if (!erf) gelu.attrs.set("approximate", std::string("tanh"));
+    if (stats) ++stats->fused_gelus;
+  }
+  g.remove_nodes(remove);
+  return Status();
+}
+
 Status eliminate_dead_nodes(Graph& g, PassStats* stats) {
   std::vector<bool> needed(static_cast<size_t>(g.num_values()), false);
   for (ValueId v : g.outputs()) needed[static_cast<size_t>(v)] = true;
@@ -404,6 +589,7 @@ Status optimize_graph(Graph& g, PassStats* stats, uint64_t memory_budget) {
   RETURN_IF_ERROR(remove_identities(g, s));
   RETURN_IF_ERROR(fold_batchnorm(g, s));
   RETURN_IF_ERROR(fuse_hard_swish(g, s));
+  RETURN_IF_ERROR(fuse_gelu(g, s));
   RETURN_IF_ERROR(fuse_activations(g, s));
   RETURN_IF_ERROR(eliminate_dead_nodes(g, s));
   RETURN_IF_ERROR(g.validate());

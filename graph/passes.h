@@ -11,6 +11,8 @@
 //   fuse_hard_swish    x * HardSigmoid(x) (alpha 1/6, beta 1/2: HardSwish as exported before
 //                      ONNX opset 14) becomes HardSwish(x), which fuse_activations can then fold
 //                      into the layer producing x
+//   fuse_gelu          0.5 * x * (1 + erf(x / sqrt 2)) and its tanh approximation, as exporters
+//                      spell GELU before ONNX opset 20, become one Gelu node
 //   fuse_activations   an activation after a layer that accepts one (ops/activation.h) becomes an
 //                      attribute of that layer
 //   eliminate_dead     nodes that do not contribute to a graph output are removed
@@ -28,6 +30,7 @@ struct PassStats {
   int removed_identities = 0;
   int folded_batchnorms = 0;
   int fused_hard_swishes = 0;
+  int fused_gelus = 0;
   int fused_activations = 0;
   int dead_nodes = 0;
 
@@ -45,6 +48,10 @@ Status fold_constants(Graph& g, PassStats* stats, uint64_t memory_budget = 0);
 Status remove_identities(Graph& g, PassStats* stats);
 Status fold_batchnorm(Graph& g, PassStats* stats);
 Status fuse_hard_swish(Graph& g, PassStats* stats);
+// The Erf form (x / sqrt 2 or x * (1 / sqrt 2); the tail 0.5 * x * (1 + erf) in any order of
+// the multiplications) and the Tanh form (sqrt(2 / pi) * (x + 0.044715 * x^3) with x^3 as
+// Pow(x, 3), x * (x * x) or (x * x) * x), every intermediate value read only inside the pattern.
+Status fuse_gelu(Graph& g, PassStats* stats);
 Status fuse_activations(Graph& g, PassStats* stats);
 Status eliminate_dead_nodes(Graph& g, PassStats* stats);
 

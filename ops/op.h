@@ -28,50 +28,10 @@
 
 namespace tessera {
 
+// One value per line of ops/op_list.inc, in its order.
 enum class OpKind : uint16_t {
-  // Neural-network layers.
-  kConv,
-  kConvTranspose,
-  kGemm,
-  kMatMul,
-  kBatchNormalization,
-  kMaxPool,
-  kAveragePool,
-  kGlobalAveragePool,
-  kGlobalMaxPool,
-  kLRN,
-  kSoftmax,
-  // Activations.
-  kRelu,
-  kLeakyRelu,
-  kClip,
-  kSigmoid,
-  kHardSigmoid,
-  kHardSwish,
-  kTanh,
-  // Element-wise binary (numpy broadcasting).
-  kAdd,
-  kSub,
-  kMul,
-  kDiv,
-  // Tensor manipulation.
-  kConcat,
-  kSplit,
-  kSlice,
-  kFlatten,
-  kReshape,
-  kTranspose,
-  kSqueeze,
-  kUnsqueeze,
-  kPad,
-  kReduceMean,
-  kResize,
-  kGather,
-  kShape,
-  kConstant,
-  kCast,
-  kIdentity,
-  kDropout,
+#define TESSERA_OP(name) k##name,
+#include "ops/op_list.inc"
   kCount,  // number of kinds; not an op
 };
 

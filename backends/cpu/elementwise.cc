@@ -10,6 +10,7 @@
 #include "backends/cpu/activation.h"
 #include "backends/cpu/kernel_table.h"
 #include "backends/cpu/layout.h"
+#include "ops/unary_math.h"
 
 namespace tessera::cpu {
 
@@ -456,6 +457,137 @@ Result<std::unique_ptr<Kernel>> make_softmax(const KernelRequest& req) {
   return std::unique_ptr<Kernel>(std::move(k));
 }
 
+// ---- Element-wise math (Sqrt, Exp, Log, Erf, Abs, Neg, Reciprocal, Softplus, Mish, Gelu)
+// ---------
+
+// The reference's element function (ops/unary_math.h), over tiles of the tensor spread on the
+// pool's threads; in whichever layout the input arrives.
+class UnaryMathKernel final : public Kernel {
+ public:
+  static constexpr size_t kTile = 4096;
+
+  void choose_layouts(std::span<const Layout> available, std::span<Layout> wanted,
+                      std::span<Layout> produced) const override {
+    wanted[0] = available[0];
+    produced[0] = available[0];
+  }
+  Status bind(std::span<const Operand> in, std::span<const Operand> out, ThreadPool&) override {
+    x_ = static_cast<const float*>(in[0].data);
+    y_ = out[0].f32();
+    n_ = static_cast<size_t>(out[0].numel());
+    return Status();
+  }
+  Status run(ThreadPool& pool) override {
+    const UnaryMath m = m_;
+    const float* x = x_;
+    float* y = y_;
+    pool.parallel_for(n_, kTile, [m, x, y](size_t begin, size_t end) {
+      for (size_t i = begin; i < end; ++i) y[i] = apply_unary_math(m, x[i]);
+    });
+    return Status();
+  }
+  std::string describe() const override {
+    return std::string("tessera ") + op_name(m_.kind) + (m_.gelu_tanh ? " tanh" : "") +
+           " f32 (threads)";
+  }
+
+  UnaryMath m_;
+  const float* x_ = nullptr;
+  float* y_ = nullptr;
+  size_t n_ = 0;
+};
+
+Result<std::unique_ptr<Kernel>> make_unary_math(const KernelRequest& req) {
+  if (req.ctx.input(0).dtype != DType::kF32 || req.ctx.constant(0) != nullptr) return decline();
+  auto k = std::make_unique<UnaryMathKernel>();
+  ASSIGN_OR_RETURN(k->m_, unary_math_of_node(req.ctx));
+  return std::unique_ptr<Kernel>(std::move(k));
+}
+
+// ---- PRelu with one slope per channel (or one for all) ------------------------------------------
+
+// y = x < 0 ? slope[c] * x : x for an input of rank >= 2 whose slope varies only along dimension
+// 1 (shape [C, 1, ..., 1] or [1] or []): rows of the NCHW plane, or pixels of NHWC, on the
+// pool's threads.
+class ChannelPReluKernel final : public Kernel {
+ public:
+  void choose_layouts(std::span<const Layout> available, std::span<Layout> wanted,
+                      std::span<Layout> produced) const override {
+    wanted[0] = available[0];
+    produced[0] = available[0];
+  }
+  Status bind(std::span<const Operand> in, std::span<const Operand> out, ThreadPool&) override {
+    x_ = static_cast<const float*>(in[0].data);
+    y_ = out[0].f32();
+    const Shape& s = out[0].shape;
+    channels_ = s[1];
+    inner_ = s.numel() / std::max<int64_t>(1, s[0] * s[1]);
+    outer_ = s[0];
+    nhwc_ = out[0].layout == Layout::kNHWC && s.rank() == 4;
+    slope_.assign(static_cast<size_t>(channels_), 0.f);
+    const Tensor& t = *in[1].constant;
+    for (int64_t c = 0; c < channels_; ++c) {
+      slope_[static_cast<size_t>(c)] = t.data<float>()[t.numel() == 1 ? 0 : c];
+    }
+    return Status();
+  }
+  Status run(ThreadPool& pool) override {
+    const float* x = x_;
+    float* y = y_;
+    const float* s = slope_.data();
+    const int64_t c = channels_, inner = inner_;
+    if (nhwc_) {  // pixels of c channels
+      const size_t pixels = static_cast<size_t>(outer_ * inner);
+      pool.parallel_for(pixels, 256, [=](size_t begin, size_t end) {
+        for (size_t p = begin; p < end; ++p) {
+          const float* xp = x + static_cast<int64_t>(p) * c;
+          float* yp = y + static_cast<int64_t>(p) * c;
+          for (int64_t k = 0; k < c; ++k) yp[k] = xp[k] < 0.f ? s[k] * xp[k] : xp[k];
+        }
+      });
+    } else {  // rows of `inner` elements, one per (batch, channel)
+      pool.parallel_for(static_cast<size_t>(outer_ * c), 1, [=](size_t begin, size_t end) {
+        for (size_t r = begin; r < end; ++r) {
+          const float a = s[static_cast<int64_t>(r) % c];
+          const float* xr = x + static_cast<int64_t>(r) * inner;
+          float* yr = y + static_cast<int64_t>(r) * inner;
+          for (int64_t i = 0; i < inner; ++i) yr[i] = xr[i] < 0.f ? a * xr[i] : xr[i];
+        }
+      });
+    }
+    return Status();
+  }
+  std::string describe() const override {
+    return std::string("tessera prelu per-channel f32 ") + (nhwc_ ? "nhwc" : "nchw");
+  }
+
+  const float* x_ = nullptr;
+  float* y_ = nullptr;
+  int64_t channels_ = 1, inner_ = 1, outer_ = 1;
+  bool nhwc_ = false;
+  std::vector<float> slope_;
+};
+
+Result<std::unique_ptr<Kernel>> make_channel_prelu(const KernelRequest& req) {
+  const OpContext& ctx = req.ctx;
+  const Tensor* slope = ctx.constant(1);
+  const Shape& x = ctx.input(0).shape;
+  if (ctx.input(0).dtype != DType::kF32 || ctx.constant(0) != nullptr || slope == nullptr ||
+      x.rank() < 2) {
+    return decline();
+  }
+  // The slope must vary along dimension 1 only: rank <= rank(x) - 1 with [C, 1, ...] (right-
+  // aligned to dims 1..), or a single value.
+  const Shape& s = slope->shape();
+  if (slope->numel() != 1) {
+    if (s.rank() != x.rank() - 1 || s[0] != x[1]) return decline();
+    for (int d = 1; d < s.rank(); ++d) {
+      if (s[d] != 1) return decline();
+    }
+  }
+  return std::unique_ptr<Kernel>(std::make_unique<ChannelPReluKernel>());
+}
+
 }  // namespace
 
 std::unique_ptr<Kernel> make_fused_silu(int x_input, const std::string& mul_name) {
@@ -476,6 +608,17 @@ const KernelEntry kElementwiseKernels[] = {
     {OpKind::kTanh, "tessera_tanh_f32", make_unary},
     {OpKind::kBatchNormalization, "tessera_batchnorm_f32", make_batch_norm},
     {OpKind::kSoftmax, "xnnpack_softmax_nc_f32", make_softmax},
+    {OpKind::kSqrt, "tessera_unary_math_f32", make_unary_math},
+    {OpKind::kExp, "tessera_unary_math_f32", make_unary_math},
+    {OpKind::kLog, "tessera_unary_math_f32", make_unary_math},
+    {OpKind::kErf, "tessera_unary_math_f32", make_unary_math},
+    {OpKind::kAbs, "tessera_unary_math_f32", make_unary_math},
+    {OpKind::kNeg, "tessera_unary_math_f32", make_unary_math},
+    {OpKind::kReciprocal, "tessera_unary_math_f32", make_unary_math},
+    {OpKind::kSoftplus, "tessera_unary_math_f32", make_unary_math},
+    {OpKind::kMish, "tessera_unary_math_f32", make_unary_math},
+    {OpKind::kGelu, "tessera_unary_math_f32", make_unary_math},
+    {OpKind::kPRelu, "tessera_prelu_channel_f32", make_channel_prelu},
 };
 const size_t kNumElementwiseKernels = sizeof(kElementwiseKernels) / sizeof(kElementwiseKernels[0]);
 

@@ -797,13 +797,13 @@ TEST(OnnxImport, GroupsUnsupportedOperatorsByType) {
     add_node(g, "LSTM", {prev}, {out}, "lstm" + std::to_string(i));
     prev = out;
   }
-  add_node(g, "Range", {prev, prev, prev}, {"r"}, "range");
+  add_node(g, "Scan", {prev, prev, prev}, {"r"}, "scan");
   add_output(g, "r");
   auto r = import_model(m);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
   const std::string& msg = r.status().message();
-  EXPECT_NE(msg.find("LSTM x5 (nodes 'lstm0', 'lstm1', 'lstm2', ...), Range x1 (node 'range')"),
+  EXPECT_NE(msg.find("LSTM x5 (nodes 'lstm0', 'lstm1', 'lstm2', ...), Scan x1 (node 'scan')"),
             std::string::npos)
       << msg;
   EXPECT_EQ(msg.find("lstm3"), std::string::npos) << msg;

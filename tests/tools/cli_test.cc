@@ -206,10 +206,10 @@ TEST(Cli, ConvertGroupsMissingOperatorsByType) {
   const std::string onnx =
       write_onnx("missing.onnx", {{"LSTM", {"x"}, {"a"}, "lstm_a"},
                                   {"LSTM", {"a"}, {"b"}, "lstm_b"},
-                                  {"Range", {"b", "b", "b"}, {"y"}, "range_c"}});
+                                  {"Scan", {"b", "b", "b"}, {"y"}, "scan_c"}});
   CommandResult r = run_cli("convert " + onnx + " -o " + temp_path("missing.tsr"));
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find("LSTM x2 (nodes 'lstm_a', 'lstm_b'), Range x1 (node 'range_c')"),
+  EXPECT_NE(r.output.find("LSTM x2 (nodes 'lstm_a', 'lstm_b'), Scan x1 (node 'scan_c')"),
             std::string::npos)
       << r.output;
 }

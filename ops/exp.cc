@@ -1,0 +1,10 @@
+// Exp: y = e^x.
+// Element-wise; shared machinery: ops/unary_math.h.
+#include "ops/registry.h"
+#include "ops/unary_math.h"
+
+namespace tessera {
+
+TESSERA_UNARY_MATH_SCHEMA(Exp);
+
+}  // namespace tessera

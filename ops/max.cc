@@ -1,0 +1,10 @@
+// Max: the element-wise maximum of one or more inputs (numpy broadcasting; NaN propagates).
+// f32, i32, i64. Shared machinery: ops/variadic_elementwise.h.
+#include "ops/registry.h"
+#include "ops/variadic_elementwise.h"
+
+namespace tessera {
+
+TESSERA_VARIADIC_SCHEMA(Max);
+
+}  // namespace tessera
