@@ -87,6 +87,42 @@ const char* op_name(OpKind kind) {
       return "Identity";
     case OpKind::kDropout:
       return "Dropout";
+    case OpKind::kLayerNormalization:
+      return "LayerNormalization";
+    case OpKind::kInstanceNormalization:
+      return "InstanceNormalization";
+    case OpKind::kGroupNormalization:
+      return "GroupNormalization";
+    case OpKind::kDepthToSpace:
+      return "DepthToSpace";
+    case OpKind::kSpaceToDepth:
+      return "SpaceToDepth";
+    case OpKind::kReduceSum:
+      return "ReduceSum";
+    case OpKind::kReduceMax:
+      return "ReduceMax";
+    case OpKind::kReduceMin:
+      return "ReduceMin";
+    case OpKind::kArgMax:
+      return "ArgMax";
+    case OpKind::kArgMin:
+      return "ArgMin";
+    case OpKind::kTopK:
+      return "TopK";
+    case OpKind::kQuantizeLinear:
+      return "QuantizeLinear";
+    case OpKind::kDequantizeLinear:
+      return "DequantizeLinear";
+    case OpKind::kQLinearConv:
+      return "QLinearConv";
+    case OpKind::kQLinearMatMul:
+      return "QLinearMatMul";
+    case OpKind::kEinsum:
+      return "Einsum";
+    case OpKind::kLSTM:
+      return "LSTM";
+    case OpKind::kGRU:
+      return "GRU";
     case OpKind::kCount:
       break;
   }

@@ -72,6 +72,26 @@ enum class OpKind : uint16_t {
   kCast,
   kIdentity,
   kDropout,
+  // Normalisation, reductions, quantisation and recurrent layers of exported detection and
+  // OCR models (issue 26).
+  kLayerNormalization,
+  kInstanceNormalization,
+  kGroupNormalization,
+  kDepthToSpace,
+  kSpaceToDepth,
+  kReduceSum,
+  kReduceMax,
+  kReduceMin,
+  kArgMax,
+  kArgMin,
+  kTopK,
+  kQuantizeLinear,
+  kDequantizeLinear,
+  kQLinearConv,
+  kQLinearMatMul,
+  kEinsum,
+  kLSTM,
+  kGRU,
   kCount,  // number of kinds; not an op
 };
 

@@ -45,5 +45,23 @@ extern const OpSchema kConstantSchema;
 extern const OpSchema kCastSchema;
 extern const OpSchema kIdentitySchema;
 extern const OpSchema kDropoutSchema;
+extern const OpSchema kLayerNormalizationSchema;
+extern const OpSchema kInstanceNormalizationSchema;
+extern const OpSchema kGroupNormalizationSchema;
+extern const OpSchema kDepthToSpaceSchema;
+extern const OpSchema kSpaceToDepthSchema;
+extern const OpSchema kReduceSumSchema;
+extern const OpSchema kReduceMaxSchema;
+extern const OpSchema kReduceMinSchema;
+extern const OpSchema kArgMaxSchema;
+extern const OpSchema kArgMinSchema;
+extern const OpSchema kTopKSchema;
+extern const OpSchema kQuantizeLinearSchema;
+extern const OpSchema kDequantizeLinearSchema;
+extern const OpSchema kQLinearConvSchema;
+extern const OpSchema kQLinearMatMulSchema;
+extern const OpSchema kEinsumSchema;
+extern const OpSchema kLSTMSchema;
+extern const OpSchema kGRUSchema;
 
 }  // namespace tessera

@@ -458,8 +458,12 @@ TEST(CpuDeviceTest, CapabilitiesNoteTheReferenceFallback) {
     EXPECT_TRUE(c.supported);
     const bool folded =
         kind == OpKind::kShape || kind == OpKind::kConstant || kind == OpKind::kCast;
-    EXPECT_EQ(has_optimised_kernel(kind), !folded);
-    EXPECT_EQ(c.reason.find("reference kernel") != std::string::npos, folded) << c.reason;
+    // Ops that run on their reference kernel on cpu for now (issue 26's normalisations,
+    // reductions, quantisation and recurrent layers).
+    const bool reference_only = kind >= OpKind::kLayerNormalization;
+    EXPECT_EQ(has_optimised_kernel(kind), !folded && !reference_only);
+    EXPECT_EQ(c.reason.find("reference kernel") != std::string::npos, folded || reference_only)
+        << c.reason;
   }
 }
 
