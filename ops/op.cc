@@ -1,5 +1,6 @@
 #include "ops/op.h"
 
+#include <iterator>
 #include <string>
 
 #include "ops/activation.h"
@@ -8,125 +9,13 @@
 namespace tessera {
 
 const char* op_name(OpKind kind) {
-  switch (kind) {
-    case OpKind::kConv:
-      return "Conv";
-    case OpKind::kConvTranspose:
-      return "ConvTranspose";
-    case OpKind::kGemm:
-      return "Gemm";
-    case OpKind::kMatMul:
-      return "MatMul";
-    case OpKind::kBatchNormalization:
-      return "BatchNormalization";
-    case OpKind::kMaxPool:
-      return "MaxPool";
-    case OpKind::kAveragePool:
-      return "AveragePool";
-    case OpKind::kGlobalAveragePool:
-      return "GlobalAveragePool";
-    case OpKind::kGlobalMaxPool:
-      return "GlobalMaxPool";
-    case OpKind::kLRN:
-      return "LRN";
-    case OpKind::kSoftmax:
-      return "Softmax";
-    case OpKind::kRelu:
-      return "Relu";
-    case OpKind::kLeakyRelu:
-      return "LeakyRelu";
-    case OpKind::kClip:
-      return "Clip";
-    case OpKind::kSigmoid:
-      return "Sigmoid";
-    case OpKind::kHardSigmoid:
-      return "HardSigmoid";
-    case OpKind::kHardSwish:
-      return "HardSwish";
-    case OpKind::kTanh:
-      return "Tanh";
-    case OpKind::kAdd:
-      return "Add";
-    case OpKind::kSub:
-      return "Sub";
-    case OpKind::kMul:
-      return "Mul";
-    case OpKind::kDiv:
-      return "Div";
-    case OpKind::kConcat:
-      return "Concat";
-    case OpKind::kSplit:
-      return "Split";
-    case OpKind::kSlice:
-      return "Slice";
-    case OpKind::kFlatten:
-      return "Flatten";
-    case OpKind::kReshape:
-      return "Reshape";
-    case OpKind::kTranspose:
-      return "Transpose";
-    case OpKind::kSqueeze:
-      return "Squeeze";
-    case OpKind::kUnsqueeze:
-      return "Unsqueeze";
-    case OpKind::kPad:
-      return "Pad";
-    case OpKind::kReduceMean:
-      return "ReduceMean";
-    case OpKind::kResize:
-      return "Resize";
-    case OpKind::kGather:
-      return "Gather";
-    case OpKind::kShape:
-      return "Shape";
-    case OpKind::kConstant:
-      return "Constant";
-    case OpKind::kCast:
-      return "Cast";
-    case OpKind::kIdentity:
-      return "Identity";
-    case OpKind::kDropout:
-      return "Dropout";
-    case OpKind::kLayerNormalization:
-      return "LayerNormalization";
-    case OpKind::kInstanceNormalization:
-      return "InstanceNormalization";
-    case OpKind::kGroupNormalization:
-      return "GroupNormalization";
-    case OpKind::kDepthToSpace:
-      return "DepthToSpace";
-    case OpKind::kSpaceToDepth:
-      return "SpaceToDepth";
-    case OpKind::kReduceSum:
-      return "ReduceSum";
-    case OpKind::kReduceMax:
-      return "ReduceMax";
-    case OpKind::kReduceMin:
-      return "ReduceMin";
-    case OpKind::kArgMax:
-      return "ArgMax";
-    case OpKind::kArgMin:
-      return "ArgMin";
-    case OpKind::kTopK:
-      return "TopK";
-    case OpKind::kQuantizeLinear:
-      return "QuantizeLinear";
-    case OpKind::kDequantizeLinear:
-      return "DequantizeLinear";
-    case OpKind::kQLinearConv:
-      return "QLinearConv";
-    case OpKind::kQLinearMatMul:
-      return "QLinearMatMul";
-    case OpKind::kEinsum:
-      return "Einsum";
-    case OpKind::kLSTM:
-      return "LSTM";
-    case OpKind::kGRU:
-      return "GRU";
-    case OpKind::kCount:
-      break;
-  }
-  return "?";
+  static constexpr const char* kNames[] = {
+#define TESSERA_OP(name) #name,
+#include "ops/op_list.inc"
+  };
+  static_assert(static_cast<int>(std::size(kNames)) == kNumOpKinds);
+  const auto i = static_cast<size_t>(kind);
+  return i < std::size(kNames) ? kNames[i] : "?";
 }
 
 std::optional<OpKind> op_from_name(std::string_view name) {

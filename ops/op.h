@@ -28,70 +28,10 @@
 
 namespace tessera {
 
+// One value per line of ops/op_list.inc, in its order.
 enum class OpKind : uint16_t {
-  // Neural-network layers.
-  kConv,
-  kConvTranspose,
-  kGemm,
-  kMatMul,
-  kBatchNormalization,
-  kMaxPool,
-  kAveragePool,
-  kGlobalAveragePool,
-  kGlobalMaxPool,
-  kLRN,
-  kSoftmax,
-  // Activations.
-  kRelu,
-  kLeakyRelu,
-  kClip,
-  kSigmoid,
-  kHardSigmoid,
-  kHardSwish,
-  kTanh,
-  // Element-wise binary (numpy broadcasting).
-  kAdd,
-  kSub,
-  kMul,
-  kDiv,
-  // Tensor manipulation.
-  kConcat,
-  kSplit,
-  kSlice,
-  kFlatten,
-  kReshape,
-  kTranspose,
-  kSqueeze,
-  kUnsqueeze,
-  kPad,
-  kReduceMean,
-  kResize,
-  kGather,
-  kShape,
-  kConstant,
-  kCast,
-  kIdentity,
-  kDropout,
-  // Normalisation, reductions, quantisation and recurrent layers of exported detection and
-  // OCR models (issue 26).
-  kLayerNormalization,
-  kInstanceNormalization,
-  kGroupNormalization,
-  kDepthToSpace,
-  kSpaceToDepth,
-  kReduceSum,
-  kReduceMax,
-  kReduceMin,
-  kArgMax,
-  kArgMin,
-  kTopK,
-  kQuantizeLinear,
-  kDequantizeLinear,
-  kQLinearConv,
-  kQLinearMatMul,
-  kEinsum,
-  kLSTM,
-  kGRU,
+#define TESSERA_OP(name) k##name,
+#include "ops/op_list.inc"
   kCount,  // number of kinds; not an op
 };
 

@@ -391,6 +391,14 @@ Result<std::unique_ptr<Kernel>> make_matmul(const KernelRequest& req) {
     p = matmul_params(req);
   }
   if (!p) return decline();
+  // The program holds rank-4 bf16 values in NHWC (cpu_program.cc), and this kernel reads and
+  // writes logical order: a MatMul on rank-4 tensors ([N, C, H, K] x [K, M]) stays in f32 unless
+  // both layouts have the same bytes.
+  const Shape& xs = req.ctx.input(0).shape;
+  const Shape& ys = req.graph.value(n.outputs[0]).info.shape;
+  if ((xs.rank() == 4 && !layout_trivial(xs)) || (ys.rank() == 4 && !layout_trivial(ys))) {
+    return decline();
+  }
   ASSIGN_OR_RETURN(Activation act, parse_fused_activation(n.attrs));
   dnnl::post_ops ops;
   if (!append_activation(act, &ops)) return decline();

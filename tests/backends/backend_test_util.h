@@ -1,6 +1,7 @@
-// The differential harness: builds a one-node graph, compiles it on a device and on the
-// reference device, runs both on the same random inputs and compares with a per-op tolerance,
-// checking that the device produced no NaN/Inf where the reference did not.
+// diff_op: one node on a device against the reference device, for tests of one backend's kernel
+// choices (which kernel a node gets, NHWC feeds). It builds the graph and compares outputs with
+// the differential harness's own functions (tests/backends/op_cases.h), which runs the op case
+// list on every device.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 
 #include "backends/registry.h"
 #include "graph/graph.h"
+#include "tests/backends/op_cases.h"
 #include "tests/ops/op_test_util.h"
 
 namespace tessera {
@@ -45,114 +47,61 @@ inline DiffResult diff_op_with(const CompileFn& compile, const std::string& devi
                                int num_outputs = 1, float atol = 1e-4f, float rtol = 1e-4f,
                                bool nan_may_clamp = false, bool through_pad = false) {
   DiffResult r;
-  Graph g;
-  Node n;
-  n.name = std::string("diff_") + op_name(kind);
-  n.kind = kind;
-  n.attrs = attrs;
-  std::vector<NodeId> layers;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const std::string name = "in" + std::to_string(i);
-    if (inputs[i].is_constant) {
-      n.inputs.push_back(g.add_constant(name, inputs[i].value));
-    } else {
-      const ValueId v =
-          g.add_value(name, TensorInfo{inputs[i].value.dtype(), inputs[i].value.shape()});
-      g.inputs().push_back(v);
-      n.inputs.push_back(v);
-      if (through_pad && layers.empty()) {
-        Node pad;
-        pad.name = "diff_feed";
-        pad.kind = OpKind::kPad;
-        const int rank = inputs[i].value.rank();
-        pad.inputs = {
-            v, g.add_constant(
-                   "feed_pads",
-                   Tensor::from_int64s(Shape{2 * rank},
-                                       std::vector<int64_t>(static_cast<size_t>(2 * rank), 0)))};
-        pad.outputs = {g.add_value("fed")};
-        n.inputs.back() = pad.outputs[0];
-        layers.push_back(g.add_node(pad));
+  std::vector<testing::NodeInput> node_inputs;
+  for (const DiffInput& in : inputs) {
+    node_inputs.push_back(in.is_constant ? testing::weight(in.value)
+                                         : testing::activation(in.value));
+  }
+  Result<Graph> g = testing::one_node_graph(kind, attrs, node_inputs, num_outputs, through_pad);
+  EXPECT_TRUE(g.ok()) << g.status().to_string();
+  if (!g.ok()) return r;
+  const std::vector<NodeId> layers = testing::all_layers(*g);
+  const auto feed = testing::graph_feeds(*g, node_inputs);
+  Result<std::unique_ptr<Program>> prog = compile(*g, layers);
+  EXPECT_TRUE(prog.ok()) << prog.status().to_string();
+  if (!prog.ok()) return r;
+  r.kernel = (*prog)->describe();
+  auto run = [&](Program& p) -> Result<std::vector<Tensor>> {
+    std::vector<Tensor> ins;
+    for (ValueId v : p.input_values()) {
+      for (const auto& [id, t] : feed) {
+        if (id == v) ins.push_back(t);
       }
     }
-  }
-  for (int o = 0; o < num_outputs; ++o) {
-    const ValueId v = g.add_value("out" + std::to_string(o));
-    n.outputs.push_back(v);
-    g.outputs().push_back(v);
-  }
-  layers.push_back(g.add_node(n));
-  Status st = g.infer_shapes();
-  EXPECT_TRUE(st.ok()) << st.to_string();
-  if (!st.ok()) return r;
-  std::vector<Tensor> feeds;
-  for (const DiffInput& in : inputs) {
-    if (!in.is_constant) feeds.push_back(in.value);
-  }
-  std::vector<Tensor> outs[2];
-  const std::string devices[2] = {device, "reference"};
-  std::unique_ptr<Device> ref;  // outlives its program
-  for (int d = 0; d < 2; ++d) {
-    Result<std::unique_ptr<Program>> prog = internal_error("not compiled");
-    if (d == 0) {
-      prog = compile(g, layers);
-    } else {
-      auto dev = open_device(devices[d]);
-      EXPECT_TRUE(dev.ok()) << dev.status().to_string();
-      if (!dev.ok()) return r;
-      ref = std::move(*dev);
-      prog = ref->compile(g, layers);
-    }
-    EXPECT_TRUE(prog.ok()) << prog.status().to_string();
-    if (!prog.ok()) return r;
-    if (d == 0) r.kernel = (*prog)->describe();
-    outs[d].resize(static_cast<size_t>(num_outputs));
+    std::vector<Tensor> outs(p.output_values().size());
     // Run twice: results must not depend on arena contents left by the previous run.
-    for (int rep = 0; rep < 2; ++rep) {
-      Status rs = (*prog)->run(feeds, outs[d]);
-      EXPECT_TRUE(rs.ok()) << rs.to_string();
-      if (!rs.ok()) return r;
-    }
-  }
+    for (int rep = 0; rep < 2; ++rep) RETURN_IF_ERROR(p.run(ins, outs));
+    return outs;
+  };
+  Result<std::vector<Tensor>> got = run(**prog);
+  EXPECT_TRUE(got.ok()) << got.status().to_string();
+  if (!got.ok()) return r;
+  auto ref = open_device("reference");
+  EXPECT_TRUE(ref.ok()) << ref.status().to_string();
+  if (!ref.ok()) return r;
+  Result<std::vector<Tensor>> want = testing::run_layers(**ref, *g, layers, feed);
+  EXPECT_TRUE(want.ok()) << want.status().to_string();
+  if (!want.ok()) return r;
   // A reduced-precision device (cpu#bf16) is held to its precision's bound: bf16 rounds each
   // operand to 8 significant bits (relative 2^-9) and accumulates in f32, so an output may be off
   // by about 1% of its own magnitude plus 1% of the output's largest (cancellation in a sum).
   Result<DeviceName> parsed = parse_device_name(device);
   const bool bf16 = parsed.ok() && parsed->precision == Precision::kBf16;
   for (int o = 0; o < num_outputs; ++o) {
-    const Tensor& a = outs[0][static_cast<size_t>(o)];
-    const Tensor& b = outs[1][static_cast<size_t>(o)];
-    EXPECT_EQ(a.shape(), b.shape());
-    if (a.shape() != b.shape() || a.dtype() != DType::kF32) continue;
+    const Tensor& a = (*got)[static_cast<size_t>(o)];
+    const Tensor& b = (*want)[static_cast<size_t>(o)];
+    testing::Tolerance tol{atol, rtol, nan_may_clamp, /*scale_by_max=*/false};
     if (bf16) {
-      double max_ref = 0;
-      for (int64_t i = 0; i < b.numel(); ++i) {
-        if (std::isfinite(b.data<float>()[i]))
-          max_ref = std::max(max_ref, static_cast<double>(std::fabs(b.data<float>()[i])));
-      }
-      atol = std::max(atol, static_cast<float>(kBf16Tolerance * max_ref));
-      rtol = std::max(rtol, static_cast<float>(kBf16Tolerance));
+      tol = {kBf16Tolerance, kBf16Tolerance, nan_may_clamp, /*scale_by_max=*/true};
     }
-    int reported = 0;
-    for (int64_t i = 0; i < a.numel(); ++i) {
-      const float x = a.data<float>()[i], y = b.data<float>()[i];
-      // XNNPACK clamps every output to [min, max] (with +-inf when there is no activation) using
-      // max/min instructions that turn NaN into the bound: callers that know a kernel does so
-      // pass nan_may_clamp, and only the non-NaN elements must then match.
-      if (std::isnan(y) && nan_may_clamp) continue;
-      if (std::isnan(y) || std::isinf(y)) {
-        EXPECT_TRUE(std::isnan(x) == std::isnan(y) && (std::isnan(y) || x == y))
-            << "output " << o << " [" << i << "]: device " << x << ", reference " << y;
-        continue;
-      }
-      EXPECT_TRUE(std::isfinite(x))
-          << "output " << o << " [" << i << "] is " << x << " on " << device << ", reference " << y;
-      const double err = std::fabs(static_cast<double>(x) - y);
-      r.max_abs_err = std::max(r.max_abs_err, err);
-      r.max_ref = std::max(r.max_ref, static_cast<double>(std::fabs(y)));
-      if (err > atol + rtol * std::fabs(y) && reported++ < 5) {
-        ADD_FAILURE() << op_name(kind) << " output " << o << " [" << i << "]: " << device << " "
-                      << x << " vs reference " << y << " (kernel: " << r.kernel << ")";
+    double err = 0;
+    const std::string diff = testing::compare_outputs(a, b, tol, &err);
+    EXPECT_TRUE(diff.empty()) << op_name(kind) << " output " << o << " on " << device << ": "
+                              << diff << " (kernel: " << r.kernel << ")";
+    r.max_abs_err = std::max(r.max_abs_err, err);
+    if (b.dtype() == DType::kF32) {
+      for (float v : b.span<float>()) {
+        if (std::isfinite(v)) r.max_ref = std::max(r.max_ref, static_cast<double>(std::fabs(v)));
       }
     }
   }

@@ -14,6 +14,7 @@
 #include <random>
 
 #include "backends/opencl/opencl_device.h"
+#include "backends/opencl/opencl_ops.h"
 #include "backends/opencl/opencl_runtime.h"
 #include "backends/reference/reference_device.h"
 #include "core/npy.h"
@@ -153,6 +154,16 @@ TEST(OpenCLRuntime, AllocationBeyondTheDeviceLimitIsAStatus) {
   EXPECT_NE(m.status().message().find("maximum allocation"), std::string::npos);
   Result<opencl::MemHandle> ok = rt->create_buffer(0);
   EXPECT_TRUE(ok.ok()) << "an empty tensor still gets a (minimal) buffer";
+}
+
+// Every foundation op has an OpenCL entry (the op case list, tests/backends/op_cases_test.cc, runs
+// them all on opencl:0 against the reference).
+TEST(OpenCLOpTable, EveryFoundationOpHasAnEntry) {
+  for (int k = 0; k < kNumOpKinds; ++k) {
+    const OpKind kind = static_cast<OpKind>(k);
+    if (kind == OpKind::kConstant || !is_foundation_op(kind)) continue;  // Constant: folded away
+    EXPECT_NE(opencl::find_opencl_op(kind), nullptr) << op_name(kind);
+  }
 }
 
 TEST(OpenCLDevice, NamesAndListing) {

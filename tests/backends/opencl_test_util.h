@@ -12,6 +12,7 @@
 #include "backends/device.h"
 #include "backends/registry.h"
 #include "graph/graph.h"
+#include "tests/backends/op_cases.h"
 #include "tests/ops/op_test_util.h"
 
 namespace tessera::testing {
@@ -43,48 +44,6 @@ inline std::unique_ptr<Device> open_opencl_device(std::string* why) {
   }                                                                                             \
   dev = tessera_dev_.get()
 
-// One node's input (tests/ops/op_test_util.h), named for what it is to a device: an
-// activation fed at run time, or a weight known at compile time.
-using NodeInput = OpInput;
-inline NodeInput activation(Tensor t) {
-  return in(std::move(t));
-}
-inline NodeInput weight(Tensor t) {
-  return constant(std::move(t));
-}
-inline NodeInput absent() {
-  return omitted();
-}
-
-// single_node_graph with its outputs as graph outputs and shapes inferred.
-inline Result<Graph> one_node_graph(OpKind kind, const Attributes& attrs,
-                                    const std::vector<NodeInput>& inputs, int num_outputs) {
-  Graph g = single_node_graph(kind, attrs, inputs, num_outputs);
-  g.outputs() = g.node(0).outputs;
-  RETURN_IF_ERROR(g.infer_shapes());
-  return g;
-}
-
-// Compiles `layers` of `g` on `device` and runs them; `feed` maps every graph input ValueId to
-// its tensor (only those the slice reads are passed).
-inline Result<std::vector<Tensor>> run_layers(Device& device, const Graph& g,
-                                              const std::vector<NodeId>& layers,
-                                              const std::vector<std::pair<ValueId, Tensor>>& feed) {
-  ASSIGN_OR_RETURN(std::unique_ptr<Program> p, device.compile(g, layers));
-  std::vector<Tensor> ins;
-  for (ValueId v : p->input_values()) {
-    bool found = false;
-    for (const auto& [id, t] : feed) {
-      if (id == v) {
-        ins.push_back(t);
-        found = true;
-      }
-    }
-    if (!found) return not_found("no tensor fed for '" + g.value(v).name + "'");
-  }
-  std::vector<Tensor> outs(p->output_values().size());
-  RETURN_IF_ERROR(p->run(ins, outs));
-  return outs;
-}
+// one_node_graph, run_layers and the NodeInput helpers come from the op case harness.
 
 }  // namespace tessera::testing
