@@ -252,6 +252,17 @@ Result<AttributeValue> attribute_from_onnx(const onnx::AttributeProto& a,
       return AttributeValue(std::vector<int64_t>(a.ints().begin(), a.ints().end()));
     case onnx::AttributeProto::FLOATS:
       return AttributeValue(std::vector<float>(a.floats().begin(), a.floats().end()));
+    case onnx::AttributeProto::STRINGS: {
+      // A list of strings (an LSTM's activations) is kept as one string joined with ','.
+      std::string joined;
+      for (const std::string& x : a.strings()) {
+        if (x.find(',') != std::string::npos) {
+          return unimplemented(what + " holds the string '" + x + "', which contains a ','");
+        }
+        joined += (joined.empty() ? "" : ",") + x;
+      }
+      return AttributeValue(std::move(joined));
+    }
     case onnx::AttributeProto::TENSOR: {
       ASSIGN_OR_RETURN(Tensor t, tensor_from_onnx(a.t(), what));
       return AttributeValue(std::move(t));
@@ -435,6 +446,7 @@ class GraphBuilder {
       const onnx::NodeProto& n = proto_.node(i);
       if (n.op_type().empty()) return invalid_argument(describe(i) + " has no op_type");
       if (is_default_domain(n.domain()) && op_from_name(n.op_type())) continue;
+      if (is_default_domain(n.domain()) && n.op_type() == "Upsample") continue;  // -> Resize
       const std::string op =
           is_default_domain(n.domain()) ? n.op_type() : n.domain() + ":" + n.op_type();
       auto g =
@@ -702,6 +714,10 @@ class GraphBuilder {
       const std::string where = describe(i);
       Node node;
       node.name = names_[static_cast<size_t>(i)];
+      if (n.op_type() == "Upsample") {
+        RETURN_IF_ERROR(add_upsample(i));
+        continue;
+      }
       node.kind = *op_from_name(n.op_type());  // check_operators guarantees it maps
       for (const onnx::AttributeProto& a : n.attribute()) {
         if (a.name().empty()) return invalid_argument(where + " has an attribute without a name");
@@ -731,6 +747,68 @@ class GraphBuilder {
       node.outputs = node_outputs_[static_cast<size_t>(i)];
       out_.graph.add_node(std::move(node));
     }
+    return Status();
+  }
+
+  // Upsample (opsets 7-9, deprecated since 10) is a Resize with asymmetric coordinates and, in
+  // nearest mode, floor rounding (what ONNX Runtime computes for it): X -> Resize(X, roi: none,
+  // scales). Opset 7 gives the scales as an attribute, opsets 9 as input 1.
+  Status add_upsample(int i) {
+    const onnx::NodeProto& n = proto_.node(i);
+    const std::string where = describe(i);
+    Node node;
+    node.name = names_[static_cast<size_t>(i)];
+    node.kind = OpKind::kResize;
+    std::string mode = "nearest";
+    std::vector<float> scales;
+    bool scales_attr = false;
+    for (const onnx::AttributeProto& a : n.attribute()) {
+      ASSIGN_OR_RETURN(AttributeValue v, attribute_from_onnx(a, where));
+      if (a.name() == "mode" && std::holds_alternative<std::string>(v)) {
+        mode = std::get<std::string>(v);
+      } else if (a.name() == "scales" && std::holds_alternative<std::vector<float>>(v)) {
+        scales = std::get<std::vector<float>>(v);
+        scales_attr = true;
+      } else {
+        return invalid_argument(where + ": unexpected attribute " + quote_name(a.name()) +
+                                " of type " + attribute_kind_name(v));
+      }
+    }
+    if (mode == "bilinear") mode = "linear";  // opset 7 spelled it both ways
+    if (mode != "nearest" && mode != "linear") {
+      return unimplemented(where + ": mode '" + mode + "' (supported: nearest, linear)");
+    }
+    node.attrs.set("mode", mode);
+    node.attrs.set("coordinate_transformation_mode", std::string("asymmetric"));
+    if (mode == "nearest") node.attrs.set("nearest_mode", std::string("floor"));
+    if (n.input_size() < 1 || n.input(0).empty()) {
+      return invalid_argument(where + " has no input X");
+    }
+    const int want_inputs = scales_attr ? 1 : 2;
+    if (n.input_size() != want_inputs) {
+      return invalid_argument(where + " must have " + std::to_string(want_inputs) + " input(s) (X" +
+                              (scales_attr ? "; scales is an attribute" : ", scales") + "), has " +
+                              std::to_string(n.input_size()));
+    }
+    ValueId scale_value = kNoValue;
+    if (scales_attr) {
+      scale_value = out_.graph.add_constant(
+          value_names_.make(node.name + "/scales"),
+          Tensor::from_floats(Shape{static_cast<int64_t>(scales.size())}, scales));
+    }
+    std::vector<ValueId> ins;
+    for (int k = 0; k < n.input_size(); ++k) {
+      auto it = by_name_.find(n.input(k));
+      if (n.input(k).empty() || it == by_name_.end()) {
+        return invalid_argument(where + " input " + std::to_string(k) + " '" + n.input(k) +
+                                "' is not produced by any node and is not a graph input or "
+                                "initializer");
+      }
+      ins.push_back(it->second);
+    }
+    node.inputs = {ins[0], kNoValue, scales_attr ? scale_value : ins[1]};
+    node.outputs = node_outputs_[static_cast<size_t>(i)];
+    out_.graph.add_node(std::move(node));
     return Status();
   }
 

@@ -1296,13 +1296,221 @@ std::vector<OpCase> math_cases() {
   return c;
 }
 
+// An integer tensor of `dtype` (i8, u8 or i32) with values drawn uniformly from [lo, hi].
+Tensor int_range(DType dtype, const Shape& s, uint32_t seed, int lo, int hi) {
+  Tensor t = Tensor::create(dtype, s).value();
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> pick(lo, hi);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const int v = pick(rng);
+    if (dtype == DType::kI8) t.data<int8_t>()[i] = static_cast<int8_t>(v);
+    if (dtype == DType::kU8) t.data<uint8_t>()[i] = static_cast<uint8_t>(v);
+    if (dtype == DType::kI32) t.data<int32_t>()[i] = v;
+  }
+  return t;
+}
+
+// Normalisations, block moves, reductions, selection, Einsum, recurrent layers and the quantized
+// ops (the ops after the foundation set). Integer outputs (ArgMax, TopK's indices, the quantized
+// tensors) must match the reference exactly.
+std::vector<OpCase> sequence_quantized_cases() {
+  std::vector<OpCase> c;
+  const Tensor x = rnd(Shape({2, 6, 7, 5}), 300, -2.f, 3.f);
+  c.push_back({"LayerNormalization_last_axis",
+               OpKind::kLayerNormalization,
+               attrs({}),
+               {activation(rnd(Shape({3, 5, 127}), 301, -2.f, 4.f)), weight(rnd(Shape({127}), 302)),
+                weight(rnd(Shape({127}), 303))},
+               1,
+               1e-4f});
+  c.push_back({"LayerNormalization_axis1_no_bias",
+               OpKind::kLayerNormalization,
+               attrs({{"axis", int64_t{1}}, {"epsilon", 1e-3f}}),
+               {activation(x), weight(rnd(Shape({6, 7, 5}), 304))},
+               1,
+               1e-4f});
+  c.push_back({"InstanceNormalization_nchw",
+               OpKind::kInstanceNormalization,
+               attrs({}),
+               {activation(x), weight(rnd(Shape({6}), 305)), weight(rnd(Shape({6}), 306))},
+               1,
+               1e-4f});
+  c.push_back({"GroupNormalization_per_channel",
+               OpKind::kGroupNormalization,
+               attrs({{"num_groups", int64_t{3}}}),
+               {activation(x), weight(rnd(Shape({6}), 307)), weight(rnd(Shape({6}), 308))},
+               1,
+               1e-4f});
+  c.push_back({"GroupNormalization_per_group",
+               OpKind::kGroupNormalization,
+               attrs({{"num_groups", int64_t{2}}, {"epsilon", 1e-2f}}),
+               {activation(x), weight(rnd(Shape({2}), 309)), weight(rnd(Shape({2}), 310))},
+               1,
+               1e-4f});
+  const Tensor deep = rnd(Shape({2, 12, 3, 5}), 311);
+  c.push_back({"DepthToSpace_dcr",
+               OpKind::kDepthToSpace,
+               attrs({{"blocksize", int64_t{2}}}),
+               {activation(deep)},
+               1,
+               0.f});
+  c.push_back({"DepthToSpace_crd",
+               OpKind::kDepthToSpace,
+               attrs({{"blocksize", int64_t{2}}, {"mode", std::string("CRD")}}),
+               {activation(deep)},
+               1,
+               0.f});
+  c.push_back({"SpaceToDepth_block3",
+               OpKind::kSpaceToDepth,
+               attrs({{"blocksize", int64_t{3}}}),
+               {activation(rnd(Shape({1, 5, 9, 6}), 312))},
+               1,
+               0.f});
+  c.push_back({"ReduceSum_axes_input",
+               OpKind::kReduceSum,
+               attrs({}),
+               {activation(rnd(Shape({3, 5, 127}), 313)), weight(ints64({0, -1}))},
+               1,
+               1e-4f});
+  c.push_back({"ReduceSum_all_nokeep",
+               OpKind::kReduceSum,
+               attrs({{"keepdims", int64_t{0}}}),
+               {activation(x)},
+               1,
+               1e-4f,
+               8.f});
+  c.push_back({"ReduceMax_hw", OpKind::kReduceMax, attrs({{"axes", Ints{2, 3}}}), {activation(x)}});
+  c.push_back({"ReduceMin_c_nokeep",
+               OpKind::kReduceMin,
+               attrs({{"axes", Ints{1}}, {"keepdims", int64_t{0}}}),
+               {activation(x)}});
+  c.push_back({"ArgMax_axis1", OpKind::kArgMax, attrs({{"axis", int64_t{1}}}), {activation(x)}});
+  c.push_back(
+      {"ArgMax_last_nokeep_select_last",
+       OpKind::kArgMax,
+       attrs({{"axis", int64_t{-1}}, {"keepdims", int64_t{0}}, {"select_last_index", int64_t{1}}}),
+       {activation(rnd(Shape({4, 13}), 314))}});
+  c.push_back({"ArgMin_axis0", OpKind::kArgMin, attrs({}), {activation(x)}});
+  c.push_back({"TopK_largest_last",
+               OpKind::kTopK,
+               attrs({}),
+               {activation(rnd(Shape({3, 127}), 315)), weight(ints64({5}))},
+               2});
+  c.push_back({"TopK_smallest_axis1",
+               OpKind::kTopK,
+               attrs({{"axis", int64_t{1}}, {"largest", int64_t{0}}}),
+               {activation(x), weight(ints64({3}))},
+               2});
+  c.push_back({"Einsum_batched_matmul",
+               OpKind::kEinsum,
+               attrs({{"equation", std::string("bij,bjk->bik")}}),
+               {activation(rnd(Shape({3, 7, 13}), 316)), activation(rnd(Shape({3, 13, 5}), 317))},
+               1,
+               1e-5f,
+               4.f});
+  c.push_back(
+      {"Einsum_attention_scores",
+       OpKind::kEinsum,
+       attrs({{"equation", std::string("bhij,bhkj->bhik")}}),
+       {activation(rnd(Shape({2, 3, 5, 8}), 318)), activation(rnd(Shape({2, 3, 7, 8}), 319))},
+       1,
+       1e-5f,
+       3.f});
+  c.push_back({"Einsum_outer",
+               OpKind::kEinsum,
+               attrs({{"equation", std::string("i,k->ik")}}),
+               {activation(rnd(Shape({9}), 320)), activation(rnd(Shape({4}), 321))}});
+  // LSTM: S=5, B=2, I=3, H=4.
+  c.push_back({"LSTM_bidirectional_states",
+               OpKind::kLSTM,
+               attrs({{"hidden_size", int64_t{4}}, {"direction", std::string("bidirectional")}}),
+               {activation(rnd(Shape({5, 2, 3}), 322)), weight(rnd(Shape({2, 16, 3}), 323)),
+                weight(rnd(Shape({2, 16, 4}), 324)), weight(rnd(Shape({2, 32}), 325)), absent(),
+                activation(rnd(Shape({2, 2, 4}), 326)), activation(rnd(Shape({2, 2, 4}), 327))},
+               3,
+               1e-5f,
+               4.f});
+  c.push_back(
+      {"LSTM_reverse_clip_peepholes",
+       OpKind::kLSTM,
+       attrs({{"hidden_size", int64_t{4}}, {"direction", std::string("reverse")}, {"clip", 0.5f}}),
+       {activation(rnd(Shape({5, 2, 3}), 328)), weight(rnd(Shape({1, 16, 3}), 329)),
+        weight(rnd(Shape({1, 16, 4}), 330)), weight(rnd(Shape({1, 32}), 331)), absent(), absent(),
+        absent(), weight(rnd(Shape({1, 12}), 332))},
+       3,
+       1e-5f,
+       4.f});
+  c.push_back({"GRU_forward",
+               OpKind::kGRU,
+               attrs({{"hidden_size", int64_t{5}}}),
+               {activation(rnd(Shape({4, 3, 6}), 333)), weight(rnd(Shape({1, 15, 6}), 334)),
+                weight(rnd(Shape({1, 15, 5}), 335)), weight(rnd(Shape({1, 30}), 336))},
+               2,
+               1e-5f,
+               4.f});
+  c.push_back({"GRU_bidirectional_linear_before_reset",
+               OpKind::kGRU,
+               attrs({{"hidden_size", int64_t{5}},
+                      {"direction", std::string("bidirectional")},
+                      {"linear_before_reset", int64_t{1}}}),
+               {activation(rnd(Shape({4, 3, 6}), 337)), weight(rnd(Shape({2, 15, 6}), 338)),
+                weight(rnd(Shape({2, 15, 5}), 339)), absent(), absent(),
+                activation(rnd(Shape({2, 3, 5}), 340))},
+               2,
+               1e-5f,
+               4.f});
+  // Quantisation: values past both ends of the int8 / uint8 range saturate.
+  c.push_back({"QuantizeLinear_u8_per_tensor",
+               OpKind::kQuantizeLinear,
+               attrs({}),
+               {activation(rnd(Shape({2, 5, 13}), 341, -40.f, 100.f)), weight(scalar(0.3f)),
+                weight(int_range(DType::kU8, Shape({}), 342, 100, 140))}});
+  c.push_back({"QuantizeLinear_i8_per_axis",
+               OpKind::kQuantizeLinear,
+               attrs({{"axis", int64_t{1}}}),
+               {activation(rnd(Shape({2, 5, 13}), 343, -60.f, 60.f)),
+                weight(rnd(Shape({5}), 344, 0.1f, 0.6f)),
+                weight(int_range(DType::kI8, Shape({5}), 345, -10, 10))}});
+  c.push_back({"DequantizeLinear_u8_per_tensor",
+               OpKind::kDequantizeLinear,
+               attrs({}),
+               {activation(int_range(DType::kU8, Shape({3, 127}), 346, 0, 255)),
+                weight(scalar(0.05f)), weight(int_range(DType::kU8, Shape({}), 347, 0, 255))}});
+  c.push_back({"DequantizeLinear_i8_per_axis0",
+               OpKind::kDequantizeLinear,
+               attrs({{"axis", int64_t{0}}}),
+               {activation(int_range(DType::kI8, Shape({4, 9}), 348, -128, 127)),
+                weight(rnd(Shape({4}), 349, 0.01f, 0.1f))}});
+  // QLinearConv: u8 activations, i8 weights per output channel, i32 bias.
+  c.push_back({"QLinearConv_per_channel_bias",
+               OpKind::kQLinearConv,
+               attrs({{"pads", Ints{1, 1, 1, 1}}}),
+               {activation(int_range(DType::kU8, Shape({1, 3, 7, 6}), 350, 0, 255)),
+                weight(scalar(0.02f)), weight(int_range(DType::kU8, Shape({}), 351, 100, 150)),
+                weight(int_range(DType::kI8, Shape({4, 3, 3, 3}), 352, -127, 127)),
+                weight(rnd(Shape({4}), 353, 0.002f, 0.01f)),
+                weight(int_range(DType::kI8, Shape({4}), 354, 0, 0)), weight(scalar(0.05f)),
+                weight(int_range(DType::kU8, Shape({}), 355, 120, 130)),
+                weight(int_range(DType::kI32, Shape({4}), 356, -2000, 2000))}});
+  c.push_back({"QLinearMatMul_u8",
+               OpKind::kQLinearMatMul,
+               attrs({}),
+               {activation(int_range(DType::kU8, Shape({2, 5, 13}), 357, 0, 255)),
+                weight(scalar(0.03f)), weight(int_range(DType::kU8, Shape({}), 358, 100, 150)),
+                weight(int_range(DType::kI8, Shape({13, 7}), 359, -127, 127)),
+                weight(scalar(0.01f)), weight(int_range(DType::kI8, Shape({}), 360, 0, 0)),
+                weight(scalar(0.2f)), weight(int_range(DType::kU8, Shape({}), 361, 120, 130))}});
+  return c;
+}
+
 }  // namespace
 
 std::vector<OpCase> all_op_cases() {
   std::vector<OpCase> all;
   for (auto family :
        {conv_cases(), gemm_cases(), pool_cases(), elementwise_cases(), normalization_cases(),
-        tensor_cases(), cpu_harness_cases(), vulkan_harness_cases(), math_cases()}) {
+        tensor_cases(), cpu_harness_cases(), vulkan_harness_cases(), math_cases(),
+        sequence_quantized_cases()}) {
     for (OpCase& c : family) all.push_back(std::move(c));
   }
   return all;

@@ -737,11 +737,14 @@ TEST(OnnxImport, RejectsUnsupportedAndMalformedAttributes) {
                  add_attr(n, "branches", AttributeProto::GRAPHS)->add_graphs();
                }),
                StatusCode::kUnimplemented, {"attribute 'branches'", "subgraph"});
+  // A list of strings is kept as one string joined with ','; a ',' inside one is refused.
   expect_error(with_attr([](NodeProto* n) {
-                 add_attr(n, "names", AttributeProto::STRINGS)->add_strings("a");
+                 AttributeProto* a = add_attr(n, "names", AttributeProto::STRINGS);
+                 a->add_strings("a");
+                 a->add_strings("b,c");
                }),
                StatusCode::kUnimplemented,
-               {"node 'relu' (Relu): attribute 'names' has type STRINGS"});
+               {"node 'relu' (Relu): attribute 'names' holds the string 'b,c'", "contains a ','"});
   expect_error(with_attr([](NodeProto* n) { n->add_attribute()->set_name("untyped"); }),
                StatusCode::kInvalidArgument, {"attribute 'untyped' has no type"});
   expect_error(with_attr([](NodeProto* n) {
@@ -794,7 +797,7 @@ TEST(OnnxImport, GroupsUnsupportedOperatorsByType) {
   std::string prev = "x";
   for (int i = 0; i < 5; ++i) {
     const std::string out = "l" + std::to_string(i);
-    add_node(g, "LSTM", {prev}, {out}, "lstm" + std::to_string(i));
+    add_node(g, "NonMaxSuppression", {prev}, {out}, "nms" + std::to_string(i));
     prev = out;
   }
   add_node(g, "Scan", {prev, prev, prev}, {"r"}, "scan");
@@ -803,10 +806,11 @@ TEST(OnnxImport, GroupsUnsupportedOperatorsByType) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
   const std::string& msg = r.status().message();
-  EXPECT_NE(msg.find("LSTM x5 (nodes 'lstm0', 'lstm1', 'lstm2', ...), Scan x1 (node 'scan')"),
-            std::string::npos)
+  EXPECT_NE(
+      msg.find("NonMaxSuppression x5 (nodes 'nms0', 'nms1', 'nms2', ...), Scan x1 (node 'scan')"),
+      std::string::npos)
       << msg;
-  EXPECT_EQ(msg.find("lstm3"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("nms3"), std::string::npos) << msg;
   EXPECT_NE(msg.find("neither run nor constant-fold"), std::string::npos) << msg;
 }
 
@@ -1250,6 +1254,116 @@ TEST(OnnxImport, PadBeyondTheElementLimitIsRefusedBeforeAnyMap) {
   ASSERT_TRUE(imported.ok()) << imported.status().to_string();
   expect_error(infer_onnx_shapes(*imported), StatusCode::kInvalidArgument,
                {"pad_bomb4", "element count", "exceeds the limit"});
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// Upsample (opsets 7-9) imports as Resize with asymmetric coordinates and floor rounding: scales
+// from the attribute (opset 7) or from input 1 (opset 9), nearest and linear.
+TEST(OnnxImport, UpsampleBecomesResizeMatchingItsFormula) {
+  const Tensor x = testing::random_tensor(Shape{1, 2, 3, 5}, 3);
+  for (bool scales_as_input : {false, true}) {
+    for (const char* mode : {"nearest", "linear"}) {
+      SCOPED_TRACE(std::string(mode) + (scales_as_input ? " (input)" : " (attribute)"));
+      ModelProto m = make_model(11);
+      GraphProto* g = m.mutable_graph();
+      add_input(g, "x", {1, 2, 3, 5});
+      const std::vector<float> scales = {1.f, 1.f, 2.f, 3.f};
+      NodeProto* n;
+      if (scales_as_input) {
+        add_float_initializer(g, "scales", {4}, scales);
+        n = add_node(g, "Upsample", {"x", "scales"}, {"y"}, "up");
+      } else {
+        n = add_node(g, "Upsample", {"x"}, {"y"}, "up");
+        AttributeProto* a = add_attr(n, "scales", AttributeProto::FLOATS);
+        for (float s : scales) a->add_floats(s);
+      }
+      AttributeProto* md = add_attr(n, "mode", AttributeProto::STRING);
+      md->set_s(mode);
+      add_output(g, "y");
+      auto r = import_model(m);
+      ASSERT_TRUE(r.ok()) << r.status().to_string();
+      ImportedModel model = std::move(r).value();
+      ASSERT_TRUE(infer_onnx_shapes(model).ok());
+      ASSERT_EQ(node_named(model.graph, "up")->kind, OpKind::kResize);
+      auto out = run_graph(model.graph, {x});
+      ASSERT_TRUE(out.ok()) << out.status().to_string();
+      const Tensor& y = (*out)[0];
+      ASSERT_EQ(y.shape(), (Shape{1, 2, 6, 15}));
+      for (int64_t i = 0; i < y.numel(); ++i) {
+        const int64_t ox = i % 15, oy = (i / 15) % 6, c = i / 90;
+        const float* xc = x.data<float>() + c * 15;
+        float want;
+        if (std::string(mode) == "nearest") {
+          want = xc[(oy / 2) * 5 + ox / 3];  // floor(o / scale)
+        } else {
+          // Asymmetric: in = o / scale, clamped to the last index; bilinear.
+          const float fy = std::min(oy / 2.f, 2.f), fx = std::min(ox / 3.f, 4.f);
+          const int y0 = static_cast<int>(fy), x0 = static_cast<int>(fx);
+          const int y1 = std::min(y0 + 1, 2), x1 = std::min(x0 + 1, 4);
+          const float wy = fy - y0, wx = fx - x0;
+          want = (1 - wy) * ((1 - wx) * xc[y0 * 5 + x0] + wx * xc[y0 * 5 + x1]) +
+                 wy * ((1 - wx) * xc[y1 * 5 + x0] + wx * xc[y1 * 5 + x1]);
+        }
+        ASSERT_NEAR(y.data<float>()[i], want, 1e-6) << "at " << i;
+      }
+    }
+  }
+  // Other modes are refused naming the node.
+  ModelProto m = make_model(11);
+  GraphProto* g = m.mutable_graph();
+  add_input(g, "x", {1, 1, 2, 2});
+  NodeProto* n = add_node(g, "Upsample", {"x"}, {"y"}, "up");
+  add_attr(n, "mode", AttributeProto::STRING)->set_s("cubic");
+  add_attr(n, "scales", AttributeProto::FLOATS)->add_floats(1.f);
+  add_output(g, "y");
+  expect_error(import_model(m).status(), StatusCode::kUnimplemented,
+               {"node 'up' (Upsample)", "mode 'cubic'"});
+}
+
+// A QDQ weight (DequantizeLinear of an i8 constant) folds into an f32 constant at import, and the
+// activation's QuantizeLinear -> DequantizeLinear pair stays, rounding to the u8 grid.
+TEST(OnnxImport, QdqWeightsFoldAndActivationPairsRound) {
+  ModelProto m = make_model(13);
+  GraphProto* g = m.mutable_graph();
+  add_input(g, "x", {1, 4});
+  add_float_initializer(g, "xs", {}, {0.1f});
+  set_raw(add_initializer(g, "xz", TensorProto::UINT8, {}), std::vector<uint8_t>{128});
+  set_raw(add_initializer(g, "wq", TensorProto::INT8, {4, 3}),
+          std::vector<int8_t>{1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -12});
+  add_float_initializer(g, "ws", {3}, {0.5f, 0.25f, 0.125f});
+  set_raw(add_initializer(g, "wz", TensorProto::INT8, {3}), std::vector<int8_t>{0, 0, 0});
+  add_node(g, "QuantizeLinear", {"x", "xs", "xz"}, {"xq"}, "q");
+  add_node(g, "DequantizeLinear", {"xq", "xs", "xz"}, {"xd"}, "dq");
+  set_int(add_node(g, "DequantizeLinear", {"wq", "ws", "wz"}, {"w"}, "wdq"), "axis", 1);
+  add_node(g, "MatMul", {"xd", "w"}, {"y"}, "mm");
+  add_output(g, "y");
+  auto r = import_model(m);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  ImportedModel model = std::move(r).value();
+  ASSERT_TRUE(infer_onnx_shapes(model).ok());
+  EXPECT_EQ(node_named(model.graph, "wdq"), nullptr);  // folded
+  ASSERT_NE(node_named(model.graph, "q"), nullptr);
+  const Value& w = value_named(model.graph, "w");
+  ASSERT_TRUE(w.is_constant);
+  EXPECT_FLOAT_EQ(w.data.data<float>()[4], 5 * 0.25f);
+  const Tensor x = Tensor::from_floats(Shape{1, 4}, std::vector<float>{0.04f, 0.06f, -0.25f, 99.f});
+  auto out = run_graph(model.graph, {x});
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  // x on the grid: 0.04 -> 0.0 (0.4 rounds to 0), 0.06 -> 0.1, -0.25 -> -0.2 (tie to even),
+  // 99 -> 12.7 (saturated at 255).
+  const float xg[] = {0.f, 0.1f, -0.2f, 12.7f};
+  const int8_t wv[] = {1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -12};
+  const float ws[] = {0.5f, 0.25f, 0.125f};
+  for (int j = 0; j < 3; ++j) {
+    double want = 0;
+    for (int k = 0; k < 4; ++k) want += static_cast<double>(xg[k]) * wv[k * 3 + j] * ws[j];
+    EXPECT_NEAR((*out)[0].data<float>()[j], want, 1e-5) << j;
+  }
 }
 
 }  // namespace
