@@ -33,6 +33,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/calibration_table.h"
 #include "core/status.h"
 #include "core/tensor.h"
 #include "graph/graph.h"
@@ -82,6 +83,9 @@ struct CompileOptions {
   // backends/registry.h) compiles at that level whatever this says; a device that lacks the
   // precision fails compile() with Unimplemented.
   Precision precision = Precision::kF32;
+  // Activation ranges for kInt8 (core/calibration_table.h; `tessera calibrate`); a device
+  // compiling int8 without them fails with FailedPrecondition. Shared, read-only.
+  std::shared_ptr<const CalibrationTable> calibration;
 };
 
 // Options of one run of a Program.
