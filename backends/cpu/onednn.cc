@@ -120,6 +120,16 @@ bool append_activation(const Activation& a, dnnl::post_ops* ops) {
   return false;
 }
 
+// Attributes asking for a scratchpad the kernel owns (OneDnnKernel::own_scratchpad) rather than
+// oneDNN's library-managed one: Debian's oneDNN 2.6.3 ran its gemm int8 grouped convolution
+// (x64:gemm_s8u8s32) through a null library scratchpad on the pool's leader (a write at address
+// 0xfc); a kernel-owned buffer also keeps a kernel's memory its own (kernel.h's thread rule).
+dnnl::primitive_attr owned_scratchpad_attr() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
 // What every oneDNN bf16 kernel shares: the primitive, its stream, the bound memories.
 class OneDnnKernel : public Kernel {
  public:
@@ -131,6 +141,7 @@ class OneDnnKernel : public Kernel {
   Status run(ThreadPool& pool) override {
     prepare_openmp(pool);
     return guarded(what_, [&] {
+      if (scratch_) args_[DNNL_ARG_SCRATCHPAD] = scratch_;
       prim_.execute(stream_, args_);
       stream_.wait();
     });
@@ -142,7 +153,15 @@ class OneDnnKernel : public Kernel {
     desc_ = "onednn bf16 " + what + " (" + pd.impl_info_str() + ")";
   }
 
+  // Allocates the scratchpad the primitive of `pd` asks for (its attributes from
+  // owned_scratchpad_attr()); run() passes it.
+  void own_scratchpad(const dnnl::primitive_desc_base& pd) {
+    const memory::desc md = pd.scratchpad_desc();
+    scratch_ = md.get_size() > 0 ? memory(md, cpu_engine()) : memory();
+  }
+
   dnnl::primitive prim_;
+  memory scratch_;  // the kernel's own scratchpad, or empty
   dnnl::stream stream_{cpu_engine()};
   std::unordered_map<int, memory> args_;
   std::string what_;
@@ -178,7 +197,7 @@ class ConvKernel final : public OneDnnKernel {
     // brgemm convolutions take a sum but not a binary add, which costs 2-8x on these layers.
     if (residual_) ops.append_sum(1.f);
     if (!append_activation(s.act, &ops)) return false;
-    dnnl::primitive_attr attr;
+    dnnl::primitive_attr attr = owned_scratchpad_attr();
     attr.set_post_ops(ops);
     const memory::desc src_md(dims_of({x[0], s.cin, x[2], x[3]}), dt::bf16, tag::nhwc);
     const bool grouped = s.group > 1;
@@ -201,6 +220,7 @@ class ConvKernel final : public OneDnnKernel {
                                                 dst_md, strides, dil, pl, pr);
       pd_ = dnnl::convolution_forward::primitive_desc(d, attr, cpu_engine());
       prim_ = dnnl::convolution_forward(pd_);
+      own_scratchpad(pd_);
       memory user_w(memory::desc(wdims, dt::f32, grouped ? tag::goihw : tag::oihw), cpu_engine(),
                     const_cast<float*>(s.weight->data<float>()));
       weights_ = memory(pd_.weights_desc(), cpu_engine());
@@ -306,8 +326,9 @@ class PoolKernel final : public OneDnnKernel {
           dnnl::prop_kind::forward_inference, alg, src_md, dst_md,
           dims_of({g.strides[0], g.strides[1]}), dims_of({g.kernel[0], g.kernel[1]}),
           dims_of({g.pads_begin[0], g.pads_begin[1]}), dims_of({pads_end[0], pads_end[1]}));
-      pd_ = dnnl::pooling_forward::primitive_desc(d, cpu_engine());
+      pd_ = dnnl::pooling_forward::primitive_desc(d, owned_scratchpad_attr(), cpu_engine());
       prim_ = dnnl::pooling_forward(pd_);
+      own_scratchpad(pd_);
     }));
     alg_ = alg;
     strides_ = dims_of({g.strides[0], g.strides[1]});
@@ -413,7 +434,7 @@ Result<std::unique_ptr<Kernel>> make_matmul(const KernelRequest& req) {
   ASSIGN_OR_RETURN(Activation act, parse_fused_activation(n.attrs));
   dnnl::post_ops ops;
   if (!append_activation(act, &ops)) return decline();
-  dnnl::primitive_attr attr;
+  dnnl::primitive_attr attr = owned_scratchpad_attr();
   attr.set_post_ops(ops);
   auto k = std::make_unique<MatMulKernel>();
   k->what_ = "node '" + n.name + "' (" + op_name(n.kind) + ")";
@@ -429,6 +450,7 @@ Result<std::unique_ptr<Kernel>> make_matmul(const KernelRequest& req) {
                                      : dnnl::matmul::desc(src_md, w_any, bias_md, dst_md);
     k->pd_ = dnnl::matmul::primitive_desc(d, attr, cpu_engine());
     k->prim_ = dnnl::matmul(k->pd_);
+    k->own_scratchpad(k->pd_);
     memory user_w(memory::desc(dims_of({kk, nn}), dt::f32, p->w_is_k_by_n ? tag::ab : tag::ba),
                   cpu_engine(), const_cast<float*>(p->w));
     k->weights_ = memory(k->pd_.weights_desc(), cpu_engine());
@@ -533,7 +555,7 @@ class Int8ConvKernel final : public OneDnnKernel {
     }
     if (!append_activation(act, &ops)) return false;
     if (!fold) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, 1.f / out_.scale, 0.f);
-    dnnl::primitive_attr attr;
+    dnnl::primitive_attr attr = owned_scratchpad_attr();
     attr.set_output_scales(1 << 1, scales);
     attr.set_post_ops(ops);
     const memory::desc src_md(dims_of({x[0], s.cin, x[2], x[3]}), int8_type(in_), tag::nhwc);
@@ -559,6 +581,7 @@ class Int8ConvKernel final : public OneDnnKernel {
                                                 dst_md, strides, dil, pl, pr);
       pd_ = dnnl::convolution_forward::primitive_desc(d, attr, cpu_engine());
       prim_ = dnnl::convolution_forward(pd_);
+      own_scratchpad(pd_);
       memory user_w(memory::desc(wdims, dt::s8, grouped ? tag::goihw : tag::oihw), cpu_engine(),
                     wq_.data());
       weights_ = memory(pd_.weights_desc(), cpu_engine());
@@ -705,8 +728,9 @@ Result<std::unique_ptr<Kernel>> make_int8_pool(const KernelRequest& req,
   RETURN_IF_ERROR(guarded(k->what_, [&] {
     const dnnl::pooling_forward::desc d(dnnl::prop_kind::forward_inference, b.alg_, src_md, dst_md,
                                         b.strides_, b.kernel_, b.pl_, b.pr_);
-    k->pd_ = dnnl::pooling_forward::primitive_desc(d, cpu_engine());
+    k->pd_ = dnnl::pooling_forward::primitive_desc(d, owned_scratchpad_attr(), cpu_engine());
     k->prim_ = dnnl::pooling_forward(k->pd_);
+    k->own_scratchpad(k->pd_);
   }));
   k->desc_ = "onednn int8 " + b.label_ + (in.is_unsigned ? " u8" : " s8") + " (" +
              k->pd_.impl_info_str() + ")";
@@ -767,7 +791,7 @@ Result<std::unique_ptr<Kernel>> make_int8_matmul(const KernelRequest& req,
   quantize_weights(rows.data(), nn, kk, &wq, &ws);
   std::vector<float> scales(static_cast<size_t>(nn));
   for (size_t j = 0; j < scales.size(); ++j) scales[j] = in.scale * ws[j];
-  dnnl::primitive_attr attr;
+  dnnl::primitive_attr attr = owned_scratchpad_attr();
   attr.set_output_scales(1 << 1, scales);
   attr.set_post_ops(ops);
   auto k = std::make_unique<Int8MatMulKernel>(in);
@@ -782,6 +806,7 @@ Result<std::unique_ptr<Kernel>> make_int8_matmul(const KernelRequest& req,
                                      : dnnl::matmul::desc(src_md, w_any, bias_md, dst_md);
     k->pd_ = dnnl::matmul::primitive_desc(d, attr, cpu_engine());
     k->prim_ = dnnl::matmul(k->pd_);
+    k->own_scratchpad(k->pd_);
     // wq is [n][k] row-major: the [k, n] matrix in "ba" order.
     memory user_w(memory::desc(dims_of({kk, nn}), dt::s8, tag::ba), cpu_engine(), wq.data());
     k->weights_ = memory(k->pd_.weights_desc(), cpu_engine());
