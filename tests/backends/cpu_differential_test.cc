@@ -160,8 +160,8 @@ TEST_P(CpuDiffTest, ElementwiseBroadcasts) {
 // Outputs large enough to be cut into chunks that run side by side (one XNNPACK operator each):
 // same shapes, operands broadcast along the cut axis or others, constants, both layouts.
 TEST_P(CpuDiffTest, LargeElementwiseRunsInChunks) {
-  const bool threads =
-      (dev() == "cpu" || dev() == "cpu#bf16") && cpu::process_affinity().size() > 1;
+  const bool threads = (dev() == "cpu" || dev() == "cpu#bf16" || dev() == "cpu#int8") &&
+                       cpu::process_affinity().size() > 1;
   for (OpKind k : {OpKind::kAdd, OpKind::kSub, OpKind::kMul, OpKind::kDiv}) {
     SCOPED_TRACE(op_name(k));
     for (bool nhwc : {false, true}) {
@@ -568,8 +568,12 @@ INSTANTIATE_TEST_SUITE_P(CpuBf16, CpuDiffTest, ::testing::Values("cpu#bf16", "cp
                          [](const auto& p) {
                            return std::string(p.param) == "cpu#bf16" ? "all_cores" : "one_core";
                          });
-// The int8 level (cpu#int8, calibrated per case by diff_op, kInt8Tolerance) is not instantiated
-// yet: Int8Conv.DISABLED_MatchesScalarInt8Reference crashes on one convolution case.
+// The int8 level: oneDNN's int8 kernels where a node has a calibrated range (diff_op calibrates
+// each case on its own inputs), f32 elsewhere; held to kInt8Tolerance.
+INSTANTIATE_TEST_SUITE_P(CpuInt8, CpuDiffTest, ::testing::Values("cpu#int8", "cpu:0#int8"),
+                         [](const auto& p) {
+                           return std::string(p.param) == "cpu#int8" ? "all_cores" : "one_core";
+                         });
 #endif
 
 }  // namespace
