@@ -33,6 +33,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/calibration_table.h"
 #include "core/status.h"
 #include "core/tensor.h"
 #include "graph/graph.h"
@@ -86,6 +87,9 @@ struct CompileOptions {
   // TESSERA_MEMORY_BUDGET). compile() checks the estimate of compile_memory_estimate() against
   // it before the backend packs a weight or plans an activation.
   uint64_t memory_budget = 0;
+  // Activation ranges for kInt8 (core/calibration_table.h; `tessera calibrate`); a device
+  // compiling int8 without them fails with FailedPrecondition. Shared, read-only.
+  std::shared_ptr<const CalibrationTable> calibration;
 };
 
 // What compiling `layers` commits at most, before any backend-specific saving: a packed copy of

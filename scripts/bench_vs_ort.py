@@ -16,6 +16,14 @@ Runtime's intra-op threads spin for ~40 ms after a run (measured here), and a Te
 started inside that window would share its cores with them. It prints the median latency of
 each, the ratio Tessera/ORT and the achieved GFLOP/s of both against this machine's FP32 FMA
 peak (measured with tessera_bench's BM_FmaPeak when --bench is given, else --peak GFLOP/s).
+
+With int8 among --precisions it first makes --calib-samples calibration inputs (N(0, 1), the
+exported models' input distribution, seeds 1..N; the timed input is seed 0's, held apart),
+calibrates the .tsr with `tessera calibrate` (percentile) and quantises the ONNX file with ONNX
+Runtime's quantize_static (QDQ, per-channel s8 weights, s8 activations, MinMax) on the
+same inputs; ONNX Runtime int8 then joins the alternation as the peer of Tessera int8, and the
+fidelity of each reduced precision against its own f32 (relative L2, top-1 agreement over
+--fidelity-inputs held-out inputs, seeds 1000..) is printed after the latency table.
 """
 import argparse
 import json
@@ -74,6 +82,56 @@ def tessera_batch(tessera, tsr, inp, device, repeat, warmup, precision="f32"):
     return [float(v) for v in m.group(1).split()]
 
 
+def calibration_inputs(x, count, seed0, out_dir):
+    """`count` N(0, 1) inputs shaped like x (seeds seed0..), written as .npy files to out_dir."""
+    os.makedirs(out_dir, exist_ok=True)
+    arrays = []
+    for i in range(count):
+        a = np.random.default_rng(seed0 + i).standard_normal(x.shape).astype(np.float32)
+        np.save(os.path.join(out_dir, "c%03d.npy" % i), a)
+        arrays.append(a)
+    return arrays
+
+
+def ort_int8_model(onnx_path, input_name, arrays, out_path):
+    """ONNX Runtime's static int8 model (QDQ, per-channel weights) calibrated on `arrays`."""
+    from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
+                                          quantize_static)
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.it = iter([{input_name: a} for a in arrays])
+
+        def get_next(self):
+            return next(self.it, None)
+
+    pre = out_path + ".pre.onnx"
+    quant_pre_process(onnx_path, pre)
+    quantize_static(pre, out_path, Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
+                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
+    return out_path
+
+
+def fidelity(y, y32):
+    """(relative L2, top-1 agreement) of outputs y against y32, lists of [1, classes] arrays."""
+    num = sum(float(np.sum((a - b) ** 2)) for a, b in zip(y, y32))
+    den = sum(float(np.sum(b ** 2)) for b in y32)
+    top1 = np.mean([int(np.argmax(a) == np.argmax(b)) for a, b in zip(y, y32)])
+    return (num / den) ** 0.5, top1
+
+
+def tessera_outputs(tessera, tsr, inputs, precision, out_dir):
+    """Tessera's outputs for each input file on cpu at `precision`."""
+    ys = []
+    for i, inp in enumerate(inputs):
+        out = os.path.join(out_dir, "y_%s_%d.npy" % (precision, i))
+        subprocess.run([tessera, "run", tsr, "-i", inp, "-d", "cpu", "--precision", precision,
+                        "-o", out], check=True, capture_output=True)
+        ys.append(np.load(out))
+    return ys
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tessera", default="build/tools/tessera")
@@ -92,8 +150,14 @@ def main():
     ap.add_argument("--precisions", default="f32",
                     help="Tessera precisions to time, each in its own batch of the alternation "
                          "(e.g. f32,bf16; docs/precision.md); the GFLOP/s column counts f32 FLOPs")
+    ap.add_argument("--calib-samples", type=int, default=16,
+                    help="with int8: calibration inputs for Tessera and ONNX Runtime")
+    ap.add_argument("--fidelity-inputs", type=int, default=8,
+                    help="held-out inputs for the fidelity of the reduced precisions")
     args = ap.parse_args()
     precisions = args.precisions.split(",")
+    int8 = "int8" in precisions
+    fid_rows = []
 
     peaks = {}
     if os.path.exists(args.bench):
@@ -109,6 +173,33 @@ def main():
         subprocess.run([args.tessera, "convert", onnx_path, "-o", tsr], check=True, capture_output=True)
         flops = model_flops(args.tessera, tsr)
         x = np.load(inp)
+        ort_q = None
+        if int8:
+            cdir = os.path.join(tmp, name + "_calib")
+            arrays = calibration_inputs(x, args.calib_samples, 1, cdir)
+            subprocess.run([args.tessera, "calibrate", tsr, "-i", cdir], check=True,
+                           capture_output=True)
+            s0 = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
+            ort_q = ort_int8_model(onnx_path, s0.get_inputs()[0].name, arrays,
+                                   os.path.join(tmp, name + ".int8.onnx"))
+        # Fidelity on held-out inputs (seeds 1000..), each reduced precision against its f32.
+        if any(p != "f32" for p in precisions) and args.fidelity_inputs > 0:
+            fdir = os.path.join(tmp, name + "_heldout")
+            held = calibration_inputs(x, args.fidelity_inputs, 1000, fdir)
+            files = [os.path.join(fdir, "c%03d.npy" % i) for i in range(len(held))]
+            y32 = tessera_outputs(args.tessera, tsr, files, "f32", tmp)
+            for p in precisions:
+                if p == "f32":
+                    continue
+                l2, top1 = fidelity(tessera_outputs(args.tessera, tsr, files, p, tmp), y32)
+                fid_rows.append((name, "Tessera " + p, l2, top1, len(files)))
+            if ort_q is not None:
+                s32 = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
+                sq = ort.InferenceSession(ort_q, providers=["CPUExecutionProvider"])
+                n0 = s32.get_inputs()[0].name
+                l2, top1 = fidelity([sq.run(None, {n0: a})[0] for a in held],
+                                    [s32.run(None, {n0: a})[0] for a in held])
+                fid_rows.append((name, "ONNX Runtime int8", l2, top1, len(files)))
         for threads in [int(t) for t in args.threads.split(",")]:
             so = ort.SessionOptions()
             so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -118,6 +209,11 @@ def main():
             sess = ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"])
             feed = {sess.get_inputs()[0].name: x}
             sess.run(None, feed)  # warm-up
+            qsess = None
+            if ort_q is not None:
+                qsess = ort.InferenceSession(ort_q, so, providers=["CPUExecutionProvider"])
+                qsess.run(None, feed)
+            ortq_ms = []
             device = "cpu:0" if threads == 1 else "cpu:0-%d" % (threads - 1)
             ort_ms, tes_ms = [], {p: [] for p in precisions}
             batch = args.batch
@@ -127,24 +223,37 @@ def main():
                     sess.run(None, feed)
                     ort_ms.append((time.perf_counter() - t0) * 1e3)
                 time.sleep(args.pause)
+                if qsess is not None:
+                    for _ in range(batch):
+                        t0 = time.perf_counter()
+                        qsess.run(None, feed)
+                        ortq_ms.append((time.perf_counter() - t0) * 1e3)
+                    time.sleep(args.pause)
                 # tessera run: --warmup untimed runs, then `batch` timed runs, each run's time.
                 for p in precisions:
                     tes_ms[p].extend(tessera_batch(args.tessera, tsr, inp, device, batch,
                                                    args.warmup, p))
                     time.sleep(args.pause)
             o = statistics.median(ort_ms)
+            oq = statistics.median(ortq_ms) if ortq_ms else float("nan")
             peak = peaks.get(threads, args.peak * 1e9 * threads)
             for p in precisions:
                 t = statistics.median(tes_ms[p])
-                rows.append((name, threads, p, t, o, t / o, flops / t * 1e-6, flops / o * 1e-6,
-                             peak * 1e-9))
+                rows.append((name, threads, p, t, o, t / o, oq, t / oq, flops / t * 1e-6,
+                             flops / o * 1e-6, peak * 1e-9))
                 print("%-14s %d thr %-5s tessera %8.2f ms  ort %8.2f ms  ratio %.2f"
                       % (name, threads, p, t, o, t / o), file=sys.stderr, flush=True)
 
-    print("| model | threads | precision | Tessera ms | ORT f32 ms | Tessera/ORT | Tessera GFLOP/s | ORT GFLOP/s | FMA peak GFLOP/s |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| model | threads | precision | Tessera ms | ORT f32 ms | Tessera/ORT | ORT int8 ms | Tessera/ORT int8 | Tessera GFLOP/s | ORT GFLOP/s | FMA peak GFLOP/s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print("| %s | %d | %s | %.2f | %.2f | %.2f | %.1f | %.1f | %.0f |" % r)
+        print("| %s | %d | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f | %.1f | %.0f |" % r)
+    if fid_rows:
+        print()
+        print("| model | precision | relative L2 vs its f32 | top-1 agreement | held-out inputs |")
+        print("|---|---|---|---|---|")
+        for r in fid_rows:
+            print("| %s | %s | %.4f | %.0f%% | %d |" % (r[0], r[1], r[2], 100 * r[3], r[4]))
 
 
 if __name__ == "__main__":

@@ -69,6 +69,9 @@ const std::vector<cli::FlagSpec> kFlags = {
     {"--precision", "", true, false,
      "f32 (default), bf16 or int8: the arithmetic of every stage (a device without it fails; "
      "per stage, name precision levels in the plan: cpu#bf16; docs/precision.md)"},
+    {"--calibration", "", true, false,
+     "activation ranges for int8 (from `tessera calibrate`; default: MODEL.tsr.calib.json when "
+     "it exists)"},
     {"--fidelity", "", false, false,
      "also run every frame in f32 and report top-1 agreement, top-5 overlap and relative L2 of "
      "the outputs against it (use inputs held apart from calibration)"},
@@ -390,6 +393,29 @@ Result<std::pair<uint64_t, std::vector<Tensor>>> run_adaptive_stream(
   return std::make_pair(t.last_id, std::move(t.last));
 }
 
+// The calibration table for int8: --calibration FILE, else MODEL.tsr.calib.json when it exists
+// (null when neither). A table of another model is an error when named, and ignored with a
+// note when found by default.
+Result<std::shared_ptr<const CalibrationTable>> load_calibration(const std::string& model_path,
+                                                                 const std::string& hash,
+                                                                 const cli::Args& args) {
+  const bool named = args.has("--calibration");
+  const std::string path =
+      named ? args.get("--calibration") : CalibrationTable::default_path(model_path);
+  if (!named && !std::filesystem::exists(path)) return std::shared_ptr<const CalibrationTable>();
+  ASSIGN_OR_RETURN(CalibrationTable t, CalibrationTable::load(path));
+  if (!t.model_hash.empty() && t.model_hash != hash) {
+    if (named) {
+      return failed_precondition(path + ": the calibration is for model " + t.model_hash + ", " +
+                                 model_path + " is " + hash);
+    }
+    std::fprintf(stderr, "note: %s is for another model (%s); ignored\n", path.c_str(),
+                 t.model_hash.c_str());
+    return std::shared_ptr<const CalibrationTable>();
+  }
+  return std::make_shared<const CalibrationTable>(std::move(t));
+}
+
 // Runs every frame on `ex` and on the same plan compiled in f32 (every device at its f32 level),
 // and prints how far the outputs are from f32's; warns below the goals of docs/precision.md.
 Status report_fidelity(const LayerGraph& lg, const Plan& plan, const ExecutorOptions& options,
@@ -535,6 +561,11 @@ int cmd_run(int argc, char** argv) {
     auto precision = parse_precision(args->get("--precision"));
     if (!precision.ok()) return report_error("run", precision.status().with_context("--precision"));
     options.compile.precision = *precision;
+  }
+  {
+    auto table = load_calibration(path, (*model)->hash(), *args);
+    if (!table.ok()) return report_error("run", table.status());
+    options.compile.calibration = std::move(*table);
   }
   if (args->has("--fidelity") && (args->has("--stream") || args->has("--adapt"))) {
     return report_error("run", invalid_argument("--fidelity runs frames one at a time; drop "

@@ -12,6 +12,8 @@ namespace tessera::tools {
 
 int cmd_convert(int argc, char** argv);
 int cmd_info(int argc, char** argv);
+// tessera calibrate MODEL: activation ranges for int8 (cmd_calibrate.cc).
+int cmd_calibrate(int argc, char** argv);
 int cmd_run(int argc, char** argv);
 int cmd_devices(int argc, char** argv);
 int cmd_profile(int argc, char** argv);

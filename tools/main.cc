@@ -12,6 +12,7 @@ const char kUsage[] =
     "\n"
     "commands:\n"
     "  convert   convert an ONNX model to a .tsr file (graph passes applied)\n"
+    "  calibrate record activation ranges over sample inputs for int8 (MODEL.tsr.calib.json)\n"
     "  info      print the layers, parameters, FLOPs and live bytes at each cut of a model\n"
     "  run       run a model (on one device or by a plan) on .npy inputs; print its latency\n"
     "  devices   list the devices this machine offers\n"
@@ -33,6 +34,7 @@ int dispatch(int argc, char** argv) {
   }
   const std::string cmd = argv[1];
   if (cmd == "convert") return tessera::tools::cmd_convert(argc, argv);
+  if (cmd == "calibrate") return tessera::tools::cmd_calibrate(argc, argv);
   if (cmd == "info") return tessera::tools::cmd_info(argc, argv);
   if (cmd == "run") return tessera::tools::cmd_run(argc, argv);
   if (cmd == "devices") return tessera::tools::cmd_devices(argc, argv);

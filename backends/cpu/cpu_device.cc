@@ -48,11 +48,9 @@ std::string describe_cores(const CoreSet& cores) {
 
 Result<std::unique_ptr<CpuDevice>> CpuDevice::open(const std::string& name, const CoreSet& cores,
                                                    Precision precision) {
-  if (precision == Precision::kInt8) {
-    return unimplemented("device '" + name + "': the cpu device has no int8 kernels yet");
-  }
-  if (precision == Precision::kBf16 && !onednn_available()) {
-    return unimplemented("device '" + name + "': bf16 needs oneDNN: " + onednn_note());
+  if (precision != Precision::kF32 && !onednn_available()) {
+    return unimplemented("device '" + name + "': " + precision_name(precision) +
+                         " needs oneDNN: " + onednn_note());
   }
   const Topology& topo = machine_topology();
   for (int c : cores.cores()) {
@@ -93,7 +91,7 @@ Capability CpuDevice::capabilities(const Graph& /*g*/, const Node& node) const {
 }
 
 bool CpuDevice::has_precision(Precision p) const {
-  return p == Precision::kF32 || (p == Precision::kBf16 && onednn_available());
+  return p == Precision::kF32 || onednn_available();
 }
 
 uint64_t CpuDevice::memory_capacity() const {
@@ -109,9 +107,9 @@ Result<std::unique_ptr<Program>> CpuDevice::compile_program(const Graph& g,
                                                             const CompileOptions& options) {
   RETURN_IF_ERROR(check_capabilities(*this, g, layers));
   const Precision precision = precision_ != Precision::kF32 ? precision_ : options.precision;
-  ASSIGN_OR_RETURN(
-      std::unique_ptr<CpuProgram> p,
-      CpuProgram::compile(g, layers, pool_, nullptr, default_kernel_choice(), precision));
+  ASSIGN_OR_RETURN(std::unique_ptr<CpuProgram> p,
+                   CpuProgram::compile(g, layers, pool_, nullptr, default_kernel_choice(),
+                                       precision, options.calibration.get()));
   return std::unique_ptr<Program>(std::move(p));
 }
 

@@ -22,7 +22,9 @@ bool convertible(const TensorInfo& info) {
 }
 
 // The forms a value may be held in, one buffer each: f32 in NCHW (slot 0) or NHWC (slot 1), the
-// slot of a Layout's value; or bf16 (kBf16Slot), NHWC for rank 4 and logical order otherwise.
+// slot of a Layout's value; or the program's reduced precision (kBf16Slot: bf16 in a bf16
+// program, int8 with the value's QuantParam in an int8 one), NHWC for rank 4 and logical order
+// otherwise.
 constexpr int kBf16Slot = 2;
 constexpr int kNumSlots = 3;
 int slot_of(Layout l) {
@@ -53,14 +55,20 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& g,
                                                         std::span<const NodeId> layers,
                                                         std::shared_ptr<ThreadPool> pool,
                                                         const char* variant, KernelChoice choice,
-                                                        Precision precision) {
-  if (precision == Precision::kInt8) {
-    return unimplemented("the cpu device has no int8 kernels yet (docs/precision.md)");
+                                                        Precision precision,
+                                                        const CalibrationTable* calibration) {
+  if (precision != Precision::kF32 && !onednn_available()) {
+    return unimplemented(std::string(precision_name(precision)) +
+                         " on the cpu device needs oneDNN: " + onednn_note());
   }
-  if (precision == Precision::kBf16 && !onednn_available()) {
-    return unimplemented("bf16 on the cpu device needs oneDNN: " + onednn_note());
+  if (precision == Precision::kInt8 && calibration == nullptr) {
+    return failed_precondition(
+        "int8 needs calibrated activation ranges: run `tessera calibrate MODEL.tsr` (it writes "
+        "MODEL.tsr.calib.json, read from there) or give --calibration FILE");
   }
   std::unique_ptr<CpuProgram> p(new CpuProgram(g, std::move(pool)));
+  p->int8_ = precision == Precision::kInt8;
+  if (p->int8_) p->assign_quantisation(layers, *calibration);
   p->measured_ = variant == nullptr && choice == KernelChoice::kMeasured;
   slice_boundary(g, layers, &p->inputs_, &p->outputs_);
 
@@ -79,6 +87,8 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& g,
     req.packs = &p->packs_;
     Result<std::unique_ptr<Kernel>> k = std::unique_ptr<Kernel>();
     if (precision == Precision::kBf16 && variant == nullptr) k = make_onednn_bf16_kernel(req);
+    if (precision == Precision::kInt8 && variant == nullptr)
+      k = make_onednn_int8_kernel(req, p->quant_);
     if (k.ok() && *k == nullptr)
       k = p->measured_ ? build_measured_kernel(req) : build_kernel(req, variant);
     if (!k.ok())
@@ -110,6 +120,29 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& g,
   // Phase 3: arena and binding.
   RETURN_IF_ERROR(p->allocate_and_bind());
   return p;
+}
+
+void CpuProgram::assign_quantisation(std::span<const NodeId> layers,
+                                     const CalibrationTable& table) {
+  quant_.assign(static_cast<size_t>(g_.num_values()), QuantParam{});
+  for (ValueId v = 0; v < g_.num_values(); ++v) {
+    const Value& val = g_.value(v);
+    if (val.is_constant || !val.has_info || val.info.dtype != DType::kF32) continue;
+    if (const std::pair<float, float>* r = table.find(val.name)) {
+      quant_[static_cast<size_t>(v)] = QuantParam::from_range(r->first, r->second);
+    }
+  }
+  // A pool's output keeps its input's quantisation (max and average stay within the input's
+  // range), so that int8 pools pass their input's bytes through without rescaling.
+  for (NodeId id : layers) {
+    const Node& n = g_.node(id);
+    if ((n.kind == OpKind::kMaxPool || n.kind == OpKind::kAveragePool ||
+         n.kind == OpKind::kGlobalAveragePool) &&
+        !n.inputs.empty() && n.inputs[0] != kNoValue && !n.outputs.empty()) {
+      const QuantParam in = quant_[static_cast<size_t>(n.inputs[0])];
+      if (in.valid()) quant_[static_cast<size_t>(n.outputs[0])] = in;
+    }
+  }
 }
 
 void CpuProgram::fuse_residual_adds(std::span<const NodeId> layers,
@@ -154,8 +187,8 @@ void CpuProgram::fuse_residual_adds(std::span<const NodeId> layers,
       const int rp = r_id == kNoNode ? -1 : position(r_id);
       if (!(rp >= 0 ? rp < c : is_slice_input(r))) continue;
       bool fused = false;
-      (*kernels)[static_cast<size_t>(c)] =
-          fusing_kernel(conv_id, std::move((*kernels)[static_cast<size_t>(c)]), *act, &fused);
+      (*kernels)[static_cast<size_t>(c)] = fusing_kernel(
+          conv_id, std::move((*kernels)[static_cast<size_t>(c)]), *act, r, add.outputs[0], &fused);
       if (!fused) continue;
       fusions_[static_cast<size_t>(c)].residual = r;
       fusions_[static_cast<size_t>(c)].writes = add.outputs[0];
@@ -167,7 +200,14 @@ void CpuProgram::fuse_residual_adds(std::span<const NodeId> layers,
 }
 
 std::unique_ptr<Kernel> CpuProgram::fusing_kernel(NodeId conv, std::unique_ptr<Kernel> k,
-                                                  const Activation& act, bool* fused) {
+                                                  const Activation& act, ValueId residual,
+                                                  ValueId writes, bool* fused) {
+  if (k->int8_io()) {
+    const QuantParam r = quant_[static_cast<size_t>(residual)];
+    const QuantParam out = quant_[static_cast<size_t>(writes)];
+    *fused = r.valid() && out.valid() && k->fuse_residual_int8(act, r, out);
+    return k;
+  }
   *fused = k->fuse_residual(act);
   if (*fused || !measured_ || k->bf16_io()) return k;
   const Node& node = g_.node(conv);
@@ -195,11 +235,15 @@ void CpuProgram::plan(std::span<const NodeId> layers,
     const TensorInfo& info = g_.value(v).info;
     Buf b;
     b.value = v;
-    b.bf16 = slot == kBf16Slot;
-    b.layout = b.bf16              ? bf16_layout(info)
+    b.bf16 = slot == kBf16Slot && !int8_;
+    b.int8 = slot == kBf16Slot && int8_;
+    if (b.int8) b.quant = quant_[static_cast<size_t>(v)];
+    b.layout = slot == kBf16Slot   ? bf16_layout(info)
                : convertible(info) ? static_cast<Layout>(slot)
                                    : Layout::kNCHW;
-    b.bytes = b.bf16 ? static_cast<uint64_t>(info.shape.numel()) * 2 : info.byte_size();
+    b.bytes = b.bf16   ? static_cast<uint64_t>(info.shape.numel()) * 2
+              : b.int8 ? static_cast<uint64_t>(info.shape.numel())
+                       : info.byte_size();
     b.first = b.last = step;
     bufs_.push_back(b);
     const int idx = static_cast<int>(bufs_.size()) - 1;
@@ -231,7 +275,13 @@ void CpuProgram::plan(std::span<const NodeId> layers,
   std::vector<Layout> available, wanted, produced;
   for (size_t li = 0; li < layers.size(); ++li) {
     const Node& node = g_.node(layers[li]);
-    const bool bf16 = kernels[li]->bf16_io();
+    // A reduced-precision kernel (bf16, or int8 in an int8 program) reads input 0 and a fused
+    // residual in the reduced slot, and writes output 0 there unless it is an int8 kernel with
+    // an f32 output.
+    const Kernel& kernel = *kernels[li];
+    const bool bf16 = kernel.bf16_io() || (int8_ && kernel.int8_io());
+    const bool reduced_out =
+        kernel.bf16_io() || (int8_ && kernel.int8_io() && kernel.int8_output());
     const size_t ni = node.inputs.size();
     available.assign(ni, Layout::kNCHW);
     wanted.assign(ni, Layout::kNCHW);
@@ -323,7 +373,7 @@ void CpuProgram::plan(std::span<const NodeId> layers,
         continue;
       }
       const TensorInfo& info = g_.value(v).info;
-      const int slot = bf16 && o == 0           ? kBf16Slot
+      const int slot = reduced_out && o == 0    ? kBf16Slot
                        : info.shape.rank() == 4 ? slot_of(produced[o])
                                                 : 0;
       primary[static_cast<size_t>(v)] = slot;
@@ -333,7 +383,8 @@ void CpuProgram::plan(std::span<const NodeId> layers,
       // A reshape-like output shares its input's storage.
       if (o == 0 && kernels[li]->aliases_input() && !step.inputs.empty() && step.inputs[0] >= 0 &&
           bufs_[static_cast<size_t>(step.inputs[0])].bytes == bufs_[static_cast<size_t>(b)].bytes &&
-          bufs_[static_cast<size_t>(step.inputs[0])].bf16 == bufs_[static_cast<size_t>(b)].bf16) {
+          bufs_[static_cast<size_t>(step.inputs[0])].bf16 == bufs_[static_cast<size_t>(b)].bf16 &&
+          bufs_[static_cast<size_t>(step.inputs[0])].int8 == bufs_[static_cast<size_t>(b)].int8) {
         bufs_[static_cast<size_t>(b)].alias = step.inputs[0];
       }
       step.outputs.push_back(b);
@@ -368,7 +419,7 @@ void CpuProgram::place_concat_inputs() {
   auto in_place = [&](int b) {
     const Buf& buf = bufs_[static_cast<size_t>(b)];
     const int p = producer[static_cast<size_t>(b)];
-    return buf.layout == Layout::kNHWC && !buf.bf16 && buf.alias < 0 &&
+    return buf.layout == Layout::kNHWC && !buf.bf16 && !buf.int8 && buf.alias < 0 &&
            reads[static_cast<size_t>(b)] == 1 && p >= 0 &&
            steps_[static_cast<size_t>(p)].kernel->writes_strided_output();
   };
@@ -381,7 +432,7 @@ void CpuProgram::place_concat_inputs() {
     const Buf& whole = bufs_[static_cast<size_t>(s.outputs[0])];
     const TensorInfo& info = g_.value(whole.value).info;
     const Result<int64_t> axis = node.attrs.get_int("axis");
-    if (whole.layout != Layout::kNHWC || whole.bf16 || info.dtype != DType::kF32 ||
+    if (whole.layout != Layout::kNHWC || whole.bf16 || whole.int8 || info.dtype != DType::kF32 ||
         info.shape.rank() != 4 || !axis.ok() || (*axis != 1 && *axis != -3) ||
         std::any_of(s.inputs.begin(), s.inputs.end(), [](int b) { return b < 0; }))
       continue;
@@ -476,6 +527,8 @@ Status CpuProgram::allocate_and_bind() {
       o.layout = s.in_layouts[j];
       o.pixel_stride = buf.pixel_stride;
       o.bf16 = buf.bf16;
+      o.int8 = buf.int8;
+      o.quant = buf.quant;
       ins.push_back(o);
     }
     for (int b : s.outputs) {
@@ -489,11 +542,15 @@ Status CpuProgram::allocate_and_bind() {
         o.layout = buf.layout;
         o.pixel_stride = buf.pixel_stride;
         o.bf16 = buf.bf16;
+        o.int8 = buf.int8;
+        o.quant = buf.quant;
       }
       outs.push_back(o);
     }
     if (s.kernel == nullptr) {
-      if (ins[0].bf16 != outs[0].bf16) {
+      if (ins[0].int8 != outs[0].int8) {
+        s.kernel = std::make_unique<QuantConversion>(s.in_layouts[0], outs[0].layout, outs[0].int8);
+      } else if (ins[0].bf16 != outs[0].bf16) {
         s.kernel =
             std::make_unique<PrecisionConversion>(s.in_layouts[0], outs[0].layout, outs[0].bf16);
       } else {
@@ -597,7 +654,15 @@ Status CpuProgram::run_steps(std::span<const Tensor> inputs, std::span<Tensor> o
   for (size_t i = 0; i < outputs.size(); ++i) {
     const Buf& b = bufs_[static_cast<size_t>(output_bufs_[i])];
     Tensor& t = outputs[i];
-    if (b.bf16) {
+    if (b.int8) {
+      const void* src = address(output_bufs_[i]);
+      if (t.rank() == 4 && !layout_trivial(t.shape())) {
+        nhwc_int8_to_nchw_f32(src, t.data<float>(), t.dim(0), t.dim(1), t.dim(2) * t.dim(3),
+                              b.quant, &pool);
+      } else {
+        dequantize_array(src, t.data<float>(), t.shape().numel(), b.quant, &pool);
+      }
+    } else if (b.bf16) {
       const auto* src = static_cast<const uint16_t*>(address(output_bufs_[i]));
       if (t.rank() == 4 && !layout_trivial(t.shape())) {
         nhwc_bf16_to_nchw_f32(src, t.data<float>(), t.dim(0), t.dim(1), t.dim(2) * t.dim(3), &pool);
@@ -638,6 +703,18 @@ int CpuProgram::num_in_place_concat_inputs() const {
 int CpuProgram::num_bf16_layers() const {
   int n = 0;
   for (const Step& s : steps_) n += s.node != kNoNode && s.kernel->bf16_io() ? 1 : 0;
+  return n;
+}
+
+int CpuProgram::num_int8_layers() const {
+  int n = 0;
+  for (const Step& s : steps_) n += s.node != kNoNode && s.kernel->int8_io() ? 1 : 0;
+  return n;
+}
+
+int CpuProgram::num_int8_buffers() const {
+  int n = 0;
+  for (const Buf& b : bufs_) n += b.int8 ? 1 : 0;
   return n;
 }
 

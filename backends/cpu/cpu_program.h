@@ -14,6 +14,7 @@
 #include "backends/cpu/kernel_choice.h"
 #include "backends/cpu/pack_cache.h"
 #include "backends/device.h"
+#include "core/calibration_table.h"
 
 namespace tessera::cpu {
 
@@ -21,7 +22,9 @@ class CpuProgram final : public Program {
  public:
   // `precision`: kBf16 gives each layer that has a bf16 kernel (onednn.h) that kernel, the
   // others their f32 kernel; bf16 tensors flow between consecutive bf16 layers and are converted
-  // where an f32 layer or the slice boundary reads them. kInt8 is not implemented (Unimplemented).
+  // where an f32 layer or the slice boundary reads them. kInt8 does the same with the int8
+  // kernels (onednn.h) and needs `calibration`, the activation ranges by value name (values
+  // without a range keep their layers in f32); FailedPrecondition without it.
   // `variant`: see build_kernel (tests and benchmarks that compare kernel variants). `choice`:
   // how each node's kernel is picked when no variant is forced (kernel_choice.h); a convolution
   // whose residual Add the measured kernel cannot fuse gets the rules' kernel where that one can
@@ -30,7 +33,8 @@ class CpuProgram final : public Program {
                                                      std::shared_ptr<ThreadPool> pool,
                                                      const char* variant = nullptr,
                                                      KernelChoice choice = default_kernel_choice(),
-                                                     Precision precision = Precision::kF32);
+                                                     Precision precision = Precision::kF32,
+                                                     const CalibrationTable* calibration = nullptr);
 
   const std::vector<ValueId>& input_values() const override { return inputs_; }
   const std::vector<ValueId>& output_values() const override { return outputs_; }
@@ -49,6 +53,9 @@ class CpuProgram final : public Program {
   // Layers that run on a bf16 kernel, and buffers held in bf16.
   int num_bf16_layers() const;
   int num_bf16_buffers() const;
+  // Layers that run on an int8 kernel, and buffers held in int8.
+  int num_int8_layers() const;
+  int num_int8_buffers() const;
   // Concat inputs written in place into their Concat's output (place_concat_inputs).
   int num_in_place_concat_inputs() const;
 
@@ -74,7 +81,9 @@ class CpuProgram final : public Program {
     int alias = -1;
     uint64_t alias_offset = 0;  // bytes into the alias's storage
     int64_t pixel_stride = 0;   // a channel slice: floats between its pixels; 0 dense
-    bool bf16 = false;          // held in bf16 (slot kBf16Slot)
+    bool bf16 = false;          // held in bf16 (slot kBf16Slot of a bf16 program)
+    bool int8 = false;          // held in int8 (slot kBf16Slot of an int8 program)
+    QuantParam quant;           // int8: the value's quantisation
   };
   // A residual Add fused into the convolution producing one of its inputs
   // (fuse_residual_adds), per layer of the slice.
@@ -94,8 +103,14 @@ class CpuProgram final : public Program {
   CpuProgram(const Graph& g, std::shared_ptr<ThreadPool> pool) : g_(g), pool_(std::move(pool)) {}
   // The kernel that fuses act(conv + R) for convolution `conv`: `k` itself, or, when `k` declines
   // and it was a measured choice, a fresh kernel by the rules if that one accepts (else null).
+  // `residual` and `writes`: the Add's other input and its output (int8 kernels need their
+  // quantisation).
   std::unique_ptr<Kernel> fusing_kernel(NodeId conv, std::unique_ptr<Kernel> k,
-                                        const Activation& act, bool* fused);
+                                        const Activation& act, ValueId residual, ValueId writes,
+                                        bool* fused);
+  // quant_: the QuantParam of every value with a calibrated range, pools' outputs taking their
+  // input's.
+  void assign_quantisation(std::span<const NodeId> layers, const CalibrationTable& table);
   // Decides layouts, conversions and buffers for the given slice-input layouts (steps_ get no
   // kernels yet); records the layout each slice input's first reader wants.
   void plan(std::span<const NodeId> layers, const std::vector<std::unique_ptr<Kernel>>& kernels,
@@ -116,7 +131,9 @@ class CpuProgram final : public Program {
 
   const Graph& g_;
   std::shared_ptr<ThreadPool> pool_;
-  bool measured_ = false;  // kernels chosen by measurement (KernelChoice::kMeasured)
+  bool measured_ = false;          // kernels chosen by measurement (KernelChoice::kMeasured)
+  bool int8_ = false;              // an int8 program: the reduced slot holds int8
+  std::vector<QuantParam> quant_;  // int8: per value (invalid: no range, stays f32)
   std::vector<ValueId> inputs_, outputs_;
   std::vector<Buf> bufs_;
   std::vector<Step> steps_;

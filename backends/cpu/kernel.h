@@ -28,6 +28,19 @@ namespace tessera::cpu {
 
 class PackCache;
 
+// A per-tensor int8 quantisation of an activation (docs/precision.md): real = scale * q, with q
+// in u8 [0, 255] (a tensor calibrated to be >= 0, e.g. after ReLU) or s8 [-128, 127]
+// (symmetric, no zero point). scale == 0: none (the value has no calibrated range).
+struct QuantParam {
+  float scale = 0;
+  bool is_unsigned = false;
+  bool valid() const { return scale > 0; }
+  // The parameters for a calibrated range [lo, hi] with lo <= 0 <= hi: u8 when lo == 0, else
+  // s8 over max(-lo, hi); a range of width 0 gets a tiny scale, so that everything is 0.
+  static QuantParam from_range(float lo, float hi);
+  bool operator==(const QuantParam&) const = default;
+};
+
 // One input or output of a kernel as bound in memory. `shape` is the logical (ONNX, NCHW-order)
 // shape; for a rank-4 tensor in Layout::kNHWC the memory holds dims (N, H, W, C). Constants are
 // bound with their graph tensor (always logical order, Layout::kNCHW).
@@ -45,6 +58,10 @@ struct Operand {
   // The tensor is held in bf16 (2 bytes per element; `dtype` still names the graph's f32): the
   // activations between reduced-precision kernels (Kernel::bf16_io, docs/precision.md).
   bool bf16 = false;
+  // The tensor is held in int8 (1 byte per element, u8 or s8 as `quant` says; `dtype` still names
+  // the graph's f32), NHWC for rank 4: the activations between int8 kernels (Kernel::int8_io).
+  bool int8 = false;
+  QuantParam quant;
 
   float* f32() const { return static_cast<float*>(data); }
   int64_t numel() const { return shape.numel(); }
@@ -101,6 +118,20 @@ class Kernel {
   // such tensors in bf16 between consecutive bf16 kernels and converts only where an f32 kernel
   // (or the slice boundary) reads them.
   virtual bool bf16_io() const { return false; }
+  // True for an int8 kernel: activation input 0 and a fused residual are bound in int8
+  // (Operand::int8, with the quantisation of their values), and so is output 0 when
+  // int8_output() (else output 0 is f32, e.g. a classifier's logits). Like bf16, int8 tensors
+  // pass between consecutive int8 kernels and are converted only where an f32 reader needs them.
+  virtual bool int8_io() const { return false; }
+  virtual bool int8_output() const { return true; }
+  // fuse_residual for an int8 kernel: R arrives in int8 with quantisation `residual`, and the
+  // output is written in int8 with quantisation `out` (the Add's output value's).
+  virtual bool fuse_residual_int8(const Activation& act, QuantParam residual, QuantParam out) {
+    (void)act;
+    (void)residual;
+    (void)out;
+    return false;
+  }
   // True for a kernel that computes on its own OpenMP threads (oneDNN) rather than the pool's
   // pthreadpool workers: the program parks the workers before it, so that they do not spin on
   // the cores it uses.

@@ -1,7 +1,9 @@
 #include "backends/cpu/layout.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "backends/cpu/onednn.h"
 #include "backends/cpu/simd.h"
@@ -347,6 +349,158 @@ Status PrecisionConversion::run(ThreadPool& pool) {
 std::string PrecisionConversion::describe() const {
   return std::string("convert ") + layout_name(from_) + (to_bf16_ ? " f32" : " bf16") + "->" +
          layout_name(to_) + (to_bf16_ ? " bf16" : " f32");
+}
+
+QuantParam QuantParam::from_range(float lo, float hi) {
+  QuantParam q;
+  q.is_unsigned = !(lo < 0);
+  const float span = q.is_unsigned ? hi : std::max(-lo, hi);
+  q.scale = q.is_unsigned ? span / 255.f : span / 127.f;
+  if (!(q.scale > 1e-30f)) q.scale = 1e-30f;
+  return q;
+}
+
+namespace {
+
+// One element: round to nearest even, saturate, NaN -> 0.
+template <typename T>
+inline T quantize_one(float x, float inv, float lo, float hi) {
+  float r = std::nearbyint(x * inv);
+  r = r == r ? std::min(std::max(r, lo), hi) : 0.f;
+  return static_cast<T>(r);
+}
+
+template <typename T>
+void quantize_t(const float* src, T* dst, int64_t count, float scale, ThreadPool* pool) {
+  const float inv = 1.f / scale;
+  const float lo = static_cast<float>(std::numeric_limits<T>::min());
+  const float hi = static_cast<float>(std::numeric_limits<T>::max());
+  for_pieces(count, pool, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) dst[i] = quantize_one<T>(src[i], inv, lo, hi);
+  });
+}
+
+template <typename T>
+void dequantize_t(const T* src, float* dst, int64_t count, float scale, ThreadPool* pool) {
+  for_pieces(count, pool, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) dst[i] = scale * static_cast<float>(src[i]);
+  });
+}
+
+template <typename T>
+void nchw_to_nhwc_q(const float* src, T* dst, int64_t n, int64_t c, int64_t hw, float scale,
+                    ThreadPool* pool) {
+  const float inv = 1.f / scale;
+  const float lo = static_cast<float>(std::numeric_limits<T>::min());
+  const float hi = static_cast<float>(std::numeric_limits<T>::max());
+  for_pieces(n * hw, pool, [&](int64_t b, int64_t e) {
+    for (int64_t q = b; q < e; ++q) {
+      const int64_t img = q / hw, p = q % hw;
+      const float* s = src + img * c * hw + p;
+      T* d = dst + q * c;
+      for (int64_t ch = 0; ch < c; ++ch) d[ch] = quantize_one<T>(s[ch * hw], inv, lo, hi);
+    }
+  });
+}
+
+template <typename T>
+void nhwc_q_to_nchw(const T* src, float* dst, int64_t n, int64_t c, int64_t hw, float scale,
+                    ThreadPool* pool) {
+  for_pieces(n * c, pool, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const int64_t img = r / c, ch = r % c;
+      const T* s = src + img * hw * c + ch;
+      float* d = dst + r * hw;
+      for (int64_t p = 0; p < hw; ++p) d[p] = scale * static_cast<float>(s[p * c]);
+    }
+  });
+}
+
+}  // namespace
+
+void quantize_array(const float* src, void* dst, int64_t count, QuantParam q, ThreadPool* pool) {
+  if (q.is_unsigned) {
+    quantize_t(src, static_cast<uint8_t*>(dst), count, q.scale, pool);
+  } else {
+    quantize_t(src, static_cast<int8_t*>(dst), count, q.scale, pool);
+  }
+}
+
+void dequantize_array(const void* src, float* dst, int64_t count, QuantParam q, ThreadPool* pool) {
+  if (q.is_unsigned) {
+    dequantize_t(static_cast<const uint8_t*>(src), dst, count, q.scale, pool);
+  } else {
+    dequantize_t(static_cast<const int8_t*>(src), dst, count, q.scale, pool);
+  }
+}
+
+void nchw_f32_to_nhwc_int8(const float* src, void* dst, int64_t n, int64_t c, int64_t hw,
+                           QuantParam q, ThreadPool* pool) {
+  if (q.is_unsigned) {
+    nchw_to_nhwc_q(src, static_cast<uint8_t*>(dst), n, c, hw, q.scale, pool);
+  } else {
+    nchw_to_nhwc_q(src, static_cast<int8_t*>(dst), n, c, hw, q.scale, pool);
+  }
+}
+
+void nhwc_int8_to_nchw_f32(const void* src, float* dst, int64_t n, int64_t c, int64_t hw,
+                           QuantParam q, ThreadPool* pool) {
+  if (q.is_unsigned) {
+    nhwc_q_to_nchw(static_cast<const uint8_t*>(src), dst, n, c, hw, q.scale, pool);
+  } else {
+    nhwc_q_to_nchw(static_cast<const int8_t*>(src), dst, n, c, hw, q.scale, pool);
+  }
+}
+
+Status QuantConversion::bind(std::span<const Operand> in, std::span<const Operand> out,
+                             ThreadPool&) {
+  if (in[0].int8 == to_int8_ || out[0].int8 != to_int8_ || in[0].dtype != DType::kF32 ||
+      in[0].bf16 || out[0].bf16) {
+    return internal_error("int8 conversion bound to operands of the wrong precision");
+  }
+  q_ = to_int8_ ? out[0].quant : in[0].quant;
+  if (!q_.valid()) return internal_error("int8 conversion of a tensor without quantisation");
+  src_ = in[0].data;
+  dst_ = out[0].data;
+  count_ = in[0].numel();
+  const Shape& s = in[0].shape;
+  n_ = c_ = hw_ = 0;
+  if (s.rank() == 4 && from_ != to_ && !layout_trivial(s)) {
+    n_ = s[0];
+    c_ = s[1];
+    hw_ = s[2] * s[3];
+  }
+  return Status();
+}
+
+Status QuantConversion::run(ThreadPool& pool) {
+  const bool transpose = hw_ > 0;
+  if (to_int8_) {
+    const auto* s = static_cast<const float*>(src_);
+    if (!transpose) {
+      quantize_array(s, dst_, count_, q_, &pool);
+    } else if (to_ == Layout::kNHWC) {
+      nchw_f32_to_nhwc_int8(s, dst_, n_, c_, hw_, q_, &pool);
+    } else {
+      return internal_error("conversion to int8 NCHW is not supported");
+    }
+  } else {
+    auto* d = static_cast<float*>(dst_);
+    if (!transpose) {
+      dequantize_array(src_, d, count_, q_, &pool);
+    } else if (to_ == Layout::kNCHW) {
+      nhwc_int8_to_nchw_f32(src_, d, n_, c_, hw_, q_, &pool);
+    } else {
+      return internal_error("conversion from int8 NCHW is not supported");
+    }
+  }
+  return Status();
+}
+
+std::string QuantConversion::describe() const {
+  const std::string q = q_.is_unsigned ? " u8" : " s8";
+  return std::string("convert ") + layout_name(from_) + (to_int8_ ? " f32" : q) + "->" +
+         layout_name(to_) + (to_int8_ ? q : " f32");
 }
 
 }  // namespace tessera::cpu

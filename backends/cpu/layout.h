@@ -48,6 +48,34 @@ class PrecisionConversion final : public Kernel {
   int64_t count_ = 0, n_ = 0, c_ = 0, hw_ = 0;
 };
 
+// f32 <-> int8 conversions of the int8 path (docs/precision.md): q = saturate(round-to-nearest-
+// even(x / scale)) into u8 or s8 as `q` says (NaN -> 0), and x = scale * q. Split over the pool
+// from 64 K elements on; `pool` may be null. The NCHW <-> NHWC variants transpose in the same pass.
+void quantize_array(const float* src, void* dst, int64_t count, QuantParam q, ThreadPool* pool);
+void dequantize_array(const void* src, float* dst, int64_t count, QuantParam q, ThreadPool* pool);
+void nchw_f32_to_nhwc_int8(const float* src, void* dst, int64_t n, int64_t c, int64_t hw,
+                           QuantParam q, ThreadPool* pool);
+void nhwc_int8_to_nchw_f32(const void* src, float* dst, int64_t n, int64_t c, int64_t hw,
+                           QuantParam q, ThreadPool* pool);
+
+// A step converting one bound tensor between f32 and int8 (the value's QuantParam), and between
+// layouts at the same time when they differ (rank 4: NCHW f32 <-> NHWC int8).
+class QuantConversion final : public Kernel {
+ public:
+  QuantConversion(Layout from, Layout to, bool to_int8) : from_(from), to_(to), to_int8_(to_int8) {}
+  Status bind(std::span<const Operand> in, std::span<const Operand> out, ThreadPool& pool) override;
+  Status run(ThreadPool& pool) override;
+  std::string describe() const override;
+
+ private:
+  Layout from_, to_;
+  bool to_int8_;
+  QuantParam q_;
+  const void* src_ = nullptr;
+  void* dst_ = nullptr;
+  int64_t count_ = 0, n_ = 0, c_ = 0, hw_ = 0;
+};
+
 // A step converting one bound tensor into another layout (same logical shape).
 class LayoutConversion final : public Kernel {
  public:

@@ -1,6 +1,7 @@
 #include "backends/cpu/onednn.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -33,10 +34,18 @@ std::string onednn_note() {
 Result<std::unique_ptr<Kernel>> make_onednn_bf16_kernel(const KernelRequest&) {
   return decline();
 }
+Result<std::unique_ptr<Kernel>> make_onednn_int8_kernel(const KernelRequest&,
+                                                        const std::vector<QuantParam>&) {
+  return decline();
+}
 
 #else
 
 namespace {
+
+// Whether oneDNN 2.6's int8 matmul adds an f32 bias before its output scales (as its
+// convolutions do) rather than after: checked by cpu_int8_test against a scalar oracle.
+constexpr bool kInt8MatmulBiasScaled = true;
 
 using dnnl::memory;
 using tag = memory::format_tag;
@@ -111,6 +120,16 @@ bool append_activation(const Activation& a, dnnl::post_ops* ops) {
   return false;
 }
 
+// Attributes asking for a scratchpad the kernel owns (OneDnnKernel::own_scratchpad) rather than
+// oneDNN's library-managed one: Debian's oneDNN 2.6.3 ran its gemm int8 grouped convolution
+// (x64:gemm_s8u8s32) through a null library scratchpad on the pool's leader (a write at address
+// 0xfc); a kernel-owned buffer also keeps a kernel's memory its own (kernel.h's thread rule).
+dnnl::primitive_attr owned_scratchpad_attr() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
 // What every oneDNN bf16 kernel shares: the primitive, its stream, the bound memories.
 class OneDnnKernel : public Kernel {
  public:
@@ -122,6 +141,7 @@ class OneDnnKernel : public Kernel {
   Status run(ThreadPool& pool) override {
     prepare_openmp(pool);
     return guarded(what_, [&] {
+      if (scratch_) args_[DNNL_ARG_SCRATCHPAD] = scratch_;
       prim_.execute(stream_, args_);
       stream_.wait();
     });
@@ -133,7 +153,15 @@ class OneDnnKernel : public Kernel {
     desc_ = "onednn bf16 " + what + " (" + pd.impl_info_str() + ")";
   }
 
+  // Allocates the scratchpad the primitive of `pd` asks for (its attributes from
+  // owned_scratchpad_attr()); run() passes it.
+  void own_scratchpad(const dnnl::primitive_desc_base& pd) {
+    const memory::desc md = pd.scratchpad_desc();
+    scratch_ = md.get_size() > 0 ? memory(md, cpu_engine()) : memory();
+  }
+
   dnnl::primitive prim_;
+  memory scratch_;  // the kernel's own scratchpad, or empty
   dnnl::stream stream_{cpu_engine()};
   std::unordered_map<int, memory> args_;
   std::string what_;
@@ -169,7 +197,7 @@ class ConvKernel final : public OneDnnKernel {
     // brgemm convolutions take a sum but not a binary add, which costs 2-8x on these layers.
     if (residual_) ops.append_sum(1.f);
     if (!append_activation(s.act, &ops)) return false;
-    dnnl::primitive_attr attr;
+    dnnl::primitive_attr attr = owned_scratchpad_attr();
     attr.set_post_ops(ops);
     const memory::desc src_md(dims_of({x[0], s.cin, x[2], x[3]}), dt::bf16, tag::nhwc);
     const bool grouped = s.group > 1;
@@ -192,6 +220,7 @@ class ConvKernel final : public OneDnnKernel {
                                                 dst_md, strides, dil, pl, pr);
       pd_ = dnnl::convolution_forward::primitive_desc(d, attr, cpu_engine());
       prim_ = dnnl::convolution_forward(pd_);
+      own_scratchpad(pd_);
       memory user_w(memory::desc(wdims, dt::f32, grouped ? tag::goihw : tag::oihw), cpu_engine(),
                     const_cast<float*>(s.weight->data<float>()));
       weights_ = memory(pd_.weights_desc(), cpu_engine());
@@ -297,14 +326,25 @@ class PoolKernel final : public OneDnnKernel {
           dnnl::prop_kind::forward_inference, alg, src_md, dst_md,
           dims_of({g.strides[0], g.strides[1]}), dims_of({g.kernel[0], g.kernel[1]}),
           dims_of({g.pads_begin[0], g.pads_begin[1]}), dims_of({pads_end[0], pads_end[1]}));
-      pd_ = dnnl::pooling_forward::primitive_desc(d, cpu_engine());
+      pd_ = dnnl::pooling_forward::primitive_desc(d, owned_scratchpad_attr(), cpu_engine());
       prim_ = dnnl::pooling_forward(pd_);
+      own_scratchpad(pd_);
     }));
+    alg_ = alg;
+    strides_ = dims_of({g.strides[0], g.strides[1]});
+    kernel_ = dims_of({g.kernel[0], g.kernel[1]});
+    pl_ = dims_of({g.pads_begin[0], g.pads_begin[1]});
+    pr_ = dims_of({pads_end[0], pads_end[1]});
+    label_ = what;
     name(what, pd_);
     return Status();
   }
 
   dnnl::pooling_forward::primitive_desc pd_;
+  // The geometry, for the int8 pool built from this one (make_int8_pool).
+  dnnl::algorithm alg_{};
+  memory::dims strides_, kernel_, pl_, pr_;
+  std::string label_;
 };
 
 Result<std::unique_ptr<Kernel>> make_pool(const KernelRequest& req) {
@@ -402,7 +442,7 @@ Result<std::unique_ptr<Kernel>> make_matmul(const KernelRequest& req) {
   ASSIGN_OR_RETURN(Activation act, parse_fused_activation(n.attrs));
   dnnl::post_ops ops;
   if (!append_activation(act, &ops)) return decline();
-  dnnl::primitive_attr attr;
+  dnnl::primitive_attr attr = owned_scratchpad_attr();
   attr.set_post_ops(ops);
   auto k = std::make_unique<MatMulKernel>();
   k->what_ = "node '" + n.name + "' (" + op_name(n.kind) + ")";
@@ -418,6 +458,7 @@ Result<std::unique_ptr<Kernel>> make_matmul(const KernelRequest& req) {
                                      : dnnl::matmul::desc(src_md, w_any, bias_md, dst_md);
     k->pd_ = dnnl::matmul::primitive_desc(d, attr, cpu_engine());
     k->prim_ = dnnl::matmul(k->pd_);
+    k->own_scratchpad(k->pd_);
     memory user_w(memory::desc(dims_of({kk, nn}), dt::f32, p->w_is_k_by_n ? tag::ab : tag::ba),
                   cpu_engine(), const_cast<float*>(p->w));
     k->weights_ = memory(k->pd_.weights_desc(), cpu_engine());
@@ -431,6 +472,368 @@ Result<std::unique_ptr<Kernel>> make_matmul(const KernelRequest& req) {
   k->owned_bytes_ = k->pd_.weights_desc().get_size() + p->bias.size() * sizeof(float);
   k->name("matmul " + std::to_string(kk) + "->" + std::to_string(nn) + activation_suffix(act),
           k->pd_);
+  return std::unique_ptr<Kernel>(std::move(k));
+}
+
+// ---- int8 (static quantisation, docs/precision.md) ----
+//
+// Activations are u8 or s8 with one scale per tensor (QuantParam, no zero point), weights s8
+// with one scale per output channel (max |w| / 127), accumulation s32. oneDNN's output scales
+// requantise the accumulators straight into the next layer's int8: with a fused activation that
+// commutes with a positive scale (none, relu, leaky relu, clip with its bounds scaled) the scale
+// is s_x * s_w[oc] / s_y and the activation runs on the requantised values; any other activation
+// runs on the real values (scale s_x * s_w[oc]) followed by a linear post-op 1 / s_y. A bias is
+// added to the accumulators before the scale (oneDNN's order), so it is stored divided by
+// s_x * s_w[oc]. A fused residual R (int8, scale s_r) is copied into the output first and
+// accumulated by a sum post-op with scale s_r / s_y (s_r on the real-value path).
+
+dt int8_type(QuantParam q) {
+  return q.is_unsigned ? dt::u8 : dt::s8;
+}
+
+// Per-output-channel symmetric s8 weights: `rows` rows of `cols` weights each (row r is output
+// channel r); w_q[r][i] = round(w / s[r]), s[r] = max |w[r]| / 127 (1 for an all-zero row).
+void quantize_weights(const float* w, int64_t rows, int64_t cols, std::vector<int8_t>* wq,
+                      std::vector<float>* scales) {
+  wq->resize(static_cast<size_t>(rows * cols));
+  scales->resize(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = w + r * cols;
+    float m = 0;
+    for (int64_t i = 0; i < cols; ++i) m = std::max(m, std::fabs(row[i]));
+    const float sc = m > 0 && std::isfinite(m) ? m / 127.f : 1.f;
+    (*scales)[static_cast<size_t>(r)] = sc;
+    for (int64_t i = 0; i < cols; ++i) {
+      const float q = std::nearbyint(row[i] / sc);
+      (*wq)[static_cast<size_t>(r * cols + i)] =
+          static_cast<int8_t>(q == q ? std::clamp(q, -127.f, 127.f) : 0.f);
+    }
+  }
+}
+
+// Whether an activation commutes with a positive scale once its bounds are scaled.
+bool scale_invariant(const Activation& a) {
+  return a.kind == ActivationKind::kNone || a.kind == ActivationKind::kRelu ||
+         a.kind == ActivationKind::kLeakyRelu || a.kind == ActivationKind::kClip;
+}
+
+// The int8 convolution: NHWC int8 in and out.
+class Int8ConvKernel final : public OneDnnKernel {
+ public:
+  Int8ConvKernel(ConvSetup s, QuantParam in, QuantParam out)
+      : s_(std::move(s)), in_(in), out_(out) {}
+
+  bool bf16_io() const override { return false; }
+  bool int8_io() const override { return true; }
+
+  void choose_layouts(std::span<const Layout> available, std::span<Layout> wanted,
+                      std::span<Layout> produced) const override {
+    Kernel::choose_layouts(available, wanted, produced);
+    wanted[0] = Layout::kNHWC;
+    produced[0] = Layout::kNHWC;
+  }
+
+  // Quantises the weights (once) and creates the primitive. False when oneDNN has no post-op
+  // for the activation.
+  Result<bool> create(const Shape& x) {
+    const ConvSetup& s = s_;
+    const WindowGeometry& g = s.geo;
+    if (wq_.empty()) {
+      quantize_weights(s.weight->data<float>(), s.cout, s.cin_g * s.kh * s.kw, &wq_, &wscale_);
+    }
+    const bool fold = scale_invariant(s.act);
+    std::vector<float> scales(static_cast<size_t>(s.cout));
+    for (size_t oc = 0; oc < scales.size(); ++oc) {
+      const float real = in_.scale * wscale_[oc];
+      scales[oc] = fold ? real / out_.scale : real;
+    }
+    dnnl::post_ops ops;
+    if (residual_) {
+      const float rs = fold ? res_.scale / out_.scale : res_.scale;
+      if (res_.is_unsigned == out_.is_unsigned) {
+        ops.append_sum(rs);
+      } else {
+        ops.append_sum(rs, int8_type(res_));
+      }
+    }
+    Activation act = s.act;
+    if (fold && act.kind == ActivationKind::kClip) {
+      act.alpha /= out_.scale;
+      act.beta /= out_.scale;
+    }
+    if (!append_activation(act, &ops)) return false;
+    if (!fold) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, 1.f / out_.scale, 0.f);
+    dnnl::primitive_attr attr = owned_scratchpad_attr();
+    attr.set_output_scales(1 << 1, scales);
+    attr.set_post_ops(ops);
+    const memory::desc src_md(dims_of({x[0], s.cin, x[2], x[3]}), int8_type(in_), tag::nhwc);
+    const memory::desc dst_md(dims_of({x[0], s.cout, g.output[0], g.output[1]}), int8_type(out_),
+                              tag::nhwc);
+    const bool grouped = s.group > 1;
+    const memory::dims wdims = grouped ? dims_of({s.group, s.cout / s.group, s.cin_g, s.kh, s.kw})
+                                       : dims_of({s.cout, s.cin_g, s.kh, s.kw});
+    const memory::desc w_any(wdims, dt::s8, tag::any);
+    const memory::desc bias_md(dims_of({s.cout}), dt::f32, tag::x);
+    const memory::dims strides = dims_of({g.strides[0], g.strides[1]});
+    const memory::dims dil = dims_of({g.dilations[0] - 1, g.dilations[1] - 1});
+    const memory::dims pl = dims_of({g.pads_begin[0], g.pads_begin[1]});
+    const memory::dims pr = dims_of({g.pads_end[0], g.pads_end[1]});
+    RETURN_IF_ERROR(guarded(what_, [&] {
+      const dnnl::convolution_forward::desc d =
+          s.bias != nullptr
+              ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                dnnl::algorithm::convolution_direct, src_md, w_any,
+                                                bias_md, dst_md, strides, dil, pl, pr)
+              : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                dnnl::algorithm::convolution_direct, src_md, w_any,
+                                                dst_md, strides, dil, pl, pr);
+      pd_ = dnnl::convolution_forward::primitive_desc(d, attr, cpu_engine());
+      prim_ = dnnl::convolution_forward(pd_);
+      own_scratchpad(pd_);
+      memory user_w(memory::desc(wdims, dt::s8, grouped ? tag::goihw : tag::oihw), cpu_engine(),
+                    wq_.data());
+      weights_ = memory(pd_.weights_desc(), cpu_engine());
+      dnnl::reorder(user_w, weights_).execute(stream_, user_w, weights_);
+      if (s.bias != nullptr) {
+        bias_ = memory(bias_md, cpu_engine());
+        auto* b = static_cast<float*>(bias_.get_data_handle());
+        const float* src = s.bias->data<float>();
+        for (int64_t oc = 0; oc < s.cout; ++oc) {
+          b[oc] = src[oc] / (in_.scale * wscale_[static_cast<size_t>(oc)]);
+        }
+      }
+      stream_.wait();
+    }));
+    owned_bytes_ = pd_.weights_desc().get_size() + (s.bias != nullptr ? bias_md.get_size() : 0);
+    const bool dw = s.group > 1 && s.cin_g == 1;
+    desc_ = std::string("onednn int8 conv ") + std::to_string(s.kh) + "x" + std::to_string(s.kw) +
+            "/" + std::to_string(g.strides[0]) +
+            (dw        ? " depthwise"
+             : grouped ? " grouped"
+                       : "") +
+            activation_suffix(s.act) + (residual_ ? " +residual" : "") +
+            (in_.is_unsigned ? " u8" : " s8") + "->" + (out_.is_unsigned ? "u8" : "s8") + " (" +
+            pd_.impl_info_str() + ")";
+    return true;
+  }
+
+  bool fuse_residual_int8(const Activation& act, QuantParam residual, QuantParam out) override {
+    ConvSetup with = s_;
+    if (!with.take_residual_activation(act)) return false;
+    dnnl::post_ops probe;
+    if (!append_activation(with.act, &probe)) return false;
+    const ConvSetup before = s_;
+    const QuantParam out_before = out_;
+    s_ = with;
+    residual_ = true;
+    res_ = residual;
+    out_ = out;
+    Result<bool> ok = create(shape_);
+    if (!ok.ok() || !*ok) {
+      s_ = before;
+      out_ = out_before;
+      residual_ = false;
+      (void)create(shape_);
+      return false;
+    }
+    return true;
+  }
+
+  Status bind(std::span<const Operand> in, std::span<const Operand> out, ThreadPool&) override {
+    if (!in[0].int8 || !out[0].int8 || !(in[0].quant == in_) || !(out[0].quant == out_) ||
+        (residual_ && !(in.back().int8 && in.back().quant == res_))) {
+      return internal_error(what_ + ": bound to tensors of another quantisation");
+    }
+    return guarded(what_, [&] {
+      args_.clear();
+      args_[DNNL_ARG_SRC] = memory(pd_.src_desc(), cpu_engine(), in[0].data);
+      args_[DNNL_ARG_WEIGHTS] = weights_;
+      if (s_.bias != nullptr) args_[DNNL_ARG_BIAS] = bias_;
+      args_[DNNL_ARG_DST] = memory(pd_.dst_desc(), cpu_engine(), out[0].data);
+      residual_src_ = residual_ ? in.back().data : nullptr;
+      dst_ = out[0].data;
+    });
+  }
+
+  Status run(ThreadPool& pool) override {
+    if (residual_src_ != nullptr) {
+      std::memcpy(dst_, residual_src_, pd_.dst_desc().get_size());
+    }
+    return OneDnnKernel::run(pool);
+  }
+
+  ConvSetup s_;
+  QuantParam in_, out_, res_;
+  Shape shape_;
+  bool residual_ = false;
+  const void* residual_src_ = nullptr;
+  void* dst_ = nullptr;
+  std::vector<int8_t> wq_;
+  std::vector<float> wscale_;
+  dnnl::convolution_forward::primitive_desc pd_;
+  memory weights_, bias_;
+};
+
+QuantParam quant_of(const std::vector<QuantParam>& quant, ValueId v) {
+  return v == kNoValue || static_cast<size_t>(v) >= quant.size() ? QuantParam{}
+                                                                 : quant[static_cast<size_t>(v)];
+}
+
+Result<std::unique_ptr<Kernel>> make_int8_conv(const KernelRequest& req,
+                                               const std::vector<QuantParam>& quant) {
+  const QuantParam in = quant_of(quant, req.node.inputs[0]);
+  const QuantParam out = quant_of(quant, req.node.outputs[0]);
+  if (!in.valid() || !out.valid()) return decline();
+  ASSIGN_OR_RETURN(std::optional<ConvSetup> setup, conv_setup(req));
+  if (!setup) return decline();
+  auto k = std::make_unique<Int8ConvKernel>(std::move(*setup), in, out);
+  k->what_ = "node '" + req.node.name + "' (Conv)";
+  k->shape_ = req.ctx.input(0).shape;
+  ASSIGN_OR_RETURN(bool ok, k->create(k->shape_));
+  if (!ok) return decline();
+  return std::unique_ptr<Kernel>(std::move(k));
+}
+
+// MaxPool, AveragePool, GlobalAveragePool on int8: the output keeps the input's quantisation
+// (CpuProgram gives a pool's output its input's QuantParam).
+class Int8PoolKernel final : public OneDnnKernel {
+ public:
+  explicit Int8PoolKernel(QuantParam q) : q_(q) {}
+  bool bf16_io() const override { return false; }
+  bool int8_io() const override { return true; }
+  void choose_layouts(std::span<const Layout> available, std::span<Layout> wanted,
+                      std::span<Layout> produced) const override {
+    Kernel::choose_layouts(available, wanted, produced);
+    wanted[0] = Layout::kNHWC;
+    produced[0] = Layout::kNHWC;
+  }
+  Status bind(std::span<const Operand> in, std::span<const Operand> out, ThreadPool&) override {
+    if (!in[0].int8 || !out[0].int8 || !(in[0].quant == q_) || !(out[0].quant == q_)) {
+      return internal_error(what_ + ": bound to tensors of another quantisation");
+    }
+    return guarded(what_, [&] {
+      args_.clear();
+      args_[DNNL_ARG_SRC] = memory(pd_.src_desc(), cpu_engine(), in[0].data);
+      args_[DNNL_ARG_DST] = memory(pd_.dst_desc(), cpu_engine(), out[0].data);
+    });
+  }
+  dnnl::pooling_forward::primitive_desc pd_;
+  QuantParam q_;
+};
+
+Result<std::unique_ptr<Kernel>> make_int8_pool(const KernelRequest& req,
+                                               const std::vector<QuantParam>& quant) {
+  const QuantParam in = quant_of(quant, req.node.inputs[0]);
+  if (!in.valid() || !(quant_of(quant, req.node.outputs[0]) == in)) return decline();
+  // The bf16 pool's geometry, rebuilt on int8 memory descriptors.
+  ASSIGN_OR_RETURN(std::unique_ptr<Kernel> bf16, make_pool(req));
+  if (bf16 == nullptr) return decline();
+  const auto& b = static_cast<const PoolKernel&>(*bf16);
+  auto k = std::make_unique<Int8PoolKernel>(in);
+  k->what_ = b.what_;
+  const memory::desc src_md = memory::desc(b.pd_.src_desc().dims(), int8_type(in), tag::nhwc);
+  const memory::desc dst_md = memory::desc(b.pd_.dst_desc().dims(), int8_type(in), tag::nhwc);
+  RETURN_IF_ERROR(guarded(k->what_, [&] {
+    const dnnl::pooling_forward::desc d(dnnl::prop_kind::forward_inference, b.alg_, src_md, dst_md,
+                                        b.strides_, b.kernel_, b.pl_, b.pr_);
+    k->pd_ = dnnl::pooling_forward::primitive_desc(d, owned_scratchpad_attr(), cpu_engine());
+    k->prim_ = dnnl::pooling_forward(k->pd_);
+    k->own_scratchpad(k->pd_);
+  }));
+  k->desc_ = "onednn int8 " + b.label_ + (in.is_unsigned ? " u8" : " s8") + " (" +
+             k->pd_.impl_info_str() + ")";
+  return std::unique_ptr<Kernel>(std::move(k));
+}
+
+// Gemm / MatMul with a constant weight matrix on an int8 X: weights s8 per output column,
+// output in f32 (logits and other graph outputs keep f32's resolution).
+class Int8MatMulKernel final : public OneDnnKernel {
+ public:
+  explicit Int8MatMulKernel(QuantParam q) : q_(q) {}
+  bool bf16_io() const override { return false; }
+  bool int8_io() const override { return true; }
+  bool int8_output() const override { return false; }
+  Status bind(std::span<const Operand> in, std::span<const Operand> out, ThreadPool&) override {
+    if (!in[0].int8 || !(in[0].quant == q_) || out[0].int8 || out[0].bf16) {
+      return internal_error(what_ + ": bound to tensors of another precision");
+    }
+    return guarded(what_, [&] {
+      args_.clear();
+      args_[DNNL_ARG_SRC] = memory(pd_.src_desc(), cpu_engine(), in[0].data);
+      args_[DNNL_ARG_WEIGHTS] = weights_;
+      if (bias_) args_[DNNL_ARG_BIAS] = bias_;
+      args_[DNNL_ARG_DST] = memory(pd_.dst_desc(), cpu_engine(), out[0].data);
+    });
+  }
+  QuantParam q_;
+  dnnl::matmul::primitive_desc pd_;
+  memory weights_, bias_;
+};
+
+Result<std::unique_ptr<Kernel>> make_int8_matmul(const KernelRequest& req,
+                                                 const std::vector<QuantParam>& quant) {
+  const Node& n = req.node;
+  const QuantParam in = quant_of(quant, n.inputs[0]);
+  if (!in.valid()) return decline();
+  std::optional<FcParams> p;
+  if (n.kind == OpKind::kGemm) {
+    ASSIGN_OR_RETURN(p, gemm_params(req));
+  } else {
+    p = matmul_params(req);
+  }
+  if (!p) return decline();
+  ASSIGN_OR_RETURN(Activation act, parse_fused_activation(n.attrs));
+  dnnl::post_ops ops;
+  if (!append_activation(act, &ops)) return decline();
+  const auto m = static_cast<int64_t>(p->batch), kk = static_cast<int64_t>(p->k),
+             nn = static_cast<int64_t>(p->n);
+  // Weights as [n][k] rows (one per output column) for the per-column scales.
+  std::vector<float> rows(static_cast<size_t>(nn * kk));
+  for (int64_t j = 0; j < nn; ++j) {
+    for (int64_t i = 0; i < kk; ++i) {
+      rows[static_cast<size_t>(j * kk + i)] = p->w_is_k_by_n ? p->w[i * nn + j] : p->w[j * kk + i];
+    }
+  }
+  std::vector<int8_t> wq;
+  std::vector<float> ws;
+  quantize_weights(rows.data(), nn, kk, &wq, &ws);
+  std::vector<float> scales(static_cast<size_t>(nn));
+  for (size_t j = 0; j < scales.size(); ++j) scales[j] = in.scale * ws[j];
+  dnnl::primitive_attr attr = owned_scratchpad_attr();
+  attr.set_output_scales(1 << 1, scales);
+  attr.set_post_ops(ops);
+  auto k = std::make_unique<Int8MatMulKernel>(in);
+  k->what_ = "node '" + n.name + "' (" + op_name(n.kind) + ")";
+  RETURN_IF_ERROR(guarded(k->what_, [&] {
+    const memory::desc src_md(dims_of({m, kk}), int8_type(in), tag::ab);
+    const memory::desc w_any(dims_of({kk, nn}), dt::s8, tag::any);
+    const memory::desc bias_md(dims_of({1, nn}), dt::f32, tag::ab);
+    const memory::desc dst_md(dims_of({m, nn}), dt::f32, tag::ab);
+    const dnnl::matmul::desc d = p->bias.empty()
+                                     ? dnnl::matmul::desc(src_md, w_any, dst_md)
+                                     : dnnl::matmul::desc(src_md, w_any, bias_md, dst_md);
+    k->pd_ = dnnl::matmul::primitive_desc(d, attr, cpu_engine());
+    k->prim_ = dnnl::matmul(k->pd_);
+    k->own_scratchpad(k->pd_);
+    // wq is [n][k] row-major: the [k, n] matrix in "ba" order.
+    memory user_w(memory::desc(dims_of({kk, nn}), dt::s8, tag::ba), cpu_engine(), wq.data());
+    k->weights_ = memory(k->pd_.weights_desc(), cpu_engine());
+    dnnl::reorder(user_w, k->weights_).execute(k->stream_, user_w, k->weights_);
+    if (!p->bias.empty()) {
+      k->bias_ = memory(bias_md, cpu_engine());
+      auto* b = static_cast<float*>(k->bias_.get_data_handle());
+      for (int64_t j = 0; j < nn; ++j) {
+        b[j] = kInt8MatmulBiasScaled
+                   ? p->bias[static_cast<size_t>(j)] / scales[static_cast<size_t>(j)]
+                   : p->bias[static_cast<size_t>(j)];
+      }
+    }
+    k->stream_.wait();
+  }));
+  k->owned_bytes_ = k->pd_.weights_desc().get_size() + p->bias.size() * sizeof(float);
+  k->desc_ = "onednn int8 matmul " + std::to_string(kk) + "->" + std::to_string(nn) +
+             activation_suffix(act) + (in.is_unsigned ? " u8" : " s8") + "->f32 (" +
+             k->pd_.impl_info_str() + ")";
   return std::unique_ptr<Kernel>(std::move(k));
 }
 
@@ -472,6 +875,24 @@ Result<std::unique_ptr<Kernel>> make_onednn_bf16_kernel(const KernelRequest& req
     case OpKind::kAveragePool:
     case OpKind::kGlobalAveragePool:
       return make_pool(req);
+    default:
+      return decline();
+  }
+}
+
+Result<std::unique_ptr<Kernel>> make_onednn_int8_kernel(const KernelRequest& req,
+                                                        const std::vector<QuantParam>& quant) {
+  if (req.node.inputs.empty() || req.node.outputs.empty()) return decline();
+  switch (req.node.kind) {
+    case OpKind::kConv:
+      return make_int8_conv(req, quant);
+    case OpKind::kGemm:
+    case OpKind::kMatMul:
+      return make_int8_matmul(req, quant);
+    case OpKind::kMaxPool:
+    case OpKind::kAveragePool:
+    case OpKind::kGlobalAveragePool:
+      return make_int8_pool(req, quant);
     default:
       return decline();
   }

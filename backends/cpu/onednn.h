@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "backends/cpu/kernel.h"
 
@@ -32,6 +33,15 @@ std::string onednn_note();
 // The bf16 kernel for a node, or null when oneDNN has none for this configuration (the f32
 // kernels run it). Errors are real errors (bad attributes, a oneDNN failure).
 Result<std::unique_ptr<Kernel>> make_onednn_bf16_kernel(const KernelRequest& req);
+
+// The int8 kernel for a node, or null when oneDNN has none for this configuration or a value it
+// would read or write in int8 has no quantisation (`quant`, by ValueId; CpuProgram assigns it
+// from the calibration table). Conv (dense, grouped, depthwise; fused activations and residual
+// Add, requantised straight into the next layer's int8), MaxPool / AveragePool /
+// GlobalAveragePool (the output keeps the input's quantisation), Gemm / MatMul with a constant
+// weight matrix (f32 output). Weights: s8 with a scale per output channel.
+Result<std::unique_ptr<Kernel>> make_onednn_int8_kernel(const KernelRequest& req,
+                                                        const std::vector<QuantParam>& quant);
 
 // f32 -> bf16 with round-to-nearest-even (NaN stays NaN), and back (exact).
 inline uint16_t f32_to_bf16(float f) {

@@ -14,6 +14,7 @@
 
 #include "backends/registry.h"
 #include "graph/graph.h"
+#include "scheduler/calibrate.h"
 #include "tests/backends/op_cases.h"
 #include "tests/ops/op_test_util.h"
 
@@ -21,6 +22,11 @@ namespace tessera {
 
 // The relative tolerance of a bf16 device in diff_op (of |ref| and of the output's max |ref|).
 inline constexpr double kBf16Tolerance = 1.5e-2;
+// The relative tolerance of an int8 device in diff_op, calibrated (min/max) on the case's own
+// inputs: every activation is rounded to 1/254 of its range (half a step: 0.4% of the largest
+// |value|) and every weight to 1/254 of its output channel's; a sum of K such products errs by
+// about sqrt(K) half-steps, a few % of the output's largest |value| for the cases' K <= 1143.
+inline constexpr double kInt8Tolerance = 6e-2;
 
 struct DiffInput {
   Tensor value;
@@ -86,13 +92,15 @@ inline DiffResult diff_op_with(const CompileFn& compile, const std::string& devi
   // operand to 8 significant bits (relative 2^-9) and accumulates in f32, so an output may be off
   // by about 1% of its own magnitude plus 1% of the output's largest (cancellation in a sum).
   Result<DeviceName> parsed = parse_device_name(device);
-  const bool bf16 = parsed.ok() && parsed->precision == Precision::kBf16;
+  const bool bf16 = parsed.ok() && parsed->precision != Precision::kF32;
+  const double reduced_tol =
+      parsed.ok() && parsed->precision == Precision::kInt8 ? kInt8Tolerance : kBf16Tolerance;
   for (int o = 0; o < num_outputs; ++o) {
     const Tensor& a = (*got)[static_cast<size_t>(o)];
     const Tensor& b = (*want)[static_cast<size_t>(o)];
     testing::Tolerance tol{atol, rtol, nan_may_clamp, /*scale_by_max=*/false};
     if (bf16) {
-      tol = {kBf16Tolerance, kBf16Tolerance, nan_may_clamp, /*scale_by_max=*/true};
+      tol = {reduced_tol, reduced_tol, nan_may_clamp, /*scale_by_max=*/true};
     }
     double err = 0;
     const std::string diff = testing::compare_outputs(a, b, tol, &err);
@@ -120,7 +128,28 @@ inline DiffResult diff_op(const std::string& device, OpKind kind, const Attribut
   auto compile = [&](const Graph& g,
                      std::span<const NodeId> layers) -> Result<std::unique_ptr<Program>> {
     ASSIGN_OR_RETURN(dev, open_device(device));
-    return dev->compile(g, layers);
+    CompileOptions options;
+    const Result<DeviceName> name = parse_device_name(device);  // a split device is no name
+    if (name.ok() && name->precision == Precision::kInt8) {
+      // An int8 level is calibrated (min/max) on the case's own inputs, on the reference device
+      // (NaN and infinities, which int8 cannot hold, calibrated as 0).
+      std::vector<Tensor> sample;
+      for (const DiffInput& in : inputs) {
+        if (in.is_constant) continue;
+        ASSIGN_OR_RETURN(Tensor t, in.value.clone());
+        if (t.dtype() == DType::kF32) {
+          for (int64_t i = 0; i < t.numel(); ++i) {
+            if (!std::isfinite(t.data<float>()[i])) t.data<float>()[i] = 0;
+          }
+        }
+        sample.push_back(std::move(t));
+      }
+      ASSIGN_OR_RETURN(std::unique_ptr<Device> ref, open_device("reference"));
+      ASSIGN_OR_RETURN(CalibrationTable t,
+                       calibrate(g, *ref, {sample}, CalibrationMethod::kMinMax));
+      options.calibration = std::make_shared<const CalibrationTable>(std::move(t));
+    }
+    return dev->compile(g, layers, options);
   };
   return diff_op_with(compile, device, kind, attrs, inputs, num_outputs, atol, rtol, nan_may_clamp,
                       through_pad);

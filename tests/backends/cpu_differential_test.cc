@@ -31,6 +31,7 @@ class CpuDiffTest : public ::testing::TestWithParam<const char*> {
  protected:
   std::string dev() const { return GetParam(); }
   bool is_bf16() const { return dev().find("#bf16") != std::string::npos; }
+  bool is_int8() const { return dev().find("#int8") != std::string::npos; }
 };
 
 // A 2-D conv runs on an optimised kernel (which one: cpu_conv_variants_test.cc), not the
@@ -45,8 +46,8 @@ TEST_P(CpuDiffTest, TwoDConvRunsAnOptimisedKernel) {
 // Outputs large enough to be cut into chunks that run side by side (one XNNPACK operator each):
 // same shapes, operands broadcast along the cut axis or others, constants, both layouts.
 TEST_P(CpuDiffTest, LargeElementwiseRunsInChunks) {
-  const bool threads =
-      (dev() == "cpu" || dev() == "cpu#bf16") && cpu::process_affinity().size() > 1;
+  const bool threads = (dev() == "cpu" || dev() == "cpu#bf16" || dev() == "cpu#int8") &&
+                       cpu::process_affinity().size() > 1;
   for (OpKind k : {OpKind::kAdd, OpKind::kSub, OpKind::kMul, OpKind::kDiv}) {
     SCOPED_TRACE(op_name(k));
     for (bool nhwc : {false, true}) {
@@ -325,6 +326,8 @@ std::vector<Tensor> run_graph(const std::string& device, const Graph& g,
 // The ShuffleNet channel shuffle (Reshape, Transpose, Reshape) between two NHWC layers runs as
 // one fused NHWC kernel, with no layout conversion, and matches the reference exactly.
 TEST_P(CpuDiffTest, ChannelShuffleIsFused) {
+  // run_graph compiles without calibration; int8 programs are checked in cpu_int8_test.cc.
+  if (is_int8()) GTEST_SKIP() << "int8 needs a calibration table";
   for (int64_t groups : {2, 3}) {
     SCOPED_TRACE(groups);
     const int64_t c = 12 * groups + (groups == 3 ? 3 : 0);  // 24 and 39 channels
@@ -390,6 +393,12 @@ INSTANTIATE_TEST_SUITE_P(Cpu, CpuDiffTest, ::testing::Values("cpu", "cpu:0"), []
 INSTANTIATE_TEST_SUITE_P(CpuBf16, CpuDiffTest, ::testing::Values("cpu#bf16", "cpu:0#bf16"),
                          [](const auto& p) {
                            return std::string(p.param) == "cpu#bf16" ? "all_cores" : "one_core";
+                         });
+// The int8 level: oneDNN's int8 kernels where a node has a calibrated range (diff_op calibrates
+// each case on its own inputs), f32 elsewhere; held to kInt8Tolerance.
+INSTANTIATE_TEST_SUITE_P(CpuInt8, CpuDiffTest, ::testing::Values("cpu#int8", "cpu:0#int8"),
+                         [](const auto& p) {
+                           return std::string(p.param) == "cpu#int8" ? "all_cores" : "one_core";
                          });
 #endif
 

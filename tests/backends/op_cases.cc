@@ -84,8 +84,9 @@ std::vector<NodeId> all_layers(const Graph& g) {
 Result<std::vector<Tensor>> run_layers(Device& device, const Graph& g,
                                        const std::vector<NodeId>& layers,
                                        const std::vector<std::pair<ValueId, Tensor>>& feed,
-                                       std::string* description, int runs) {
-  ASSIGN_OR_RETURN(std::unique_ptr<Program> p, device.compile(g, layers));
+                                       std::string* description, int runs,
+                                       const CompileOptions& options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<Program> p, device.compile(g, layers, options));
   if (description != nullptr) *description = p->describe();
   std::vector<Tensor> ins;
   for (ValueId v : p->input_values()) {
@@ -1507,10 +1508,9 @@ std::vector<OpCase> sequence_quantized_cases() {
 
 std::vector<OpCase> all_op_cases() {
   std::vector<OpCase> all;
-  for (auto family :
-       {conv_cases(), gemm_cases(), pool_cases(), elementwise_cases(), normalization_cases(),
-        tensor_cases(), cpu_harness_cases(), vulkan_harness_cases(), math_cases(),
-        sequence_quantized_cases()}) {
+  for (auto family : {conv_cases(), gemm_cases(), pool_cases(), elementwise_cases(),
+                      normalization_cases(), tensor_cases(), cpu_harness_cases(),
+                      vulkan_harness_cases(), math_cases(), sequence_quantized_cases()}) {
     for (OpCase& c : family) all.push_back(std::move(c));
   }
   return all;

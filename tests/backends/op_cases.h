@@ -90,7 +90,8 @@ std::vector<NodeId> all_layers(const Graph& g);
 Result<std::vector<Tensor>> run_layers(Device& device, const Graph& g,
                                        const std::vector<NodeId>& layers,
                                        const std::vector<std::pair<ValueId, Tensor>>& feed,
-                                       std::string* description = nullptr, int runs = 1);
+                                       std::string* description = nullptr, int runs = 1,
+                                       const CompileOptions& options = {});
 
 // How a device's output is held to the reference's.
 struct Tolerance {

@@ -23,6 +23,7 @@
 
 #include "backends/reference/reference_device.h"
 #include "backends/registry.h"
+#include "scheduler/calibrate.h"
 #include "tests/backends/backend_test_util.h"
 #include "tests/backends/op_cases.h"
 
@@ -51,6 +52,9 @@ struct HarnessDevice {
   // Ops whose kernels may turn NaN into a number (XNNPACK's output clamps on cpu,
   // docs/performance.md; GLSL's clamp and tanh, whose NaN result is undefined, on vulkan).
   std::set<OpKind> nan_may_clamp = {};
+  // An int8 level: each case is calibrated (min/max) on its own inputs on the reference device
+  // before the device compiles it, NaN and infinities (which int8 cannot hold) calibrated as 0.
+  bool calibrate = false;
 };
 
 const std::set<OpKind> kXnnpackClamps = {
@@ -59,6 +63,36 @@ const std::set<OpKind> kXnnpackClamps = {
     OpKind::kDiv,        OpKind::kConv,      OpKind::kHardSwish,
     OpKind::kClip,       OpKind::kLeakyRelu, OpKind::kMaxPool,
     OpKind::kAveragePool};
+
+std::set<OpKind> int8_clamps() {
+  std::set<OpKind> s = kXnnpackClamps;
+  s.insert({OpKind::kMatMul, OpKind::kGemm, OpKind::kGlobalMaxPool});
+  return s;
+}
+const std::set<OpKind> kInt8Clamps = int8_clamps();
+
+// The calibration of `g` on `feed` for an int8 device (HarnessDevice::calibrate).
+Result<CompileOptions> calibrated_options(const Graph& g,
+                                          const std::vector<std::pair<ValueId, Tensor>>& feed) {
+  ReferenceDevice ref;
+  std::vector<Tensor> sample;
+  for (ValueId v : g.inputs()) {
+    for (const auto& [id, t] : feed) {
+      if (id != v) continue;
+      ASSIGN_OR_RETURN(Tensor c, t.clone());
+      if (c.dtype() == DType::kF32) {
+        for (float& x : c.span<float>()) {
+          if (!std::isfinite(x)) x = 0;
+        }
+      }
+      sample.push_back(std::move(c));
+    }
+  }
+  CompileOptions options;
+  ASSIGN_OR_RETURN(CalibrationTable t, calibrate(g, ref, {sample}, CalibrationMethod::kMinMax));
+  options.calibration = std::make_shared<const CalibrationTable>(std::move(t));
+  return options;
+}
 
 const std::vector<HarnessDevice>& harness_devices() {
   static const std::vector<HarnessDevice> devices = {
@@ -69,6 +103,11 @@ const std::vector<HarnessDevice>& harness_devices() {
       // off by about 1% of its own magnitude plus 1% of the output's largest (docs/precision.md).
       {"cpu#bf16", "cpu_bf16", nullptr, Held::kEveryCase, kBf16Tolerance, kBf16Tolerance, false,
        kXnnpackClamps},
+      // int8: oneDNN's int8 Conv, pooling and MatMul where a node has a calibrated range, f32
+      // elsewhere (docs/precision.md); within kInt8Tolerance of the output's largest magnitude.
+      // A NaN or infinity fed to an int8 kernel becomes a number, so NaN may clamp on those ops.
+      {"cpu#int8", "cpu_int8", nullptr, Held::kEveryCase, kInt8Tolerance, kInt8Tolerance, false,
+       kInt8Clamps, /*calibrate=*/true},
 #endif
       {"opencl:0", "opencl_0", "TESSERA_REQUIRE_OPENCL", Held::kFoundationCases, 0, 0, true, {}},
       // Declines documented in docs/backend-vulkan.md: arithmetic on non-f32 tensors, 1-D and
@@ -159,8 +198,15 @@ TEST_P(DeviceOpTest, MatchesReference) {
         ++declined;
         continue;
       }
+      CompileOptions options;
+      if (hd.calibrate) {
+        Result<CompileOptions> calibrated = calibrated_options(*g, feed);
+        ASSERT_TRUE(calibrated.ok()) << calibrated.status().to_string();
+        options = *std::move(calibrated);
+      }
       std::string kernel;
-      Result<std::vector<Tensor>> got = run_layers(dev, *g, {0}, feed, &kernel, /*runs=*/2);
+      Result<std::vector<Tensor>> got =
+          run_layers(dev, *g, {0}, feed, &kernel, /*runs=*/2, options);
       ASSERT_TRUE(got.ok()) << got.status().to_string();
       ASSERT_EQ(got->size(), want->size());
       // A reduced-precision device's bound scales with the magnitude the case computes at.

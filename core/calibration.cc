@@ -1,10 +1,10 @@
-// int8 activation calibration: histograms and the range search (see ref_calibration.h).
-#include "backends/npu/reference_driver/ref_calibration.h"
+// int8 activation calibration: histograms and the range search (see calibration.h).
+#include "core/calibration.h"
 
 #include <algorithm>
 #include <cmath>
 
-namespace tnpu_ref {
+namespace tessera {
 
 bool parse_calibration_method(const std::string& s, CalibrationMethod* out) {
   if (s == "minmax") {
@@ -32,7 +32,7 @@ const char* calibration_method_name(CalibrationMethod m) {
 }
 
 void Histogram::add(const float* x, size_t n) {
-  constexpr float kMax = 65504.f;  // fp16's largest value: the calibration program is fp16
+  constexpr float kMax = 65504.f;  // fp16's largest value: the NPU's calibration program is fp16
   if (counts_.empty()) {
     float lo = 0, hi = 0;
     for (size_t i = 0; i < n; ++i) {
@@ -161,4 +161,4 @@ std::pair<float, float> choose_range(const Histogram& h, CalibrationMethod metho
           std::clamp(static_cast<float>(h.edge(ib)), 0.f, hi)};
 }
 
-}  // namespace tnpu_ref
+}  // namespace tessera

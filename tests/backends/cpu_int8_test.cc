@@ -1,0 +1,571 @@
+// int8 on the cpu device (docs/precision.md): the f32 <-> int8 conversions against a brute-force
+// oracle, oneDNN's int8 convolutions and matmuls against a scalar int8 reference written here
+// (quantise, integer accumulate, requantise), a residual network that stays int8 between its
+// int8 layers, calibration (methods, the sidecar table's schema) and hostile calibration input.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+
+#include "backends/cpu/cpu_program.h"
+#include "backends/cpu/layout.h"
+#include "backends/cpu/onednn.h"
+#include "backends/registry.h"
+#include "scheduler/calibrate.h"
+#include "scheduler/fidelity.h"
+#include "tests/backends/backend_test_util.h"
+#include "tests/backends/cpu_test_util.h"
+
+namespace tessera {
+namespace {
+
+using Ints = std::vector<int64_t>;
+using cpu::QuantParam;
+using testing::random_tensor;
+
+// Round half to even, by brute force: the two integers around x and the distances to them.
+double round_even(double x) {
+  const double lo = std::floor(x), hi = lo + 1;
+  if (x - lo < hi - x) return lo;
+  if (hi - x < x - lo) return hi;
+  return std::fmod(lo, 2.0) == 0 ? lo : hi;
+}
+
+// The oracle's quantisation: q = clamp(round_even(x * (1 / scale))) into u8 or s8, NaN -> 0
+// (the product in f32, as the conversions compute it: x / scale may round differently at ties).
+int quantize_ref(float x, QuantParam q) {
+  if (std::isnan(x)) return 0;
+  const double lo = q.is_unsigned ? 0 : -128, hi = q.is_unsigned ? 255 : 127;
+  const float inv = 1.f / q.scale;
+  const double r = round_even(static_cast<double>(x * inv));
+  return static_cast<int>(std::clamp(r, lo, hi));
+}
+
+TEST(Int8, QuantParamFromRange) {
+  QuantParam u = QuantParam::from_range(0.f, 5.1f);
+  EXPECT_TRUE(u.is_unsigned);
+  EXPECT_FLOAT_EQ(u.scale, 5.1f / 255);
+  QuantParam s = QuantParam::from_range(-2.f, 1.27f);
+  EXPECT_FALSE(s.is_unsigned);
+  EXPECT_FLOAT_EQ(s.scale, 2.f / 127);
+  QuantParam z = QuantParam::from_range(0.f, 0.f);
+  EXPECT_TRUE(z.valid());  // a tiny scale: everything quantises to 0
+}
+
+TEST(Int8, ConversionsMatchBruteForce) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> d(-3.f, 3.f);
+  for (QuantParam q : {QuantParam{0.0123f, false}, QuantParam{0.0071f, true}}) {
+    SCOPED_TRACE(q.is_unsigned);
+    const int64_t n = 70001;  // over the pool's split threshold, with a tail
+    std::vector<float> x(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      x[static_cast<size_t>(i)] = d(rng);
+      // Exact ties k + 1/2 steps (inside and outside the range), NaN, infinities.
+      if (i % 5 == 0) x[static_cast<size_t>(i)] = q.scale * (static_cast<float>(i % 300) - 150.5f);
+    }
+    x[7] = std::numeric_limits<float>::quiet_NaN();
+    x[11] = std::numeric_limits<float>::infinity();
+    x[13] = -std::numeric_limits<float>::infinity();
+    std::vector<uint8_t> buf(static_cast<size_t>(n));
+    std::vector<float> back(static_cast<size_t>(n));
+    auto pool = testing::cpu_pool_on_first_cores(1);
+    ASSERT_NE(pool, nullptr);
+    cpu::quantize_array(x.data(), buf.data(), n, q, pool.get());
+    cpu::dequantize_array(buf.data(), back.data(), n, q, pool.get());
+    for (int64_t i = 0; i < n; ++i) {
+      const size_t k = static_cast<size_t>(i);
+      const int got = q.is_unsigned ? buf[k] : static_cast<int8_t>(buf[k]);
+      ASSERT_EQ(got, quantize_ref(x[k], q)) << i << ": " << x[k];
+      ASSERT_EQ(back[k], q.scale * static_cast<float>(got)) << i;
+    }
+    // The transposing pair: NCHW f32 -> NHWC int8 -> NCHW f32 equals the plain round trip.
+    const int64_t nn = 2, c = 13, hw = 7 * 5;
+    const Tensor t = random_tensor(Shape{nn, c, 7, 5}, 4, -2.f, 2.f);
+    std::vector<uint8_t> nhwc(static_cast<size_t>(t.numel()));
+    std::vector<float> nchw(static_cast<size_t>(t.numel()));
+    cpu::nchw_f32_to_nhwc_int8(t.data<float>(), nhwc.data(), nn, c, hw, q, pool.get());
+    cpu::nhwc_int8_to_nchw_f32(nhwc.data(), nchw.data(), nn, c, hw, q, pool.get());
+    for (int64_t img = 0; img < nn; ++img) {
+      for (int64_t ch = 0; ch < c; ++ch) {
+        for (int64_t p = 0; p < hw; ++p) {
+          const size_t at = static_cast<size_t>((img * c + ch) * hw + p);
+          const size_t at_nhwc = static_cast<size_t>((img * hw + p) * c + ch);
+          const int want = quantize_ref(t.data<float>()[at], q);
+          const int got = q.is_unsigned ? nhwc[at_nhwc] : static_cast<int8_t>(nhwc[at_nhwc]);
+          ASSERT_EQ(got, want) << at;
+          ASSERT_EQ(nchw[at], q.scale * static_cast<float>(want));
+        }
+      }
+    }
+  }
+}
+
+#ifdef TESSERA_HAVE_ONEDNN
+
+// A table with the given ranges.
+std::shared_ptr<const CalibrationTable> table_of(
+    std::initializer_list<std::pair<std::string, std::pair<float, float>>> r) {
+  auto t = std::make_shared<CalibrationTable>();
+  t->method = "minmax";
+  for (const auto& [name, range] : r) t->ranges[name] = range;
+  return t;
+}
+
+std::pair<float, float> range_of(const Tensor& t) {
+  float lo = 0, hi = 0;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    lo = std::min(lo, t.data<float>()[i]);
+    hi = std::max(hi, t.data<float>()[i]);
+  }
+  return {lo, hi};
+}
+
+std::vector<Tensor> run_program(Program& p, const std::vector<Tensor>& feeds) {
+  std::vector<Tensor> out(p.output_values().size());
+  Status st = p.run(feeds, out);
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  return out;
+}
+
+// Per-output-channel s8 weights as the oracle makes them: s[oc] = max |w[oc]| / 127.
+void quantize_weights_ref(const float* w, int64_t rows, int64_t cols, std::vector<int>* wq,
+                          std::vector<double>* s) {
+  wq->assign(static_cast<size_t>(rows * cols), 0);
+  s->assign(static_cast<size_t>(rows), 1.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    double m = 0;
+    for (int64_t i = 0; i < cols; ++i) m = std::max(m, std::fabs(double{w[r * cols + i]}));
+    const double sc = m > 0 ? static_cast<float>(m) / 127.f : 1.0;
+    (*s)[static_cast<size_t>(r)] = sc;
+    for (int64_t i = 0; i < cols; ++i) {
+      (*wq)[static_cast<size_t>(r * cols + i)] =
+          static_cast<int>(std::clamp(round_even(w[r * cols + i] / sc), -127.0, 127.0));
+    }
+  }
+}
+
+double activate(double v, const std::string& act) {
+  if (act == "relu") return std::max(v, 0.0);
+  if (act == "clip") return std::clamp(v, 0.0, 6.0);
+  if (act == "sigmoid") return 1 / (1 + std::exp(-v));
+  return v;
+}
+
+struct ConvCase {
+  Shape x;
+  int64_t cout, k, stride, pad, group;
+  std::string act;
+  bool unsigned_input;  // x >= 0: a u8 input
+};
+
+// One Conv against the scalar int8 reference: quantise x and w, accumulate in integers, add the
+// bias and scale in double, activate, requantise into the output's int8 and dequantise. oneDNN
+// computes the same in f32, so an element may differ by one step where f32 rounding moves a value
+// across a rounding boundary; nearly all must be equal.
+// The grouped case {1, 12, 9, 9} g3 runs on oneDNN's gemm int8 convolution, which needs a
+// scratchpad: it once crashed through oneDNN's library-managed one (the kernels own theirs now).
+TEST(Int8Conv, MatchesScalarInt8Reference) {
+  const std::vector<ConvCase> cases = {
+      {{1, 5, 13, 11}, 8, 3, 1, 1, 1, "relu", false},    {{2, 7, 17, 13}, 9, 3, 2, 1, 1, "", false},
+      {{1, 16, 13, 13}, 16, 3, 1, 1, 16, "clip", true},  {{1, 12, 9, 9}, 6, 3, 1, 0, 3, "", true},
+      {{1, 33, 7, 7}, 13, 1, 1, 0, 1, "sigmoid", false},
+  };
+  uint32_t seed = 21;
+  for (const ConvCase& c : cases) {
+    SCOPED_TRACE(c.x.to_string() + " k" + std::to_string(c.k) + " g" + std::to_string(c.group) +
+                 " " + c.act);
+    const int64_t cin = c.x[1], cin_g = cin / c.group, cout_g = c.cout / c.group;
+    Graph g;
+    const ValueId x = g.add_value("x", TensorInfo{DType::kF32, c.x});
+    g.inputs().push_back(x);
+    const Tensor w = random_tensor(Shape{c.cout, cin_g, c.k, c.k}, seed++, -0.5f, 0.5f);
+    const Tensor b = random_tensor(Shape{c.cout}, seed++, -0.3f, 0.3f);
+    Node n;
+    n.name = "conv";
+    n.kind = OpKind::kConv;
+    n.attrs.set("pads", Ints{c.pad, c.pad, c.pad, c.pad});
+    n.attrs.set("strides", Ints{c.stride, c.stride});
+    n.attrs.set("group", c.group);
+    testing::set_fused_activation(n.attrs, c.act, 0.f, 6.f);
+    n.inputs = {x, g.add_constant("w", w), g.add_constant("b", b)};
+    n.outputs = {g.add_value("y")};
+    g.outputs() = {n.outputs[0]};
+    const NodeId id = g.add_node(n);
+    ASSERT_TRUE(g.infer_shapes().ok());
+    const Tensor xin =
+        random_tensor(c.x, seed++, c.unsigned_input ? 0.f : -1.5f, c.unsigned_input ? 2.f : 1.f);
+    // The f32 output's range calibrates y.
+    auto ref_dev = open_device("reference");
+    ASSERT_TRUE(ref_dev.ok());
+    std::vector<NodeId> layers = {id};
+    auto ref = (*ref_dev)->compile(g, layers);
+    ASSERT_TRUE(ref.ok());
+    const Tensor yref = run_program(**ref, {xin})[0];
+    CompileOptions o;
+    o.calibration = table_of({{"x", range_of(xin)}, {"y", range_of(yref)}});
+    const QuantParam qx = QuantParam::from_range(range_of(xin).first, range_of(xin).second);
+    const QuantParam qy = QuantParam::from_range(range_of(yref).first, range_of(yref).second);
+    EXPECT_EQ(qx.is_unsigned, c.unsigned_input);
+    for (const char* device : {"cpu#int8", "cpu:0#int8"}) {
+      SCOPED_TRACE(device);
+      auto dev = open_device(device);
+      ASSERT_TRUE(dev.ok()) << dev.status().to_string();
+      auto p = (*dev)->compile(g, layers, o);
+      ASSERT_TRUE(p.ok()) << p.status().to_string();
+      ASSERT_NE((*p)->describe().find("onednn int8 conv"), std::string::npos) << (*p)->describe();
+      const Tensor got = run_program(**p, {xin})[0];
+      ASSERT_EQ(got.shape(), yref.shape());
+      // The oracle.
+      std::vector<int> wq;
+      std::vector<double> ws;
+      quantize_weights_ref(w.data<float>(), c.cout, cin_g * c.k * c.k, &wq, &ws);
+      const int64_t oh = yref.dim(2), ow = yref.dim(3), ih = c.x[2], iw = c.x[3];
+      int64_t off_by_one = 0;
+      for (int64_t img = 0; img < c.x[0]; ++img) {
+        for (int64_t oc = 0; oc < c.cout; ++oc) {
+          const int64_t grp = oc / cout_g;
+          for (int64_t oy = 0; oy < oh; ++oy) {
+            for (int64_t ox = 0; ox < ow; ++ox) {
+              int64_t acc = 0;
+              for (int64_t ic = 0; ic < cin_g; ++ic) {
+                for (int64_t ky = 0; ky < c.k; ++ky) {
+                  for (int64_t kx = 0; kx < c.k; ++kx) {
+                    const int64_t iy = oy * c.stride - c.pad + ky, ix = ox * c.stride - c.pad + kx;
+                    if (iy < 0 || iy >= ih || ix < 0 || ix >= iw) continue;
+                    const int64_t ch = grp * cin_g + ic;
+                    const float xv = xin.data<float>()[((img * cin + ch) * ih + iy) * iw + ix];
+                    acc += static_cast<int64_t>(quantize_ref(xv, qx)) *
+                           wq[static_cast<size_t>(((oc * cin_g + ic) * c.k + ky) * c.k + kx)];
+                  }
+                }
+              }
+              const double real = static_cast<double>(qx.scale) * ws[static_cast<size_t>(oc)] *
+                                      static_cast<double>(acc) +
+                                  b.data<float>()[oc];
+              const int want = quantize_ref(static_cast<float>(activate(real, c.act)), qy);
+              const float g_val = got.data<float>()[((img * c.cout + oc) * oh + oy) * ow + ox];
+              const double steps = g_val / static_cast<double>(qy.scale) - want;
+              ASSERT_LE(std::fabs(steps), 1.0 + 1e-3)
+                  << "oc " << oc << " (" << oy << ", " << ox << "): " << g_val << " vs "
+                  << want * qy.scale;
+              off_by_one += std::fabs(steps) > 0.5 ? 1 : 0;
+            }
+          }
+        }
+      }
+      EXPECT_LE(off_by_one, std::max<int64_t>(2, got.numel() / 50)) << got.numel();
+    }
+  }
+}
+
+// Gemm (transB, bias) and MatMul on an int8 input: s8 weights per output column, f32 output.
+TEST(Int8MatMul, MatchesScalarInt8Reference) {
+  for (bool gemm : {true, false}) {
+    SCOPED_TRACE(gemm ? "Gemm" : "MatMul");
+    const int64_t m = 3, k = 37, nn = 11;
+    Graph g;
+    const ValueId x = g.add_value("x", TensorInfo{DType::kF32, Shape{m, k}});
+    g.inputs().push_back(x);
+    // Gemm: W is [n, k] (transB); MatMul: W is [k, n].
+    const Tensor w = random_tensor(gemm ? Shape{nn, k} : Shape{k, nn}, 5, -0.4f, 0.4f);
+    const Tensor b = random_tensor(Shape{nn}, 6, -1.f, 1.f);
+    Node n;
+    n.name = "fc";
+    n.kind = gemm ? OpKind::kGemm : OpKind::kMatMul;
+    n.inputs = {x, g.add_constant("w", w)};
+    if (gemm) {
+      n.attrs.set("transB", int64_t{1});
+      n.inputs.push_back(g.add_constant("b", b));
+    }
+    n.outputs = {g.add_value("y")};
+    g.outputs() = {n.outputs[0]};
+    const NodeId id = g.add_node(n);
+    ASSERT_TRUE(g.infer_shapes().ok());
+    const Tensor xin = random_tensor(Shape{m, k}, 7, -2.f, 1.f);
+    CompileOptions o;
+    o.calibration = table_of({{"x", range_of(xin)}, {"y", {-100.f, 100.f}}});
+    const QuantParam qx = QuantParam::from_range(range_of(xin).first, range_of(xin).second);
+    auto dev = open_device("cpu:0#int8");
+    ASSERT_TRUE(dev.ok());
+    std::vector<NodeId> layers = {id};
+    auto p = (*dev)->compile(g, layers, o);
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    ASSERT_NE((*p)->describe().find("onednn int8 matmul"), std::string::npos) << (*p)->describe();
+    const Tensor got = run_program(**p, {xin})[0];
+    // Weights as [n][k] rows for the oracle.
+    std::vector<float> rows(static_cast<size_t>(nn * k));
+    for (int64_t j = 0; j < nn; ++j) {
+      for (int64_t i = 0; i < k; ++i) {
+        rows[static_cast<size_t>(j * k + i)] =
+            gemm ? w.data<float>()[j * k + i] : w.data<float>()[i * nn + j];
+      }
+    }
+    std::vector<int> wq;
+    std::vector<double> ws;
+    quantize_weights_ref(rows.data(), nn, k, &wq, &ws);
+    for (int64_t r = 0; r < m; ++r) {
+      for (int64_t j = 0; j < nn; ++j) {
+        int64_t acc = 0;
+        for (int64_t i = 0; i < k; ++i) {
+          acc += static_cast<int64_t>(quantize_ref(xin.data<float>()[r * k + i], qx)) *
+                 wq[static_cast<size_t>(j * k + i)];
+        }
+        const double want =
+            static_cast<double>(qx.scale) * ws[static_cast<size_t>(j)] * static_cast<double>(acc) +
+            (gemm ? b.data<float>()[j] : 0.0);
+        EXPECT_NEAR(got.data<float>()[r * nn + j], want, 1e-4 * (1 + std::fabs(want)))
+            << r << ", " << j;
+      }
+    }
+  }
+}
+
+// A ResNet-like network: conv+relu stem, maxpool, a residual block (conv+relu, conv, Add+relu),
+// a depthwise conv with clip, global average pool, flatten, Gemm.
+struct Net {
+  Graph g;
+  std::vector<NodeId> layers;
+  uint32_t seed = 31;
+
+  ValueId node(OpKind kind, const std::string& name, std::vector<ValueId> in, Attributes a = {}) {
+    Node n;
+    n.name = name;
+    n.kind = kind;
+    n.attrs = std::move(a);
+    n.inputs = std::move(in);
+    n.outputs = {g.add_value(name)};
+    layers.push_back(g.add_node(n));
+    return n.outputs[0];
+  }
+  ValueId conv(const std::string& name, ValueId x, int64_t cin, int64_t cout, int64_t k,
+               int64_t stride, int64_t group, const std::string& act) {
+    Attributes a;
+    const int64_t p = k / 2;
+    a.set("pads", Ints{p, p, p, p});
+    a.set("strides", Ints{stride, stride});
+    a.set("group", group);
+    testing::set_fused_activation(a, act, 0.f, 6.f);
+    const float scale = 1.5f / std::sqrt(static_cast<float>(cin / group * k * k));
+    return node(OpKind::kConv, name,
+                {x,
+                 g.add_constant(name + ".w", random_tensor(Shape{cout, cin / group, k, k}, seed++,
+                                                           -scale, scale)),
+                 g.add_constant(name + ".b", random_tensor(Shape{cout}, seed++, -0.1f, 0.1f))},
+                std::move(a));
+  }
+
+  Net() {
+    const ValueId x = g.add_value("x", TensorInfo{DType::kF32, Shape{2, 3, 29, 31}});
+    g.inputs().push_back(x);
+    const ValueId stem = conv("stem", x, 3, 24, 3, 2, 1, "relu");
+    Attributes pool;
+    pool.set("kernel_shape", Ints{3, 3});
+    pool.set("strides", Ints{2, 2});
+    pool.set("pads", Ints{1, 1, 1, 1});
+    const ValueId p = node(OpKind::kMaxPool, "pool", {stem}, pool);
+    const ValueId c1 = conv("c1", p, 24, 24, 3, 1, 1, "relu");
+    const ValueId c2 = conv("c2", c1, 24, 24, 3, 1, 1, "");
+    Attributes relu;
+    relu.set("activation", std::string("relu"));
+    const ValueId sum = node(OpKind::kAdd, "add", {c2, p}, relu);
+    const ValueId dw = conv("dw", sum, 24, 24, 3, 1, 24, "clip");
+    const ValueId gap = node(OpKind::kGlobalAveragePool, "gap", {dw});
+    Attributes flat;
+    flat.set("axis", int64_t{1});
+    const ValueId f = node(OpKind::kFlatten, "flatten", {gap}, flat);
+    Attributes gemm;
+    gemm.set("transB", int64_t{1});
+    const ValueId y =
+        node(OpKind::kGemm, "fc",
+             {f, g.add_constant("fc.w", random_tensor(Shape{10, 24}, seed++, -0.3f, 0.3f)),
+              g.add_constant("fc.b", random_tensor(Shape{10}, seed++, -0.1f, 0.1f))},
+             gemm);
+    g.outputs() = {y};
+    EXPECT_TRUE(g.infer_shapes().ok());
+  }
+  std::vector<std::vector<Tensor>> inputs(int count, uint32_t first_seed) const {
+    std::vector<std::vector<Tensor>> s;
+    for (int i = 0; i < count; ++i) {
+      s.push_back({random_tensor(Shape{2, 3, 29, 31}, first_seed + static_cast<uint32_t>(i))});
+    }
+    return s;
+  }
+};
+
+TEST(Int8Program, TensorsStayInt8BetweenInt8Layers) {
+  Net net;
+  auto cpu = open_device("cpu");
+  ASSERT_TRUE(cpu.ok());
+  // Calibrated on 4 inputs, measured on 2 others.
+  auto table = calibrate(net.g, **cpu, net.inputs(4, 100), CalibrationMethod::kMinMax);
+  ASSERT_TRUE(table.ok()) << table.status().to_string();
+  // Every activation has a range containing 0; relu outputs are >= 0.
+  EXPECT_EQ(table->ranges.size(), 10u);
+  EXPECT_EQ(table->find("stem")->first, 0.f);
+  EXPECT_LT(table->find("x")->first, 0.f);
+  auto ref_dev = open_device("reference");
+  ASSERT_TRUE(ref_dev.ok());
+  auto ref = (*ref_dev)->compile(net.g, net.layers);
+  ASSERT_TRUE(ref.ok());
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    std::shared_ptr<cpu::ThreadPool> pool = testing::cpu_pool_on_first_cores(threads);
+    if (pool == nullptr) GTEST_SKIP() << "fewer than " << threads << " cores";
+    auto p = cpu::CpuProgram::compile(net.g, net.layers, pool, nullptr, cpu::KernelChoice::kRules,
+                                      Precision::kInt8, &*table);
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    const std::string d = (*p)->describe();
+    // Every conv, both pools and the Gemm run in int8; the Add is fused into c2 (sum post-op).
+    EXPECT_EQ((*p)->num_int8_layers(), 7) << d;
+    EXPECT_NE(d.find("residual add fused into 'c2'"), std::string::npos) << d;
+    EXPECT_NE(d.find("+residual"), std::string::npos) << d;
+    EXPECT_NE(d.find("onednn int8 conv 3x3/1 depthwise +clip u8->u8"), std::string::npos) << d;
+    // Conversions: the input into s8 NHWC (with the transpose), the pooled vector into f32 for
+    // Flatten and back into int8 for the Gemm (whose output is f32); none between int8 layers.
+    EXPECT_EQ((*p)->num_conversions(), 3) << d;
+    EXPECT_NE(d.find("convert NCHW f32->NHWC s8"), std::string::npos) << d;
+    for (const std::vector<Tensor>& in : net.inputs(2, 200)) {
+      const std::vector<Tensor> want = run_program(**ref, in);
+      for (int rep = 0; rep < 2; ++rep) {
+        const std::vector<Tensor> got = run_program(**p, in);
+        ASSERT_EQ(got.size(), 1u);
+        FidelityMeter m;
+        ASSERT_TRUE(m.add(got, want).ok());
+        // Five int8 layers deep, each rounding to 1/255 of its range.
+        EXPECT_LT(m.result().relative_l2, 5e-2);
+        EXPECT_GT(m.result().relative_l2, 0.0) << "exact: not int8?";
+      }
+    }
+  }
+}
+
+// Values without a calibrated range keep their layers in f32; a program without any table is
+// refused with what to do.
+TEST(Int8Program, NeedsCalibration) {
+  Net net;
+  auto dev = open_device("cpu:0#int8");
+  ASSERT_TRUE(dev.ok()) << dev.status().to_string();
+  EXPECT_TRUE((*dev)->has_precision(Precision::kInt8));
+  auto refused = (*dev)->compile(net.g, net.layers);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find("tessera calibrate"), std::string::npos);
+  // Only the stem's input and output calibrated: the stem and the pool after it (which takes its
+  // input's quantisation) run in int8.
+  CompileOptions o;
+  o.calibration = table_of({{"x", {-1.f, 1.f}}, {"stem", {0.f, 4.f}}});
+  auto p = (*dev)->compile(net.g, net.layers, o);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  const auto& cp = static_cast<const cpu::CpuProgram&>(**p);
+  EXPECT_EQ(cp.num_int8_layers(), 2) << cp.describe();
+}
+
+TEST(Calibration, MethodsAndTableRoundTrip) {
+  // A Relu (then a Sigmoid, the output) over N(0, 1) values with one outlier: min/max keeps it, the
+  // percentile clips it.
+  Graph g;
+  const ValueId x = g.add_value("x", TensorInfo{DType::kF32, Shape{1, 1, 300, 300}});
+  g.inputs().push_back(x);
+  Node n;
+  n.name = "r";
+  n.kind = OpKind::kRelu;
+  n.inputs = {x};
+  n.outputs = {g.add_value("r")};
+  Node n2 = n;
+  n2.name = "s";
+  n2.kind = OpKind::kSigmoid;
+  n2.inputs = {n.outputs[0]};
+  n2.outputs = {g.add_value("s")};
+  g.add_node(n);
+  g.add_node(n2);
+  g.outputs() = {n2.outputs[0]};
+  ASSERT_TRUE(g.infer_shapes().ok());
+  Tensor t = Tensor::create(DType::kF32, Shape{1, 1, 300, 300}).value();
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = normal(rng);
+  t.data<float>()[5] = 1000.f;
+  auto dev = open_device("cpu:0");
+  ASSERT_TRUE(dev.ok());
+  auto mm = calibrate(g, **dev, {{t}}, CalibrationMethod::kMinMax);
+  auto pc = calibrate(g, **dev, {{t}}, CalibrationMethod::kPercentile);
+  auto mse = calibrate(g, **dev, {{t}}, CalibrationMethod::kMse);
+  ASSERT_TRUE(mm.ok() && pc.ok() && mse.ok()) << mm.status().to_string();
+  EXPECT_EQ(mm->find("r")->second, 1000.f);
+  EXPECT_EQ(mm->find("r")->first, 0.f);
+  EXPECT_LT(pc->find("r")->second, 1000.f);
+  EXPECT_LE(mse->find("r")->second, 1000.f);
+  EXPECT_EQ(pc->method, "percentile");
+  // The sidecar file round trip.
+  CalibrationTable t2 = *pc;
+  t2.model_hash = "abc";
+  auto back = CalibrationTable::from_json(t2.to_json(), "t.json");
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(back->ranges, t2.ranges);
+  EXPECT_EQ(back->model_hash, "abc");
+  EXPECT_EQ(back->samples, 1);
+}
+
+TEST(Calibration, HostileInputIsRefused) {
+  Net net;
+  auto dev = open_device("cpu:0");
+  ASSERT_TRUE(dev.ok());
+  auto expect_refused = [&](const std::vector<std::vector<Tensor>>& s, const std::string& what) {
+    auto r = calibrate(net.g, **dev, s, CalibrationMethod::kPercentile);
+    ASSERT_FALSE(r.ok()) << what;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().to_string();
+    EXPECT_NE(r.status().message().find(what), std::string::npos) << r.status().to_string();
+  };
+  expect_refused({}, "at least one input sample");
+  std::vector<std::vector<Tensor>> s = net.inputs(2, 1);
+  s[1][0].data<float>()[17] = std::numeric_limits<float>::quiet_NaN();
+  expect_refused(s, "calibration sample 1, input 'x': element 17 is nan");
+  s = net.inputs(1, 1);
+  s[0][0].data<float>()[3] = -std::numeric_limits<float>::infinity();
+  expect_refused(s, "element 3 is -inf");
+  expect_refused({{random_tensor(Shape{2, 3, 29, 30}, 1)}}, "expects f32[2, 3, 29, 31]");
+  expect_refused({{}}, "0 tensors, the model takes 1");
+  // Tables: wrong format, version, ranges.
+  auto bad = [](const std::string& text, const std::string& what) {
+    auto r = CalibrationTable::from_json(text, "c.json");
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.status().message().find(what), std::string::npos) << r.status().to_string();
+  };
+  bad(R"({"format": "tessera-plan", "version": 1, "ranges": {}})",
+      "expected 'tessera-calibration'");
+  bad(R"({"format": "tessera-calibration", "version": 2, "ranges": {}})", "version 2");
+  bad(R"({"format": "tessera-calibration", "version": 1, "ranges": {"a": [0.5, 1]}})",
+      "ranges.a: range");
+  bad(R"({"format": "tessera-calibration", "version": 1, "ranges": {"a": [-1]}})",
+      "ranges.a: expected [lo, hi]");
+  bad(R"({"format": "tessera-calibration", "version": 1, "ranges": {"a": ["x", 1]}})",
+      "ranges.a: expected");
+  bad(R"({"format": "tessera-calibration", "version": 1)", "c.json");
+  EXPECT_EQ(CalibrationTable::load("/nonexistent/c.json").status().code(), StatusCode::kNotFound);
+}
+
+TEST(Calibration, PerturbedSamplesAreSeeded) {
+  const Tensor base = random_tensor(Shape{1, 3, 8, 8}, 2);
+  auto a = perturbed_samples({base}, 3, 0.1f, 7);
+  auto b = perturbed_samples({base}, 3, 0.1f, 7);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    double diff = 0;
+    for (int64_t k = 0; k < base.numel(); ++k) {
+      ASSERT_EQ((*a)[i][0].data<float>()[k], (*b)[i][0].data<float>()[k]);
+      diff += std::fabs((*a)[i][0].data<float>()[k] - base.data<float>()[k]);
+    }
+    // Uniform(-1, 1) has sd 0.577: mean |noise| = 0.1 * 0.577 * sqrt(2 / pi) = 0.046.
+    EXPECT_NEAR(diff / static_cast<double>(base.numel()), 0.046, 0.01) << i;
+  }
+  EXPECT_NE((*a)[0][0].data<float>()[0], (*a)[1][0].data<float>()[0]);
+  EXPECT_FALSE(perturbed_samples({base}, 0, 0.1f, 1).ok());
+  EXPECT_FALSE(perturbed_samples({base}, 2, std::nanf(""), 1).ok());
+}
+
+#endif  // TESSERA_HAVE_ONEDNN
+
+}  // namespace
+}  // namespace tessera
