@@ -782,6 +782,11 @@ Result<std::unique_ptr<Kernel>> make_int8_matmul(const KernelRequest& req,
     p = matmul_params(req);
   }
   if (!p) return decline();
+  // The program holds rank-4 int8 values in NHWC, as it does bf16 ones (make_matmul), and this
+  // kernel reads logical order: a MatMul on a rank-4 input stays in f32 unless both layouts have
+  // the same bytes.
+  const Shape& xs = req.ctx.input(0).shape;
+  if (xs.rank() == 4 && !layout_trivial(xs)) return decline();
   ASSIGN_OR_RETURN(Activation act, parse_fused_activation(n.attrs));
   dnnl::post_ops ops;
   if (!append_activation(act, &ops)) return decline();

@@ -154,9 +154,9 @@ std::string compare_outputs(const Tensor& got, const Tensor& ref, const Toleranc
     const float g = got.data<float>()[i], r = ref.data<float>()[i];
     bool ok;
     if (std::isnan(r)) {
-      ok = tol.nan_may_clamp || std::isnan(g);
+      ok = tol.nan_may_clamp || tol.nonfinite_may_saturate || std::isnan(g);
     } else if (std::isinf(r)) {
-      ok = g == r;
+      ok = g == r || tol.nonfinite_may_saturate;
     } else {
       const double err = std::fabs(static_cast<double>(g) - r);
       ok = std::isfinite(g) && err <= bound + tol.rel * std::fabs(r);

@@ -103,6 +103,9 @@ struct Tolerance {
   // bound; docs/performance.md).
   bool nan_may_clamp = false;
   bool scale_by_max = true;
+  // Where the reference is NaN or an infinity, any value is accepted: an int8 tensor holds
+  // neither (NaN quantises to 0, an infinity saturates; docs/precision.md).
+  bool nonfinite_may_saturate = false;
 };
 
 // Empty when `got` matches `ref` (same dtype and shape; f32 within `tol`, NaN where the

@@ -64,13 +64,6 @@ const std::set<OpKind> kXnnpackClamps = {
     OpKind::kClip,       OpKind::kLeakyRelu, OpKind::kMaxPool,
     OpKind::kAveragePool};
 
-std::set<OpKind> int8_clamps() {
-  std::set<OpKind> s = kXnnpackClamps;
-  s.insert({OpKind::kMatMul, OpKind::kGemm, OpKind::kGlobalMaxPool});
-  return s;
-}
-const std::set<OpKind> kInt8Clamps = int8_clamps();
-
 // The calibration of `g` on `feed` for an int8 device (HarnessDevice::calibrate).
 Result<CompileOptions> calibrated_options(const Graph& g,
                                           const std::vector<std::pair<ValueId, Tensor>>& feed) {
@@ -105,9 +98,10 @@ const std::vector<HarnessDevice>& harness_devices() {
        kXnnpackClamps},
       // int8: oneDNN's int8 Conv, pooling and MatMul where a node has a calibrated range, f32
       // elsewhere (docs/precision.md); within kInt8Tolerance of the output's largest magnitude.
-      // A NaN or infinity fed to an int8 kernel becomes a number, so NaN may clamp on those ops.
+      // A NaN or infinity fed to an int8 kernel becomes a number (Tolerance::
+      // nonfinite_may_saturate).
       {"cpu#int8", "cpu_int8", nullptr, Held::kEveryCase, kInt8Tolerance, kInt8Tolerance, false,
-       kInt8Clamps, /*calibrate=*/true},
+       kXnnpackClamps, /*calibrate=*/true},
 #endif
       {"opencl:0", "opencl_0", "TESSERA_REQUIRE_OPENCL", Held::kFoundationCases, 0, 0, true, {}},
       // Declines documented in docs/backend-vulkan.md: arithmetic on non-f32 tensors, 1-D and
@@ -211,7 +205,8 @@ TEST_P(DeviceOpTest, MatchesReference) {
       ASSERT_EQ(got->size(), want->size());
       // A reduced-precision device's bound scales with the magnitude the case computes at.
       const Tolerance tol{std::max<double>(c.tol, hd.tol * c.precision_scale),
-                          hd.rel * c.precision_scale, hd.nan_may_clamp.count(kind) > 0};
+                          hd.rel * c.precision_scale, hd.nan_may_clamp.count(kind) > 0,
+                          /*scale_by_max=*/true, /*nonfinite_may_saturate=*/hd.calibrate};
       for (size_t o = 0; o < got->size(); ++o) {
         const std::string diff = compare_outputs((*got)[o], (*want)[o], tol);
         EXPECT_TRUE(diff.empty()) << "output " << o << ": " << diff << " (kernel: " << kernel
