@@ -132,6 +132,26 @@ def tessera_outputs(tessera, tsr, inputs, precision, out_dir):
     return ys
 
 
+def check_outputs(tessera, tsr, onnx_path, inp, x, out_dir):
+    """(outputs, max abs error, max |ORT output|) of Tessera f32 on cpu against ONNX Runtime."""
+    sess = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
+    want = sess.run(None, {sess.get_inputs()[0].name: x})
+    paths = [os.path.join(out_dir, "check_%d.npy" % i) for i in range(len(want))]
+    cmd = [tessera, "run", tsr, "-i", inp, "-d", "cpu"]
+    for path in paths:
+        cmd += ["-o", path]
+    subprocess.run(cmd, check=True, capture_output=True)
+    err = ref = 0.0
+    for path, w in zip(paths, want):
+        got = np.load(path)
+        if got.shape != w.shape:
+            raise RuntimeError("%s: output shape %s, ONNX Runtime %s" % (tsr, got.shape, w.shape))
+        if w.size:
+            err = max(err, float(np.max(np.abs(got.astype(np.float64) - w))))
+            ref = max(ref, float(np.max(np.abs(w))))
+    return len(want), err, ref
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tessera", default="build/tools/tessera")
@@ -147,6 +167,12 @@ def main():
     ap.add_argument("--pause", type=float, default=0.2,
                     help="seconds between the two sides (lets the other's threads go idle)")
     ap.add_argument("--peak", type=float, default=0, help="FP32 peak GFLOP/s per thread if no --bench")
+    ap.add_argument("--shape-from-input", action="store_true",
+                    help="convert with --shape INPUT=<the .input.npy's shape> (models with "
+                    "symbolic sizes, e.g. detection and segmentation exports)")
+    ap.add_argument("--check", action="store_true",
+                    help="also compare every output of one Tessera f32 run on cpu with ONNX "
+                    "Runtime's on the timed input (max abs error, max |ORT output|)")
     ap.add_argument("--precisions", default="f32",
                     help="Tessera precisions to time, each in its own batch of the alternation "
                          "(e.g. f32,bf16; docs/precision.md); the GFLOP/s column counts f32 FLOPs")
@@ -158,6 +184,7 @@ def main():
     precisions = args.precisions.split(",")
     int8 = "int8" in precisions
     fid_rows = []
+    check_rows = []
 
     peaks = {}
     if os.path.exists(args.bench):
@@ -170,9 +197,16 @@ def main():
         onnx_path = os.path.join(args.models_dir, name + ".onnx")
         inp = os.path.join(args.models_dir, name + ".input.npy")
         tsr = os.path.join(tmp, name + ".tsr")
-        subprocess.run([args.tessera, "convert", onnx_path, "-o", tsr], check=True, capture_output=True)
-        flops = model_flops(args.tessera, tsr)
         x = np.load(inp)
+        convert = [args.tessera, "convert", onnx_path, "-o", tsr]
+        if args.shape_from_input:
+            s0 = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
+            convert += ["--shape", "%s=%s" % (s0.get_inputs()[0].name,
+                                              "x".join(str(d) for d in x.shape))]
+        subprocess.run(convert, check=True, capture_output=True)
+        flops = model_flops(args.tessera, tsr)
+        if args.check:
+            check_rows.append((name,) + check_outputs(args.tessera, tsr, onnx_path, inp, x, tmp))
         ort_q = None
         if int8:
             cdir = os.path.join(tmp, name + "_calib")
@@ -248,6 +282,12 @@ def main():
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print("| %s | %d | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f | %.1f | %.0f |" % r)
+    if check_rows:
+        print()
+        print("| model | outputs | max abs error vs ORT | max abs ORT output |")
+        print("|---|---|---|---|")
+        for r in check_rows:
+            print("| %s | %d | %.2e | %.3g |" % r)
     if fid_rows:
         print()
         print("| model | precision | relative L2 vs its f32 | top-1 agreement | held-out inputs |")

@@ -93,7 +93,8 @@ def main():
     ap.add_argument("--size", type=int, default=320)
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    for i, name in enumerate(args.models.split(",")):
+    for name in args.models.split(","):
+        i = ALL.index(name) if name in ALL else len(ALL)  # each model's own seed, run alone or not
         torch.manual_seed(i)
         m = build(name).eval()
         x = torch.from_numpy(np.random.default_rng(i).standard_normal(
@@ -103,9 +104,10 @@ def main():
         with torch.no_grad():
             torch.onnx.export(m, ([x[0]],) if detection else x, path, opset_version=13,
                               input_names=["images"],
-                              dynamic_axes={"images": {2: "height", 3: "width"}},
+                              dynamic_axes={"images": {1: "height", 2: "width"} if detection
+                                            else {2: "height", 3: "width"}},
                               do_constant_folding=False)
-        np.save(os.path.join(args.out, name + ".input.npy"), x.numpy())
+        np.save(os.path.join(args.out, name + ".input.npy"), x[0].numpy() if detection else x.numpy())
         print("exported", path, file=sys.stderr)
 
 
