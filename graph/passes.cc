@@ -8,6 +8,7 @@
 
 #include "core/budget.h"
 #include "ops/activation.h"
+#include "ops/conv_pool_util.h"
 
 namespace tessera {
 
@@ -16,7 +17,8 @@ std::string PassStats::to_string() const {
          std::to_string(removed_identities) + " identities, folded " +
          std::to_string(folded_batchnorms) + " batch norms, fused " +
          std::to_string(fused_hard_swishes) + " hard-swishes, " + std::to_string(fused_gelus) +
-         " GELUs and " + std::to_string(fused_activations) + " activations, removed " +
+         " GELUs and " + std::to_string(fused_activations) + " activations, pruned " +
+         std::to_string(pruned_conv_taps) + " convolutions' padding taps, removed " +
          std::to_string(dead_nodes) + " dead nodes";
 }
 
@@ -581,6 +583,109 @@ Status eliminate_dead_nodes(Graph& g, PassStats* stats) {
   return Status();
 }
 
+Status prune_padding_taps(Graph& g, PassStats* stats) {
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    const Node& n = g.node(i);
+    if (n.kind != OpKind::kConv || n.inputs.size() < 2 || n.outputs.size() != 1) continue;
+    const ValueId wid = n.inputs[1];
+    if (wid == kNoValue || !g.value(wid).is_constant || g.value(wid).info.dtype != DType::kF32) {
+      continue;
+    }
+    const Shape& xs = g.value(n.inputs[0]).info.shape;
+    const Tensor& w = g.value(wid).data;
+    const int rank = w.rank() - 2;
+    if (rank < 1 || xs.rank() != w.rank()) continue;
+    std::vector<int64_t> in(static_cast<size_t>(rank)), k(static_cast<size_t>(rank));
+    for (int d = 0; d < rank; ++d) {
+      in[static_cast<size_t>(d)] = xs[d + 2];
+      k[static_cast<size_t>(d)] = w.dim(d + 2);
+    }
+    Result<WindowGeometry> geo = [&] {
+      NodeContext nc(g, n);
+      return forward_window(nc.ctx(), in, k, {});
+    }();
+    if (!geo.ok()) continue;  // the node's own validation reports it
+    // Per spatial dim, the first and last taps that read real input for some output position.
+    std::vector<int64_t> first(static_cast<size_t>(rank)), last(static_cast<size_t>(rank));
+    bool prunes = false, empty = false;
+    for (int d = 0; d < rank; ++d) {
+      const size_t u = static_cast<size_t>(d);
+      int64_t f = -1, l = -1;
+      for (int64_t t = 0; t < k[u]; ++t) {
+        const int64_t offset = t * geo->dilations[u] - geo->pads_begin[u];
+        if (tap_output_range(in[u], geo->output[u], geo->strides[u], offset).size() > 0) {
+          if (f < 0) f = t;
+          l = t;
+        }
+      }
+      if (f < 0) empty = true;
+      first[u] = f;
+      last[u] = l;
+      // The new pads keep every output position and what it reads: tap t becomes t - first,
+      // so the begin pad shrinks by first * dilation and the end pad by the dropped tail.
+      if (f > 0 || l < k[u] - 1) prunes = true;
+      if (geo->pads_begin[u] - f * geo->dilations[u] < 0 ||
+          geo->pads_end[u] - (k[u] - 1 - l) * geo->dilations[u] < 0) {
+        empty = true;  // not expressible as padding: leave the node as it is
+      }
+    }
+    if (!prunes || empty) continue;
+    // The dropped taps only ever multiply padding zeros; a NaN or infinity among them would make
+    // NaN of those zeros, so such weights are kept.
+    std::vector<int64_t> nk(static_cast<size_t>(rank));
+    for (int d = 0; d < rank; ++d) {
+      const size_t u = static_cast<size_t>(d);
+      nk[u] = last[u] - first[u] + 1;
+    }
+    std::vector<int64_t> dims = {w.dim(0), w.dim(1)};
+    dims.insert(dims.end(), nk.begin(), nk.end());
+    ASSIGN_OR_RETURN(Tensor nw, Tensor::create(DType::kF32, Shape(dims)));
+    const int64_t taps = geo->kernel_volume();
+    const int64_t rows = w.dim(0) * w.dim(1);
+    const float* src = w.data<float>();
+    float* dst = nw.data<float>();
+    bool finite = true;
+    int64_t out_i = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t t = 0; t < taps; ++t) {
+        // Tap t's coordinates, innermost dim last.
+        int64_t rem = t;
+        bool kept = true;
+        for (int d = rank - 1; d >= 0; --d) {
+          const size_t u = static_cast<size_t>(d);
+          const int64_t c = rem % k[u];
+          rem /= k[u];
+          if (c < first[u] || c > last[u]) kept = false;
+        }
+        const float v = src[r * taps + t];
+        if (kept) {
+          dst[out_i++] = v;
+        } else if (!std::isfinite(v)) {
+          finite = false;
+        }
+      }
+    }
+    if (!finite) continue;
+    std::vector<int64_t> pads(static_cast<size_t>(2 * rank)), dil = geo->dilations;
+    for (int d = 0; d < rank; ++d) {
+      const size_t u = static_cast<size_t>(d);
+      pads[u] = geo->pads_begin[u] - first[u] * geo->dilations[u];
+      pads[u + static_cast<size_t>(rank)] =
+          geo->pads_end[u] - (k[u] - 1 - last[u]) * geo->dilations[u];
+      if (nk[u] == 1) dil[u] = 1;  // one tap: the dilation no longer matters
+    }
+    const ValueId nid = g.add_constant(n.name + ".weight_pruned", std::move(nw));
+    Node& c = g.node(i);
+    c.inputs[1] = nid;
+    c.attrs.set("kernel_shape", nk);
+    c.attrs.set("pads", pads);
+    c.attrs.set("dilations", dil);
+    c.attrs.set("auto_pad", std::string("NOTSET"));
+    if (stats) ++stats->pruned_conv_taps;
+  }
+  return Status();
+}
+
 Status optimize_graph(Graph& g, PassStats* stats, uint64_t memory_budget) {
   PassStats local;
   PassStats* s = stats ? stats : &local;
@@ -588,6 +693,7 @@ Status optimize_graph(Graph& g, PassStats* stats, uint64_t memory_budget) {
   RETURN_IF_ERROR(fold_constants(g, s, memory_budget));  // infers shapes as it goes
   RETURN_IF_ERROR(remove_identities(g, s));
   RETURN_IF_ERROR(fold_batchnorm(g, s));
+  RETURN_IF_ERROR(prune_padding_taps(g, s));
   RETURN_IF_ERROR(fuse_hard_swish(g, s));
   RETURN_IF_ERROR(fuse_gelu(g, s));
   RETURN_IF_ERROR(fuse_activations(g, s));

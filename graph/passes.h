@@ -8,6 +8,10 @@
 //   remove_identities  Identity and inference-mode Dropout are bypassed
 //   fold_batchnorm     BatchNormalization after Conv/ConvTranspose/Gemm is folded into the
 //                      weights and bias of that layer
+//   prune_padding_taps kernel taps of a Conv that read only padding for every output position
+//                      (a dilated 3x3 on a map smaller than its dilation, DeepLab's atrous
+//                      pyramid at 20x20: a 1x1) are dropped from the weight and the pads
+//                      shrink to match, so the output and what each position reads are unchanged
 //   fuse_hard_swish    x * HardSigmoid(x) (alpha 1/6, beta 1/2: HardSwish as exported before
 //                      ONNX opset 14) becomes HardSwish(x), which fuse_activations can then fold
 //                      into the layer producing x
@@ -32,6 +36,7 @@ struct PassStats {
   int fused_hard_swishes = 0;
   int fused_gelus = 0;
   int fused_activations = 0;
+  int pruned_conv_taps = 0;
   int dead_nodes = 0;
 
   std::string to_string() const;
@@ -47,6 +52,9 @@ Status fold_constants(Graph& g, PassStats* stats, uint64_t memory_budget = 0);
 // The passes below require inferred shapes and keep them valid.
 Status remove_identities(Graph& g, PassStats* stats);
 Status fold_batchnorm(Graph& g, PassStats* stats);
+// Only for a constant f32 weight, where every dropped weight is finite (a NaN or infinity times
+// a padding zero would be NaN) and the new pads are not negative.
+Status prune_padding_taps(Graph& g, PassStats* stats);
 Status fuse_hard_swish(Graph& g, PassStats* stats);
 // The Erf form (x / sqrt 2 or x * (1 / sqrt 2); the tail 0.5 * x * (1 + erf) in any order of
 // the multiplications) and the Tanh form (sqrt(2 / pi) * (x + 0.044715 * x^3) with x^3 as

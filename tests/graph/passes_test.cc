@@ -233,6 +233,131 @@ TEST(Passes, FusesHardSwishPatternIntoTheConv) {
   }
 }
 
+// A Conv of `x` with weight shape `w` and the given attributes, as a one-node graph.
+Graph conv_graph(const Shape& x, const Shape& w, Attributes a, uint32_t seed, float nan_at = -1) {
+  Builder b;
+  ValueId in = b.input("x", x);
+  Tensor wt = random_tensor(w, seed);
+  if (nan_at >= 0) wt.data<float>()[static_cast<int64_t>(nan_at)] = NAN;
+  ValueId wv = b.constant(std::move(wt));
+  ValueId bias = b.constant(random_tensor(Shape{w[0]}, seed + 1));
+  b.g.outputs().push_back(b.one(OpKind::kConv, {in, wv, bias}, std::move(a)));
+  return std::move(b.g);
+}
+
+Attributes conv_attrs(std::vector<int64_t> pads, std::vector<int64_t> dil,
+                      std::vector<int64_t> strides, int64_t group = 1) {
+  Attributes a;
+  a.set("pads", std::move(pads));
+  a.set("dilations", std::move(dil));
+  a.set("strides", std::move(strides));
+  a.set("group", group);
+  return a;
+}
+
+Shape conv_weight_shape(const Graph& g) {
+  for (const Node& n : g.nodes()) {
+    if (n.kind == OpKind::kConv) return g.value(n.inputs[1]).info.shape;
+  }
+  return Shape{};
+}
+
+// DeepLab's atrous pyramid at 20x20: dilations 24 and 36 leave only the centre tap reading the
+// input, so the 3x3 becomes a 1x1; dilation 12 keeps all nine taps. A 3x3 with pad 1 on a 1x1
+// map is a 1x1 too. Outputs are unchanged (reference device, before and after).
+TEST(Passes, PrunesConvTapsThatReadOnlyPadding) {
+  struct Case {
+    Shape x, w;
+    Attributes a;
+    Shape want_w;
+  };
+  const std::vector<Case> cases = {
+      {Shape{1, 8, 20, 20}, Shape{6, 8, 3, 3}, conv_attrs({36, 36, 36, 36}, {36, 36}, {1, 1}),
+       Shape{6, 8, 1, 1}},
+      {Shape{1, 8, 20, 20}, Shape{6, 8, 3, 3}, conv_attrs({24, 24, 24, 24}, {24, 24}, {1, 1}),
+       Shape{6, 8, 1, 1}},
+      {Shape{1, 8, 20, 20}, Shape{6, 8, 3, 3}, conv_attrs({12, 12, 12, 12}, {12, 12}, {1, 1}),
+       Shape{6, 8, 3, 3}},
+      {Shape{2, 5, 1, 1}, Shape{7, 5, 3, 3}, conv_attrs({1, 1, 1, 1}, {1, 1}, {1, 1}),
+       Shape{7, 5, 1, 1}},
+      // Rows only: H is 3, W is 40; depthwise.
+      {Shape{1, 4, 3, 40}, Shape{4, 1, 3, 3}, conv_attrs({6, 6, 6, 6}, {6, 6}, {1, 1}, 4),
+       Shape{4, 1, 1, 3}},
+      // Asymmetric pads: the taps left are not the centre one.
+      {Shape{1, 3, 4, 4}, Shape{2, 3, 3, 3}, conv_attrs({0, 10, 10, 0}, {5, 5}, {1, 1}),
+       Shape{2, 3, 1, 1}},
+  };
+  uint32_t seed = 1;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.x.to_string() + " * " + c.w.to_string());
+    Graph g = conv_graph(c.x, c.w, c.a, seed++);
+    ASSERT_TRUE(g.infer_shapes().ok());
+    Tensor input = random_tensor(c.x, seed++);
+    std::vector<Tensor> want = run_graph(g, {input});
+    PassStats stats;
+    ASSERT_TRUE(prune_padding_taps(g, &stats).ok());
+    ASSERT_TRUE(g.validate().ok());
+    ASSERT_TRUE(g.infer_shapes().ok());
+    EXPECT_EQ(conv_weight_shape(g), c.want_w);
+    EXPECT_EQ(stats.pruned_conv_taps, c.want_w == c.w ? 0 : 1);
+    std::vector<Tensor> got = run_graph(g, {input});
+    ASSERT_EQ(got[0].shape(), want[0].shape());
+    testing::expect_near(got[0], want[0], 1e-5f, 1e-5f);
+  }
+}
+
+// A NaN among the weights a pruning would drop makes NaN of the padding zeros it multiplies:
+// such a Conv is left as it is.
+TEST(Passes, KeepsPaddingTapsWithNonFiniteWeights) {
+  Graph g = conv_graph(Shape{1, 2, 4, 4}, Shape{3, 2, 3, 3},
+                       conv_attrs({20, 20, 20, 20}, {20, 20}, {1, 1}), 3, /*nan_at=*/0);
+  ASSERT_TRUE(g.infer_shapes().ok());
+  PassStats stats;
+  ASSERT_TRUE(prune_padding_taps(g, &stats).ok());
+  EXPECT_EQ(stats.pruned_conv_taps, 0);
+  EXPECT_EQ(conv_weight_shape(g), (Shape{3, 2, 3, 3}));
+}
+
+// Random 1-D, 2-D and 3-D convolutions with strides, dilations, groups, odd and asymmetric pads
+// and SAME_UPPER: pruning never changes an output, and it does prune some of them.
+TEST(Passes, PruningPaddingTapsKeepsRandomConvOutputs) {
+  std::mt19937 rng(77);
+  int pruned = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    const int rank = 1 + static_cast<int>(rng() % 3);
+    const int64_t group = rng() % 3 == 0 ? 2 : 1;
+    const int64_t cin = 2 * group, cout = 2 * group;
+    std::vector<int64_t> xs = {1 + static_cast<int64_t>(rng() % 2), cin};
+    std::vector<int64_t> ws = {cout, cin / group};
+    std::vector<int64_t> pads(static_cast<size_t>(2 * rank)), dil, strides;
+    for (int d = 0; d < rank; ++d) {
+      xs.push_back(1 + static_cast<int64_t>(rng() % 7));
+      ws.push_back(1 + static_cast<int64_t>(rng() % 4));
+      dil.push_back(1 + static_cast<int64_t>(rng() % 6));
+      strides.push_back(1 + static_cast<int64_t>(rng() % 3));
+    }
+    for (int64_t& p : pads) p = static_cast<int64_t>(rng() % 9);
+    Attributes a = conv_attrs(pads, dil, strides, group);
+    if (rng() % 5 == 0) {
+      a = conv_attrs(std::vector<int64_t>(static_cast<size_t>(2 * rank), 0), dil, strides, group);
+      a.set("auto_pad", std::string("SAME_UPPER"));
+    }
+    Graph g = conv_graph(Shape(xs), Shape(ws), a, static_cast<uint32_t>(rng()));
+    if (!g.infer_shapes().ok()) continue;  // an empty output: not a case
+    Tensor input = random_tensor(Shape(xs), static_cast<uint32_t>(rng()));
+    std::vector<Tensor> want = run_graph(g, {input});
+    PassStats stats;
+    ASSERT_TRUE(prune_padding_taps(g, &stats).ok());
+    pruned += stats.pruned_conv_taps;
+    ASSERT_TRUE(g.infer_shapes().ok());
+    std::vector<Tensor> got = run_graph(g, {input});
+    ASSERT_EQ(got[0].shape(), want[0].shape());
+    testing::expect_near(got[0], want[0], 1e-5f, 1e-5f);
+  }
+  EXPECT_GT(pruned, 5);
+}
+
 TEST(Passes, RemovesDeadNodes) {
   Builder b;
   ValueId x = b.input("x", Shape{1, 2, 4, 4});
