@@ -82,8 +82,7 @@ int main(int argc, char** argv) {
   size_t n_got = 0, n_want = 0;
   if (run(m, device, &got, &n_got) != 0 || run(m, "reference", &want, &n_want) != 0) return 1;
   if (n_got != n_want) {
-    fprintf(stderr, "import_onnx_c: %zu outputs on %s, %zu on reference\n", n_got, device,
-            n_want);
+    fprintf(stderr, "import_onnx_c: %zu outputs on %s, %zu on reference\n", n_got, device, n_want);
     return 1;
   }
   double err = 0, ref = 0;
