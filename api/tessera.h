@@ -60,8 +60,10 @@ class Model {
   // dimension left symbolic that nothing sets are InvalidArgument errors naming the input and
   // the dimension; a missing file is NotFound. What the importer decided for the caller (a
   // symbolic batch set to default_dim_value, inputs with initializers taken as constants) goes
-  // to `warnings` when given, one line each. The model's hash() is empty: a plan made for the
-  // converted .tsr file runs on it only with SessionOptions::allow_unhashed_plan or as a Plan.
+  // to `warnings` when given, one line each. The model's hash() is empty, so a plan's model
+  // hash is not checked against it (its layer count still is): a plan made for the .tsr that
+  // `tessera convert` writes with the same shapes runs on it.
+  // Imports share no state: any thread may import, several at once.
   static Result<std::shared_ptr<const Model>> import_onnx(
       const std::string& path, const ImportOptions& options = {},
       std::vector<std::string>* warnings = nullptr);

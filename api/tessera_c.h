@@ -65,8 +65,8 @@ void tessera_model_free(tessera_model* model);
  * 1 (a warning, see tessera_model_warning) and any other is an error. Errors name the input and
  * the dimension in tessera_last_error(): an input the model lacks, a shape of the wrong rank or
  * disagreeing with a fixed dimension, a dimension that is not an integer >= 1, a dimension left
- * symbolic. The model has no hash: a plan file runs on it only through the C++ API's
- * SessionOptions::allow_unhashed_plan. */
+ * symbolic. The model has no hash, so a plan's model hash is not checked against it (its layer
+ * count still is). Imports share no state: any thread may call them. */
 int tessera_model_import_onnx(const char* path, const char* shapes, tessera_model** out);
 
 /* The same from `size` bytes of a serialised ONNX ModelProto (copied; `data` may go after). */

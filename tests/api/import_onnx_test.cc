@@ -12,8 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "api/internal.h"
 #include "api/tessera.h"
 #include "api/tessera_c.h"
+#include "graph/layer_graph.h"
 #include "onnx/onnx_pb.h"
 
 namespace tessera {
@@ -201,6 +203,31 @@ TEST(ImportOnnx, SizesEachInputAndMatchesTheOracleAtTheSetShape) {
     }
   }
   std::remove(path.c_str());
+}
+
+// An imported model has no hash, so a plan that names one (as plans of the converted .tsr do)
+// runs on it; a plan for another layer count does not.
+TEST(ImportOnnx, PlanSessionsRunOnAnImportedModel) {
+  const Weights w = make_weights();
+  const std::string bytes = masked_conv_model(w);
+  auto model = Model::import_onnx_from_memory(bytes.data(), bytes.size(), shapes_for(1, 6, 7));
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  const int layers = LayerGraph::build(model_graph(**model)).value().num_layers();
+  ASSERT_GE(layers, 2);
+  SessionOptions options;
+  options.plan = plan_from_slices(layers, {{0, "reference"}, {1, "cpu"}}).value();
+  options.plan->model_hash = "0123456789abcdef";
+  auto s = Session::create(*model, options);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  const std::vector<float> images = random_values(3 * 6 * 7, 5), mask = random_values(6 * 7, 6);
+  auto out = (*s)->run({Tensor::from_floats(Shape{1, 3, 6, 7}, images),
+                        Tensor::from_floats(Shape{1, 1, 6, 7}, mask)});
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  const Tensor& y = (*out)[0];
+  expect_near_all(std::vector<float>(y.data<float>(), y.data<float>() + y.numel()),
+                  oracle(w, images, mask, 1, 6, 7), 1e-4f, "plan session");
+  options.plan = plan_from_slices(layers + 1, {{0, "reference"}}).value();
+  EXPECT_FALSE(Session::create(*model, options).ok());
 }
 
 // Every way to get the sizes wrong is an error naming the input and the dimension.
