@@ -4,11 +4,16 @@
 #include <cstring>
 #include <exception>
 
+#include <map>
+#include <string>
+#include <vector>
+
 #include "api/tessera.h"
 #include "api/tessera_c.h"
 
 struct tessera_model {
   std::shared_ptr<const tessera::Model> model;
+  std::vector<std::string> warnings;  // of ONNX import
 };
 
 struct tessera_session {
@@ -101,6 +106,29 @@ const tessera::Tensor* find_output(const tessera_session* session, const char* n
   return nullptr;
 }
 
+// The model of an ONNX import (from the file `path`, or the bytes `data`), or its error.
+int import_onnx(const char* where, const char* path, const void* data, size_t size,
+                const tessera::ImportOptions& options, tessera_model** out) {
+  std::vector<std::string> warnings;
+  auto m = path != nullptr
+               ? tessera::Model::import_onnx(path, options, &warnings)
+               : tessera::Model::import_onnx_from_memory(data, size, options, &warnings);
+  if (!m.ok()) return fail(m.status().with_context(where));
+  *out = new tessera_model{std::move(m).value(), std::move(warnings)};
+  return ok();
+}
+
+// Options from the text form of the shapes (NULL: none).
+int parse_shapes(const char* where, const char* shapes, tessera::ImportOptions* options) {
+  std::map<std::string, std::vector<int64_t>> parsed;
+  if (shapes != nullptr) {
+    const tessera::Status st = tessera::parse_input_shapes(shapes, &parsed);
+    if (!st.ok()) return fail(st.with_context(where));
+  }
+  *options = tessera::import_options_for_shapes(std::move(parsed));
+  return 0;
+}
+
 }  // namespace
 
 extern "C" {
@@ -122,13 +150,70 @@ int tessera_model_load(const char* path, tessera_model** out) {
     if (path == nullptr || out == nullptr) return fail("tessera_model_load: null argument");
     auto m = tessera::Model::load(path);
     if (!m.ok()) return fail(m.status());
-    *out = new tessera_model{std::move(m).value()};
+    *out = new tessera_model{std::move(m).value(), {}};
     return ok();
   });
 }
 
 void tessera_model_free(tessera_model* model) {
   delete model;
+}
+
+int tessera_model_import_onnx(const char* path, const char* shapes, tessera_model** out) {
+  constexpr const char* kWhere = "tessera_model_import_onnx";
+  return guarded(kWhere, [&] {
+    if (path == nullptr || out == nullptr) return fail(std::string(kWhere) + ": null argument");
+    tessera::ImportOptions options;
+    if (parse_shapes(kWhere, shapes, &options) != 0) return 1;
+    return import_onnx(kWhere, path, nullptr, 0, options, out);
+  });
+}
+
+int tessera_model_import_onnx_memory(const void* data, size_t size, const char* shapes,
+                                     tessera_model** out) {
+  constexpr const char* kWhere = "tessera_model_import_onnx_memory";
+  return guarded(kWhere, [&] {
+    if (data == nullptr || out == nullptr) return fail(std::string(kWhere) + ": null argument");
+    tessera::ImportOptions options;
+    if (parse_shapes(kWhere, shapes, &options) != 0) return 1;
+    return import_onnx(kWhere, nullptr, data, size, options, out);
+  });
+}
+
+int tessera_model_import_onnx_shapes(const char* path, const tessera_input_shape* shapes,
+                                     size_t num_shapes, int64_t batch, tessera_model** out) {
+  constexpr const char* kWhere = "tessera_model_import_onnx_shapes";
+  return guarded(kWhere, [&] {
+    if (path == nullptr || out == nullptr || (shapes == nullptr && num_shapes > 0)) {
+      return fail(std::string(kWhere) + ": null argument");
+    }
+    std::map<std::string, std::vector<int64_t>> given;
+    for (size_t i = 0; i < num_shapes; ++i) {
+      const tessera_input_shape& s = shapes[i];
+      const std::string entry = std::string(kWhere) + ": shapes[" + std::to_string(i) + "]";
+      if (s.name == nullptr) return fail(entry + " has no name");
+      if (s.dims == nullptr && s.rank > 0) return fail(entry + " ('" + s.name + "') has no dims");
+      if (s.rank > static_cast<size_t>(tessera::kMaxRank)) {
+        return fail(entry + " ('" + s.name + "') has rank " + std::to_string(s.rank) +
+                    ", over the limit " + std::to_string(tessera::kMaxRank));
+      }
+      if (!given.emplace(s.name, std::vector<int64_t>(s.dims, s.dims + s.rank)).second) {
+        return fail(entry + ": a shape for input '" + s.name + "' was already given");
+      }
+    }
+    // The importer checks every size (each dim, the batch) and names what is wrong.
+    return import_onnx(kWhere, path, nullptr, 0,
+                       tessera::import_options_for_shapes(std::move(given), batch), out);
+  });
+}
+
+size_t tessera_model_num_warnings(const tessera_model* model) {
+  return model ? model->warnings.size() : 0;
+}
+
+const char* tessera_model_warning(const tessera_model* model, size_t i) {
+  if (model == nullptr || i >= model->warnings.size()) return nullptr;
+  return model->warnings[i].c_str();
 }
 
 size_t tessera_model_num_inputs(const tessera_model* model) {

@@ -4,6 +4,11 @@
 //   auto session = tessera::Session::create(*model, "reference");   // Result<unique_ptr<Session>>
 //   auto outputs = (*session)->run({input_tensor});                 // Result<vector<Tensor>>
 //
+// An ONNX model loads directly, its symbolic input dimensions sized per input:
+//
+//   auto det = tessera::Model::import_onnx(
+//       "detector.onnx", tessera::import_options_for_shapes({{"images", {1, 3, 640, 640}}}));
+//
 // A session runs the whole model on one device, or a Plan over several (from `tessera plan`):
 //
 //   tessera::SessionOptions opts;
@@ -26,6 +31,7 @@
 
 #include "core/status.h"
 #include "core/tensor.h"
+#include "graph/onnx/import_options.h"
 #include "scheduler/plan.h"
 
 namespace tessera {
@@ -46,6 +52,25 @@ class Model {
  public:
   // Loads and verifies a .tsr file.
   static Result<std::shared_ptr<const Model>> load(const std::string& path);
+  // Imports an ONNX model as `tessera convert` converts it (import, shape inference, the graph
+  // passes), without a .tsr file. `options` (graph/onnx/import_options.h) size the symbolic input
+  // dimensions: import_options_for_shapes({{"images", {1, 3, 640, 640}}}) is the rule of the
+  // tool's --shape; an ImportOptions built by hand is applied as written. An unknown input name,
+  // a shape of the wrong rank or disagreeing with a fixed dimension, a size below 1, and a
+  // dimension left symbolic that nothing sets are InvalidArgument errors naming the input and
+  // the dimension; a missing file is NotFound. What the importer decided for the caller (a
+  // symbolic batch set to default_dim_value, inputs with initializers taken as constants) goes
+  // to `warnings` when given, one line each. The model's hash() is empty, so a plan's model
+  // hash is not checked against it (its layer count still is): a plan made for the .tsr that
+  // `tessera convert` writes with the same shapes runs on it.
+  // Imports share no state: any thread may import, several at once.
+  static Result<std::shared_ptr<const Model>> import_onnx(
+      const std::string& path, const ImportOptions& options = {},
+      std::vector<std::string>* warnings = nullptr);
+  // The same from `size` bytes of a serialised ONNX ModelProto (copied; `data` may go after).
+  static Result<std::shared_ptr<const Model>> import_onnx_from_memory(
+      const void* data, size_t size, const ImportOptions& options = {},
+      std::vector<std::string>* warnings = nullptr);
   // Wraps a graph whose inputs have static shapes (used by converters and tests); constant
   // subgraphs are folded, other passes are not applied.
   static Result<std::shared_ptr<const Model>> from_graph(Graph graph);

@@ -9,6 +9,9 @@
  *     fprintf(stderr, "%s\n", tessera_last_error());
  *   }
  *
+ * An ONNX model loads directly, sized per input:
+ *   tessera_model_import_onnx("detector.onnx", "images=1x3x640x640", &m);
+ *
  * Streaming by a plan: set the inputs, tessera_session_submit() (repeat: each submit takes the
  * inputs as they are then), and tessera_session_next() makes the next frame's outputs the ones
  * tessera_session_get_output() reads.
@@ -24,8 +27,9 @@ extern "C" {
 #endif
 
 /* 2: plan sessions, streaming, tensors of any dtype, run-time version queries.
- * 3: input and output descriptions (dtype and shape) of a model. */
-#define TESSERA_C_API_VERSION 3
+ * 3: input and output descriptions (dtype and shape) of a model.
+ * 4: ONNX models imported directly, their symbolic input dimensions sized per input. */
+#define TESSERA_C_API_VERSION 4
 
 /* Element types (the values of Tessera's DType). Functions take and return them as int32_t, so
  * that a value from another language that is none of these is an error, not undefined
@@ -52,6 +56,42 @@ const char* tessera_last_error(void);
 
 int tessera_model_load(const char* path, tessera_model** out);
 void tessera_model_free(tessera_model* model);
+
+/* Imports an ONNX model as `tessera convert` converts it (import, shape inference, the graph
+ * passes), without a .tsr file. `shapes` sets the symbolic input dimensions as the tool's
+ * --shape does, in one string: "images=1x3x640x640;mask=1x1x640x640" (entries separated by ';',
+ * each NAME=DIMxDIMx...; NULL or "" gives none). Once any shape is given, every symbolic
+ * dimension of every input must be set by one; with none, a symbolic dimension 0 (the batch) is
+ * 1 (a warning, see tessera_model_warning) and any other is an error. Errors name the input and
+ * the dimension in tessera_last_error(): an input the model lacks, a shape of the wrong rank or
+ * disagreeing with a fixed dimension, a dimension that is not an integer >= 1, a dimension left
+ * symbolic. The model has no hash, so a plan's model hash is not checked against it (its layer
+ * count still is). Imports share no state: any thread may call them. */
+int tessera_model_import_onnx(const char* path, const char* shapes, tessera_model** out);
+
+/* The same from `size` bytes of a serialised ONNX ModelProto (copied; `data` may go after). */
+int tessera_model_import_onnx_memory(const void* data, size_t size, const char* shapes,
+                                     tessera_model** out);
+
+/* One input's whole shape, for tessera_model_import_onnx_shapes(). This layout is fixed: a later
+ * C API version adds functions, never fields. */
+typedef struct tessera_input_shape {
+  const char* name;    /* graph input name */
+  const int64_t* dims; /* `rank` dims, each >= 1 */
+  size_t rank;
+} tessera_input_shape;
+
+/* tessera_model_import_onnx() with the shapes as `num_shapes` structs (`shapes` may be NULL when
+ * there are none) and `batch`, the size of a symbolic dimension 0 that no shape sets when none
+ * is given (the tool's --batch; >= 1). */
+int tessera_model_import_onnx_shapes(const char* path, const tessera_input_shape* shapes,
+                                     size_t num_shapes, int64_t batch, tessera_model** out);
+
+/* What import decided for the caller, one line each (a symbolic batch set to the default,
+ * graph inputs with initializers taken as constants): their count, and line i (NULL if out of
+ * range; owned by the model). A model loaded from a .tsr file has none. */
+size_t tessera_model_num_warnings(const tessera_model* model);
+const char* tessera_model_warning(const tessera_model* model, size_t i);
 size_t tessera_model_num_inputs(const tessera_model* model);
 size_t tessera_model_num_outputs(const tessera_model* model);
 /* Name of input/output i, or NULL if out of range. Owned by the model. */

@@ -3,7 +3,7 @@
 #   <libdir>/libtessera.so.<version> (+ SONAME)   the library: C API and C++ API
 #   <libdir>/tessera/libtessera_npu_reference.so  the reference NPU driver (found next to the
 #                                                 library or tool, see core/install_paths.h)
-#   include/tessera/{api,core,scheduler}/...      public headers; the include directory is
+#   include/tessera/{api,core,graph/onnx,scheduler}/...  public headers; the include directory is
 #                                                 include/tessera: #include "api/tessera.h"
 #   share/tessera/platforms/*.json                shipped board descriptions
 #   <libdir>/cmake/Tessera/                       find_package(Tessera): Tessera::tessera
@@ -29,7 +29,7 @@ endif()
 # The public headers and the headers they include (checked by the install test, which compiles
 # the examples against the installed tree alone).
 foreach(header api/tessera.h api/tessera_c.h core/status.h core/tensor.h core/dtype.h
-               core/shape.h scheduler/plan.h)
+               core/shape.h scheduler/plan.h graph/onnx/import_options.h)
   get_filename_component(dir ${header} DIRECTORY)
   install(FILES ${PROJECT_SOURCE_DIR}/${header} DESTINATION ${TESSERA_INSTALL_INCLUDEDIR}/${dir})
 endforeach()

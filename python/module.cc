@@ -1,5 +1,6 @@
-// The Python module `tessera._tessera` (pybind11): models, sessions on a device or a plan, runs
-// and streams with NumPy arrays, conversion from ONNX, the device list and plans. The package
+// The Python module `tessera._tessera` (pybind11): models (from .tsr files or imported from ONNX,
+// sized per input), sessions on a device or a plan, runs and streams with NumPy arrays,
+// conversion from ONNX, the device list and plans. The package
 // `tessera` (python/tessera/__init__.py) re-exports it.
 //
 // Arrays: inputs are copied into Tessera's aligned, padded buffers (the CPU kernels may read a
@@ -197,15 +198,87 @@ std::unique_ptr<PySession> make_session(std::shared_ptr<const Model> model,
   return s;
 }
 
+// The whole shapes of named inputs from Python: a dict {name: sequence of ints}, the text form
+// "images=1x3x640x640;mask=1x1x640x640", or None.
+std::map<std::string, std::vector<int64_t>> to_input_shapes(const py::object& shapes) {
+  std::map<std::string, std::vector<int64_t>> out;
+  if (shapes.is_none()) return out;
+  if (py::isinstance<py::str>(shapes)) {
+    check(parse_input_shapes(shapes.cast<std::string>(), &out));
+    return out;
+  }
+  if (!py::isinstance<py::dict>(shapes)) {
+    throw py::value_error(
+        "shapes: expected a dict {input name: shape} or a string 'name=1x3x640x640;...'");
+  }
+  for (auto item : shapes.cast<py::dict>()) {
+    if (!py::isinstance<py::str>(item.first)) {
+      throw py::value_error("shapes: a key is not an input name (str): " +
+                            std::string(py::repr(item.first)));
+    }
+    const std::string name = item.first.cast<std::string>();
+    if (!py::isinstance<py::sequence>(item.second) || py::isinstance<py::str>(item.second)) {
+      throw py::value_error("shapes['" + name + "']: expected a sequence of ints, got " +
+                            std::string(py::repr(item.second)));
+    }
+    std::vector<int64_t> dims;
+    for (py::handle d : item.second.cast<py::sequence>()) {
+      // Python ints and NumPy integers; a float or a bool is a mistake, not a size.
+      if (py::isinstance<py::bool_>(d) || !py::hasattr(d, "__index__")) {
+        throw py::value_error("shapes['" + name + "']: dimension " + std::to_string(dims.size()) +
+                              " (" + std::string(py::repr(d)) + ") is not an integer");
+      }
+      dims.push_back(py::cast<int64_t>(d.attr("__index__")()));
+    }
+    out.emplace(name, std::move(dims));
+  }
+  return out;
+}
+
+// Passes the importer's warnings to Python's warnings machinery (UserWarning).
+void warn_all(const std::vector<std::string>& warnings) {
+  for (const std::string& w : warnings) {
+    if (PyErr_WarnEx(PyExc_UserWarning, w.c_str(), 2) != 0) throw py::error_already_set();
+  }
+}
+
+std::shared_ptr<Model> import_model(const py::object& source, const py::object& shapes,
+                                    int64_t batch) {
+  const ImportOptions options = import_options_for_shapes(to_input_shapes(shapes), batch);
+  std::vector<std::string> warnings;
+  std::shared_ptr<const Model> model;
+  if (py::isinstance<py::bytes>(source) || py::isinstance<py::bytearray>(source)) {
+    const std::string bytes =
+        py::isinstance<py::bytes>(source)
+            ? source.cast<std::string>()
+            : std::string(PyByteArray_AsString(source.ptr()),
+                          static_cast<size_t>(PyByteArray_Size(source.ptr())));
+    Result<std::shared_ptr<const Model>> m = [&] {
+      py::gil_scoped_release release;
+      return Model::import_onnx_from_memory(bytes.data(), bytes.size(), options, &warnings);
+    }();
+    model = unwrap(std::move(m));
+  } else {
+    const std::string path = py::str(source);
+    Result<std::shared_ptr<const Model>> m = [&] {
+      py::gil_scoped_release release;
+      return Model::import_onnx(path, options, &warnings);
+    }();
+    model = unwrap_file(std::move(m), path);
+  }
+  warn_all(warnings);
+  return std::const_pointer_cast<Model>(model);
+}
+
 void convert(const std::string& onnx_path, const std::string& tsr_path,
-             const std::map<std::string, std::vector<int64_t>>& input_shapes) {
-  ImportOptions options;
-  options.input_shapes = input_shapes;
+             const py::object& input_shapes, int64_t batch) {
+  const ImportOptions options = import_options_for_shapes(to_input_shapes(input_shapes), batch);
   Result<ImportedModel> imported = [&] {
     py::gil_scoped_release release;
     return convert_onnx(onnx_path, options);
   }();
   ImportedModel m = unwrap_file(std::move(imported), onnx_path);
+  warn_all(m.warnings);
   ModelMetadata meta;
   meta.producer = std::string("tessera ") + version_string();
   meta.properties["source"] = onnx_path;
@@ -296,8 +369,10 @@ PYBIND11_MODULE(_tessera, m) {
   m.attr("__version__") = version_string();
 
   m.def("convert", &convert, py::arg("onnx_path"), py::arg("tsr_path"),
-        py::arg("input_shapes") = std::map<std::string, std::vector<int64_t>>{},
-        "Converts an ONNX model to a .tsr file (what `tessera convert` does).");
+        py::arg("input_shapes") = py::none(), py::arg("batch") = 1,
+        "Converts an ONNX model to a .tsr file (what `tessera convert` does). input_shapes "
+        "({name: shape} or 'name=1x3x640x640;...') and batch size the symbolic input dimensions "
+        "as Model.import_onnx's shapes and batch do.");
   m.def(
       "devices",
       [] {
@@ -314,6 +389,16 @@ PYBIND11_MODULE(_tessera, m) {
             return std::const_pointer_cast<Model>(unwrap_file(Model::load(path), path));
           },
           py::arg("path"), "Loads and verifies a .tsr file.")
+      .def_static("import_onnx", &import_model, py::arg("source"), py::arg("shapes") = py::none(),
+                  py::arg("batch") = 1,
+                  "Imports an ONNX model (a path, or the bytes of a serialised ModelProto) as "
+                  "`tessera convert` converts it, without a .tsr file. shapes sets the symbolic "
+                  "input dimensions per input: {'images': (1, 3, 640, 640)} or the tool's "
+                  "'images=1x3x640x640;mask=1x1x640x640'; once any is given, every symbolic "
+                  "dimension must be set. batch (>= 1) sizes a symbolic dimension 0 when no "
+                  "shape is given. Errors (ValueError) name the input and the dimension: an "
+                  "unknown input, a wrong rank, a size below 1, a dimension left symbolic. What "
+                  "import decided (a defaulted batch) is issued as a UserWarning.")
       .def_property_readonly(
           "inputs", [](const Model& self) { return describe(self.inputs()); },
           "(name, dtype, shape) of each input")

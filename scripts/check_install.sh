@@ -6,7 +6,10 @@
 #   4. examples/ builds against it twice, with find_package(Tessera) from a separate CMake project
 #      and with pkg-config from a plain Makefile, each also linked statically (libtessera.a), and
 #      the programs stream a real model by a pipeline plan made with the installed tool, matching
-#      the sequential outputs.
+#      the sequential outputs;
+#   5. the C example imports ONNX models directly through the installed library (dynamic and
+#      static): a model with symbolic height and width sized per input, and the real model, each
+#      matching the reference device; a shape that does not fit is an error naming the dimension.
 #
 # usage: scripts/check_install.sh [BUILD_DIR]   (default build; run after the release build)
 # Uses squeezenet1_1 from $TESSERA_MODEL_CACHE (default ~/.cache/tessera/models), exporting it
@@ -71,11 +74,42 @@ if readelf -d "$work/cmake-build/stream_frames_c_static" | grep -q 'libtessera';
 fi
 "$work/cmake-build/stream_frames_c_static" "$work/model.tsr" "$work/plan.json" 3
 
+step "ONNX import through the installed library"
+/usr/bin/python3 - "$work/symbolic.onnx" <<'PY'
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+w = np.random.default_rng(3).standard_normal((4, 3, 3, 3)).astype(np.float32)
+graph = helper.make_graph(
+    [helper.make_node("Conv", ["images", "w"], ["c"], pads=[1, 1, 1, 1]),
+     helper.make_node("Relu", ["c"], ["y"])], "symbolic",
+    [helper.make_tensor_value_info("images", TensorProto.FLOAT, ["N", 3, "height", "width"])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    [numpy_helper.from_array(w, "w")])
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), sys.argv[1])
+PY
+for prog in import_onnx_c import_onnx_c_static; do
+  "$work/cmake-build/$prog" "$work/symbolic.onnx" "images=2x3x19x11" | tee "$work/import.txt"
+  grep -q '^input images: 2x3x19x11$' "$work/import.txt"
+done
+"$work/cmake-build/import_onnx_c" "$models/squeezenet1_1.onnx" "input=1x3x224x224"
+if "$work/cmake-build/import_onnx_c" "$work/symbolic.onnx" "" 2>"$work/import.err"; then
+  echo "import without shapes succeeded" >&2
+  exit 1
+fi
+grep -q "'images' dimension 2 is symbolic ('height')" "$work/import.err" || {
+  cat "$work/import.err" >&2
+  exit 1
+}
+
 step "examples with pkg-config"
 mkdir -p "$work/make-build"
-cp examples/Makefile examples/stream_frames.cc examples/stream_frames_c.c "$work/make-build/"
+cp examples/Makefile examples/stream_frames.cc examples/stream_frames_c.c examples/import_onnx_c.c \
+  "$work/make-build/"
 PKG_CONFIG_PATH=$libdir/pkgconfig make -s -C "$work/make-build" all static
 "$work/make-build/stream_frames" "$work/model.tsr" "$work/plan.json" 4
 "$work/make-build/stream_frames_c" "$work/model.tsr" "$work/plan.json" 4
+"$work/make-build/import_onnx_c" "$work/symbolic.onnx" "images=1x3x7x9"
 "$work/make-build/stream_frames_static" "$work/model.tsr" "$work/plan.json" 3
 step "ok"

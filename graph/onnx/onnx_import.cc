@@ -560,9 +560,13 @@ class GraphBuilder {
       for (size_t k = 0; k < shape_hint_.size(); ++k) example += (k ? "x" : "") + shape_hint_[k];
       return invalid_argument(what + " " + why +
                               " and no size was given for it; give the input's whole shape "
-                              "(tessera convert --shape " +
-                              example + ", ImportOptions::input_shapes)" +
-                              (index == 0 ? "" : "; --batch sets only dimension 0"));
+                              "(--shape " +
+                              example +
+                              " to the tessera tool; the input shapes of import_onnx in the "
+                              "C++, C and Python APIs)" +
+                              (index == 0 ? ""
+                                          : "; --batch sets only dimension 0, as does the "
+                                            "APIs' batch"));
     }
     out_.warnings.push_back(what + " " + why + "; using " + std::to_string(v));
     return v;

@@ -58,6 +58,7 @@
 
 #include "core/status.h"
 #include "graph/graph.h"
+#include "graph/onnx/import_options.h"
 
 namespace tessera {
 
@@ -67,22 +68,7 @@ struct PassStats;  // graph/passes.h
 inline constexpr int64_t kMinOnnxOpset = 11;
 inline constexpr int64_t kMaxOnnxOpset = 21;
 
-struct ImportOptions {
-  // Substituted for a symbolic (dim_param) or unknown dimension 0 (the batch) of a graph input
-  // that neither `input_shapes` nor `dim_params` sets, with a warning. Must be at least 1. Any
-  // other symbolic or unknown dimension (a height, a width) left unset is an error naming the
-  // input and the dimension: no default could be right for it.
-  int64_t default_dim_value = 1;
-  // Values for named symbolic dimensions, e.g. {"batch_size", 8}; each at least 1.
-  std::map<std::string, int64_t> dim_params;
-  // Whole shapes of named graph inputs, e.g. {"images", {1, 3, 640, 640}}: they set that input's
-  // symbolic and unknown dimensions, and must agree with its rank and its fixed dimensions.
-  // Naming an input the model lacks is an error.
-  std::map<std::string, std::vector<int64_t>> input_shapes;
-  // When true, a symbolic or unknown input dimension set by neither `input_shapes` nor
-  // `dim_params` is an error naming it, instead of taking default_dim_value with a warning.
-  bool require_all_dims = false;
-};
+// ImportOptions (how symbolic input dimensions are sized): graph/onnx/import_options.h.
 
 // What import produced, with the facts about the file a caller may need.
 struct ImportedModel {

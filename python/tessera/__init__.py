@@ -3,6 +3,7 @@
     import numpy as np, tessera
     tessera.convert("mobilenet_v2.onnx", "mobilenet_v2.tsr")
     model = tessera.Model.load("mobilenet_v2.tsr")
+    det = tessera.Model.import_onnx("det.onnx", shapes={"images": (1, 3, 640, 640)})  # no .tsr
     session = tessera.Session(model, device="cpu")          # or plan="plan.json"
     (logits,) = session.run([np.zeros((1, 3, 224, 224), np.float32)])
 

@@ -184,3 +184,143 @@ def test_convert_sizes_symbolic_inputs(tmp_path):
         tessera.convert(onnx_path, tsr)
     tessera.convert(onnx_path, tsr, input_shapes={"images": [2, 3, 5, 7]})
     assert tessera.Model.load(tsr).inputs == [("images", np.dtype("float32"), (2, 3, 5, 7))]
+
+
+# ---- ONNX models imported directly, sized per input -------------------------------------------
+
+WC = RNG.standard_normal((4, 3, 3, 3)).astype(np.float32) * 0.3
+BC = RNG.standard_normal(4).astype(np.float32) * 0.1
+
+
+def masked_conv_reference(images, mask):
+    """Relu(Conv 3x3, pad 1) * mask, in NumPy (float64)."""
+    n, _, h, w = images.shape
+    padded = np.pad(images.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    y = np.zeros((n, 4, h, w), np.float64)
+    for i in range(3):
+        for j in range(3):
+            y += np.einsum("nchw,oc->nohw", padded[:, :, i:i + h, j:j + w], WC[:, :, i, j])
+    y += BC[None, :, None, None]
+    return (np.maximum(y, 0) * mask).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def symbolic_model(tmp_path_factory):
+    """images[N,3,height,width] -> Conv -> Relu -> * mask[N,1,height,width]."""
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["images", "wc", "bc"], ["c"], pads=[1, 1, 1, 1]),
+         helper.make_node("Relu", ["c"], ["r"]),
+         helper.make_node("Mul", ["r", "mask"], ["y"])],
+        "masked_conv",
+        [helper.make_tensor_value_info("images", TensorProto.FLOAT, ["N", 3, "height", "width"]),
+         helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["N", 1, "height", "width"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(WC, "wc"), numpy_helper.from_array(BC, "bc")])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    path = str(tmp_path_factory.mktemp("symbolic") / "masked_conv.onnx")
+    onnx.save(m, path)
+    return path
+
+
+@pytest.mark.parametrize("n,h,w", [(1, 9, 7), (2, 5, 13)])
+def test_import_onnx_sizes_each_input(symbolic_model, n, h, w):
+    shapes = {"images": (n, 3, h, w), "mask": [n, 1, h, w]}
+    m = tessera.Model.import_onnx(symbolic_model, shapes=shapes)
+    assert m.inputs == [("images", np.dtype("float32"), (n, 3, h, w)),
+                        ("mask", np.dtype("float32"), (n, 1, h, w))]
+    assert m.outputs[0][2] == (n, 4, h, w)
+    assert m.hash == ""
+    images = RNG.standard_normal((n, 3, h, w)).astype(np.float32)
+    mask = RNG.standard_normal((n, 1, h, w)).astype(np.float32)
+    want = masked_conv_reference(images, mask)
+    # The text form of the tool's --shape and the bytes of the model import alike.
+    text = f"images={n}x3x{h}x{w};mask={n}x1x{h}x{w}"
+    with open(symbolic_model, "rb") as f:
+        from_bytes = tessera.Model.import_onnx(f.read(), shapes=text)
+    for model, device in [(m, "reference"), (m, "cpu"), (from_bytes, "reference")]:
+        (y,) = tessera.Session(model, device=device).run({"images": images, "mask": mask})
+        assert y.shape == (n, 4, h, w)
+        np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
+
+
+def test_import_onnx_errors_name_input_and_dimension(symbolic_model):
+    ok = {"images": (1, 3, 8, 8), "mask": (1, 1, 8, 8)}
+    cases = [
+        (None, r"graph input 'images' dimension 2 is symbolic \('height'\)"),
+        ({"images": (1, 3, 8, 8)}, r"graph input 'mask' dimension 0 is symbolic \('N'\)"),
+        (dict(ok, labels=(1, 5)), r"'labels'.*not a graph input"),
+        (dict(ok, mask=(1, 8, 8)), r"graph input 'mask' has rank 4, but a shape of 3"),
+        (dict(ok, images=(1, 3, 0, 8)), r"'images': dimension 2 = 0 is not in 1\.\."),
+        (dict(ok, mask=(1, 1, 8, -8)), r"'mask': dimension 3 = -8"),
+        (dict(ok, images=(1, 4, 8, 8)), r"'images' dimension 1 is 3 in the model, but 4"),
+        (dict(ok, images=(1, 3, 8.5, 8)), r"shapes\['images'\]: dimension 2 \(8\.5\) is not"),
+        ({"images": "1x3x8x8"}, r"shapes\['images'\]: expected a sequence of ints"),
+        ("images=1x3x0x8;mask=1x1x8x8", r"dimension 2 \('0'\) is not an integer"),
+        ("images=1x3x8x8;mask", r"'mask': expected NAME=DIMxDIMx"),
+        ([1, 3, 8, 8], r"expected a dict"),
+    ]
+    for shapes, message in cases:
+        with pytest.raises(ValueError, match=message):
+            tessera.Model.import_onnx(symbolic_model, shapes=shapes)
+    with pytest.raises(ValueError, match="default_dim_value = 0"):
+        tessera.Model.import_onnx(symbolic_model, shapes=ok, batch=0)
+    with pytest.raises(FileNotFoundError):
+        tessera.Model.import_onnx("/nonexistent/model.onnx", shapes=ok)
+    with pytest.raises(ValueError, match="not a valid ONNX model"):
+        tessera.Model.import_onnx(b"not a model")
+    # NumPy integers are sizes too.
+    m = tessera.Model.import_onnx(symbolic_model,
+                                  shapes={k: np.array(v, np.int64) for k, v in ok.items()})
+    assert m.inputs[0][2] == (1, 3, 8, 8)
+
+
+def test_import_onnx_defaults_only_the_batch_with_a_warning(tmp_path):
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "batch_only",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    path = str(tmp_path / "batch_only.onnx")
+    onnx.save(model, path)
+    with pytest.warns(UserWarning, match=r"dimension 0 is symbolic \('batch'\); using 4"):
+        m = tessera.Model.import_onnx(path, batch=4)
+    assert m.inputs[0][2] == (4, 2, 3)
+    x = RNG.standard_normal((4, 2, 3)).astype(np.float32)
+    np.testing.assert_array_equal(tessera.Session(m, device="reference").run(x)[0],
+                                  np.maximum(x, 0))
+    # convert() sizes by the same rule.
+    tsr = str(tmp_path / "batch_only.tsr")
+    tessera.convert(path, tsr, input_shapes="x=3x2x3")
+    assert tessera.Model.load(tsr).inputs[0][2] == (3, 2, 3)
+
+
+def test_import_onnx_real_export_with_symbolic_height_and_width(tmp_path):
+    """scripts/export_cnn_exports.py's YOLO-style detector, exported by torch with symbolic
+    height and width, imported at two sizes: its anchor grid folds at each, and the outputs match
+    torch's at that size."""
+    torch = pytest.importorskip("torch")
+    import importlib.util
+    import pathlib
+    script = pathlib.Path(__file__).resolve().parents[2] / "scripts" / "export_cnn_exports.py"
+    if not script.exists():
+        pytest.skip("scripts/export_cnn_exports.py not found next to the tests")
+    spec = importlib.util.spec_from_file_location("export_cnn_exports", script)
+    exports = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(exports)
+    torch.manual_seed(5)
+    net = exports.YoloStyle().eval()
+    path = str(tmp_path / "yolo_style.onnx")
+    with torch.no_grad():
+        torch.onnx.export(net, torch.zeros(1, 3, 64, 64), path, opset_version=13,
+                          input_names=["images"], dynamic_axes={"images": {2: "height", 3: "width"}},
+                          do_constant_folding=False)
+    with pytest.raises(ValueError, match=r"'images' dimension 2 is symbolic \('height'\)"):
+        tessera.Model.import_onnx(path)
+    for h, w in [(64, 96), (96, 48)]:
+        m = tessera.Model.import_onnx(path, shapes={"images": (1, 3, h, w)})
+        x = RNG.standard_normal((1, 3, h, w)).astype(np.float32)
+        with torch.no_grad():
+            want = net(torch.from_numpy(x)).numpy()
+        (y,) = tessera.Session(m, device="cpu").run(x)
+        assert y.shape == want.shape == (1, 3 * (h // 8) * (w // 8) + 3 * (h // 16) * (w // 16), 9)
+        np.testing.assert_allclose(y, want, rtol=1e-3, atol=1e-3 * float(np.abs(want).max()))
