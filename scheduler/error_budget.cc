@@ -176,24 +176,43 @@ Result<BoundedPlan> search_error_budget(
     if (p.mode == PlanMode::kStreaming && p.estimated_period_ms > 0) return p.estimated_period_ms;
     return p.estimated_latency_ms;
   };
+  // The levels admitted: all of them, then each reduced-precision level alone (the greedy
+  // admission may spend the budget on one level's best layers, where the other level alone
+  // would run every layer within it).
+  std::vector<std::string> levels;
+  for (const DeviceProfile& d : profile.devices) {
+    if (reduced_precision(d.device)) levels.push_back(d.device);
+  }
+  std::vector<std::string> only = {""};
+  if (levels.size() > 1) only.insert(only.end(), levels.begin(), levels.end());
   std::optional<BoundedPlan> best;
   int tried = 0;
-  for (double k : {1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0}) {
-    const double budget = max_error * k;
-    Profile bounded = profile;
-    ASSIGN_OR_RETURN(ErrorBound bound, bound_profile_error(&bounded, budget));
-    ++tried;
-    Result<Plan> plan = make_plan(bounded);
-    if (!plan.ok()) {
-      if (k == 1.0) return plan.status();
-      continue;
+  for (const std::string& level : only) {
+    for (double k : {1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0}) {
+      const double budget = max_error * k;
+      Profile bounded = profile;
+      if (!level.empty()) {
+        for (DeviceProfile& d : bounded.devices) {
+          if (d.device == level || !reduced_precision(d.device)) continue;
+          for (int l = 0; l < bounded.num_layers(); ++l) {
+            d.unsupported.emplace(l, "the error bound's search admits " + level + " only");
+          }
+        }
+      }
+      ASSIGN_OR_RETURN(ErrorBound bound, bound_profile_error(&bounded, budget));
+      ++tried;
+      Result<Plan> plan = make_plan(bounded);
+      if (!plan.ok()) {
+        if (k == 1.0 && level.empty()) return plan.status();
+        continue;
+      }
+      ASSIGN_OR_RETURN(double error, plan_expected_error(profile, *plan));
+      if (error > max_error * (1 + 1e-12)) continue;
+      if (!best || cost(*plan) < cost(best->plan)) {
+        best = BoundedPlan{std::move(*plan), budget, bound, 0, tried - 1};
+      }
+      if (bound.refused == 0) break;  // larger budgets admit nothing more
     }
-    ASSIGN_OR_RETURN(double error, plan_expected_error(profile, *plan));
-    if (error > max_error * (1 + 1e-12)) continue;
-    if (!best || cost(*plan) < cost(best->plan)) {
-      best = BoundedPlan{std::move(*plan), budget, bound, 0, tried - 1};
-    }
-    if (bound.refused == 0) break;  // larger budgets admit nothing more
   }
   if (!best) return internal_error("no plan within the error bound (the first budget gave one)");
   best->tried = tried;

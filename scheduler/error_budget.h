@@ -63,8 +63,9 @@ Result<ErrorBound> bound_profile_error(Profile* profile, double max_error);
 
 // The filter's reservation is conservative: budget held for a pair the planner leaves unused is
 // lost. search_error_budget plans (`make_plan`, any planner on the given profile) on the profile
-// bounded at budgets B = max_error x {1, 1.25, 1.5, 2, 3, 4, 6, 8} and keeps the plan of least
-// cost (the plan's estimate for its objective: energy for "energy", the period of a streaming
+// bounded at budgets B = max_error x {1, 1.25, 1.5, 2, 3, 4, 6, 8}, with every reduced-precision
+// level admitted and then (where there are several) with each level alone, and keeps the plan of
+// least cost (the plan's estimate for its objective: energy for "energy", the period of a streaming
 // plan, else the latency) whose own composed error is within max_error; B = max_error always
 // gives one (every plan from it is within). Errors of `make_plan` at B = max_error are returned;
 // at larger budgets a failure only skips the budget.
