@@ -4,6 +4,7 @@
 
 #include "api/internal.h"
 #include "backends/registry.h"
+#include "core/calibration_table.h"
 #include "graph/format/model_file.h"
 #include "graph/graph.h"
 #include "graph/layer_graph.h"
@@ -125,6 +126,15 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> mo
   eo.queue_capacity = options.queue_capacity;
   eo.compile.memory_budget = options.memory_budget;
   eo.max_flops = options.max_flops;
+  if (!options.calibration_path.empty()) {
+    ASSIGN_OR_RETURN(CalibrationTable table, CalibrationTable::load(options.calibration_path));
+    if (!table.model_hash.empty() && !s->model_->hash().empty() &&
+        table.model_hash != s->model_->hash()) {
+      return failed_precondition(options.calibration_path + ": the calibration is for model " +
+                                 table.model_hash + ", this model is " + s->model_->hash());
+    }
+    eo.compile.calibration = std::make_shared<const CalibrationTable>(std::move(table));
+  }
   ASSIGN_OR_RETURN(impl.executor, Executor::create(impl.lg, plan, eo));
   impl.name = device_session ? options.device : plan.notation();
   impl.inputs.resize(g.inputs().size());

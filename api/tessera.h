@@ -111,6 +111,10 @@ struct SessionOptions {
   // 0: no limit. Over either, create() fails with ResourceExhausted saying what was asked for.
   uint64_t memory_budget = 0;
   double max_flops = 0;
+  // int8 activation ranges for int8 levels (`cpu#int8`; docs/precision.md): a calibration table
+  // file from `tessera calibrate`, which must be of this model. Empty: none (an int8 program
+  // then fails to compile, naming `tessera calibrate`).
+  std::string calibration_path;
 };
 
 // One frame out of a stream: its id (0, 1, ... in submission order) and outputs, or its error.

@@ -421,6 +421,8 @@ std::string Plan::to_json_text() const {
                    {"energy_mj", estimated_energy_mj},
                    {"period_ms", estimated_period_ms},
                    {"device_load", std::move(load)}};
+  if (estimated_error) j["estimate"]["error"] = *estimated_error;
+  if (max_error) j["estimate"]["max_error"] = *max_error;
   return j.dump(2) + "\n";
 }
 
@@ -538,6 +540,11 @@ Result<Plan> parse_plan(const Json& j) {
           p.device_load.push_back(std::move(d));
         }
       }
+    }
+    for (const char* key : {"error", "max_error"}) {
+      if (!e->contains(key)) continue;
+      ASSIGN_OR_RETURN(double x, json::number_field(*e, "estimate", key, 0, 1e6));
+      (std::string(key) == "error" ? p.estimated_error : p.max_error) = x;
     }
   }
   // Structure (not devices: the executor checks those against what it can open).

@@ -24,7 +24,7 @@
 //                "actor": -1, "packing": "",
 //                "estimate": {"exec_ms", "transfer_ms", "energy_mj"}}],
 //    "estimate": {"latency_ms", "energy_mj", "period_ms",
-//                 "device_load": [{"device", "busy_ms"}]}}
+//                 "device_load": [{"device", "busy_ms"}], optional "error", "max_error"}}
 //
 // Streaming: every stage runs on an actor, one thread of the executor. A stage's actor is its
 // own (-1) unless several stages name the same actor id: those run on one thread, in plan
@@ -34,6 +34,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -122,6 +123,11 @@ struct Plan {
   double estimated_energy_mj = 0;   // per frame
   double estimated_period_ms = 0;   // streaming: time between frames at steady state
   std::vector<DeviceLoad> device_load;
+  // Fidelity (scheduler/error_budget.h): the expected relative L2 error of the outputs against
+  // f32 (an estimate composed from the profile's per-layer errors), and the bound the plan was
+  // made under (`tessera plan --max-error`); unset when not known / not bounded.
+  std::optional<double> estimated_error;
+  std::optional<double> max_error;
 
   // Seed 000 notation: "cpu[0] opencl:0@600[5] cpu[12]".
   std::string notation() const;

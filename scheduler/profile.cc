@@ -280,6 +280,8 @@ std::string Profile::to_json_text() const {
     for (const auto& [i, why] : d.unsupported) un[std::to_string(i)] = why;
     jd["unsupported"] = un;
     if (d.corun_scale > 0) jd["corun_scale"] = d.corun_scale;
+    if (!d.layer_error.empty()) jd["layer_error"] = optional_array(d.layer_error);
+    if (d.model_error) jd["model_error"] = *d.model_error;
     Json levels = Json::array();
     for (const LevelProfile& l : d.levels) {
       Json jl;
@@ -321,11 +323,11 @@ Result<Profile> parse_profile(const Json& j, const std::string& expected_hash) {
     return invalid_argument("format: '" + format + "' is not 'tessera-profile'");
   }
   ASSIGN_OR_RETURN(int64_t version, json::int_field(j, "", "version", 0, INT32_MAX));
-  if (version != Profile::kVersion) {
+  if (version < Profile::kOldestVersion || version > Profile::kVersion) {
     return invalid_argument(
-        "version: " + std::to_string(version) + " is not supported (this Tessera reads version " +
-        std::to_string(Profile::kVersion) +
-        (version < Profile::kVersion ? "; profile the model again with this tessera)" : ")"));
+        "version: " + std::to_string(version) + " is not supported (this Tessera reads versions " +
+        std::to_string(Profile::kOldestVersion) + " to " + std::to_string(Profile::kVersion) +
+        (version < Profile::kOldestVersion ? "; profile the model again with this tessera)" : ")"));
   }
   ASSIGN_OR_RETURN(const Json* model, json::object_field(j, "", "model"));
   ASSIGN_OR_RETURN(p.model_name, json::string_field(*model, "model", "name", false));
@@ -430,6 +432,24 @@ Result<Profile> parse_profile(const Json& j, const std::string& expected_hash) {
     }
     if (jd.contains("corun_scale")) {
       ASSIGN_OR_RETURN(d.corun_scale, json::number_field(jd, dp, "corun_scale", 1, kMaxCorunScale));
+    }
+    if (version >= 3) {
+      // Errors: of a precision level (or a device with reduced arithmetic of its own); a device
+      // name whose level this Tessera does not know is refused with the name.
+      if (jd.contains("layer_error") || jd.contains("model_error")) {
+        if (auto parsed = parse_device_name(d.device); !parsed.ok()) {
+          return invalid_argument(dp + ".device: '" + d.device +
+                                  "' has errors recorded but is no device name this Tessera "
+                                  "reads: " +
+                                  parsed.status().message());
+        }
+      }
+      ASSIGN_OR_RETURN(d.layer_error,
+                       read_optional_array(jd, dp, "layer_error", n, kMaxLayerError, false));
+      if (jd.contains("model_error")) {
+        ASSIGN_OR_RETURN(double e, json::number_field(jd, dp, "model_error", 0, kMaxLayerError));
+        d.model_error = e;
+      }
     }
     ASSIGN_OR_RETURN(const Json* levels, json::array_field(jd, dp, "levels"));
     if (levels->empty()) return invalid_argument(dp + ".levels: a device needs a level");

@@ -27,17 +27,27 @@
 // Per device, `unsupported` names the layers it cannot run (op support, memory), each with why:
 // their cost is infinite (seed 000 Sect. V-A).
 //
-// JSON (version 2): {"format": "tessera-profile", "version": 2, "model": {...name, hash, layers
+// Per device that computes in reduced precision (a precision level such as `cpu#int8`,
+// docs/precision.md), `layer_error[l]` is the error that level adds to layer l: the relative L2
+// ||y - y_f32|| / ||y_f32|| of the layer's outputs run at that level against the same layer run
+// in f32, on the same f32 inputs (the layer's real inputs, from an f32 run of the model on the
+// profile's inputs), over all of them; `model_error` is the same measure for the whole model run
+// at that level, when it runs there whole. Both are empty/absent for f32 devices (no error).
+// scheduler/error_budget.h composes them into a plan's expected error.
+//
+// JSON (version 3): {"format": "tessera-profile", "version": 3, "model": {...name, hash, layers
 // [{name, op, flops, input_bytes, weight_bytes, output_bytes}], cut_live_bytes}, "platform":
 // <platform JSON>, "conditions": {...}, "devices": [{"device", "description", "memory_bytes",
-// "unsupported": {"<layer>": "why"}, optional "corun_scale", "levels": [{"mhz", "set_by_governor",
+// "unsupported": {"<layer>": "why"}, optional "corun_scale", optional "layer_error": [..|null],
+// optional "model_error", "levels": [{"mhz", "set_by_governor",
 // "energy_source", "layer_ms": [..|null], "layer_chain_ms": [..|null], "layer_dynamic_w":
 // [..|null], "slice_runs": [[first, last, ms(, layers_ms(, chain_ms))]..], "upload": {fit},
 // "download": {fit}}]}]}. (layers_ms and chain_ms, the fourth and fifth elements, are optional:
-// profiles without them still load.) Version 1 (layers timed alone only) is refused: its times
-// underpredict chained runs. Loading refuses other formats/versions, a model hash other than the
-// expected one, negative or non-finite times, lengths that disagree with the layer count, and
-// devices the embedded platform does not list; every message names the field.
+// profiles without them still load.) Version 2 (no layer_error) still loads. Version 1 (layers
+// timed alone only) is refused: its times underpredict chained runs. Loading refuses other
+// formats/versions, a model hash other than the expected one, negative or non-finite times, lengths
+// that disagree with the layer count, and devices the embedded platform does not list; every
+// message names the field.
 #pragma once
 
 #include <cstdint>
@@ -111,6 +121,9 @@ struct LevelProfile {
 };
 
 inline constexpr double kMaxCorunScale = 100;
+// The largest relative error a profile may record (a result 1e6 times the size of the f32 one
+// means the level does not compute the layer at all).
+inline constexpr double kMaxLayerError = 1e6;
 
 struct DeviceProfile {
   std::string device;
@@ -125,6 +138,11 @@ struct DeviceProfile {
   // profile). Measured at the level the device was left at, used for all of its levels. At most
   // kMaxCorunScale (more means the devices were time-sliced on shared cores).
   double corun_scale = 0;
+  // The relative L2 error each layer gets from this device's arithmetic (see above): empty, or
+  // one per layer (unset: not measured, e.g. the layer cannot run here). At most kMaxLayerError.
+  std::vector<std::optional<double>> layer_error;
+  // The whole model's relative L2 error on this device; unset when not measured.
+  std::optional<double> model_error;
 
   const LevelProfile* level(int mhz) const;
 };
@@ -150,7 +168,8 @@ struct ProfileConditions {
 };
 
 struct Profile {
-  static constexpr int kVersion = 2;
+  static constexpr int kVersion = 3;
+  static constexpr int kOldestVersion = 2;  // still read
 
   std::string model_name;
   std::string model_hash;

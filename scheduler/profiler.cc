@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <ctime>
 #include <deque>
+#include <map>
 #include <memory>
 #include <random>
 #include <thread>
@@ -17,6 +18,7 @@
 #include "energy/governor.h"
 #include "energy/meter.h"
 #include "energy/power_model.h"
+#include "scheduler/fidelity.h"
 
 namespace tessera {
 
@@ -104,11 +106,11 @@ struct ChainRun {
   // Compiles the chain and runs it timed once; an error when it does not compile or the
   // backend cannot time layers inside a run.
   static Result<std::unique_ptr<ChainRun>> create(const LayerGraph& lg, Device& device, int first,
-                                                  int last) {
+                                                  int last, const CompileOptions& options) {
     auto c = std::make_unique<ChainRun>();
     c->first = first;
     c->last = last;
-    ASSIGN_OR_RETURN(c->slice, SliceProgram::compile(lg, device, first, last));
+    ASSIGN_OR_RETURN(c->slice, SliceProgram::compile(lg, device, first, last, options));
     std::vector<double> ms;
     RETURN_IF_ERROR(c->slice.run_timed(&ms));
     if (ms.size() != static_cast<size_t>(last - first)) {
@@ -399,8 +401,9 @@ using ChainsRun = std::function<Status(std::vector<double>* layer_ms)>;
 // runs less the statistic of the overheads, and chain_ms the statistic of the same layers' sums
 // in the chain runs right before (recorded when all of them are chained).
 Result<SliceRun> measure_slice_run(const LayerGraph& lg, Device& device, int first, int last,
-                                   int warmup, int repeat, Stat stat, const ChainsRun& before) {
-  ASSIGN_OR_RETURN(SliceProgram slice, SliceProgram::compile(lg, device, first, last));
+                                   int warmup, int repeat, Stat stat, const ChainsRun& before,
+                                   const CompileOptions& options) {
+  ASSIGN_OR_RETURN(SliceProgram slice, SliceProgram::compile(lg, device, first, last, options));
   std::vector<double> layer_ms, chain_ms;
   const Status timed = slice.run_timed(&layer_ms);
   if (timed.code() == StatusCode::kUnimplemented) {
@@ -442,10 +445,128 @@ Result<SliceRun> measure_slice_run(const LayerGraph& lg, Device& device, int fir
   return run;
 }
 
+// `count` sets of graph inputs, f32 ones N(0, 1) (seeds 1000, 1001, ...), others zero.
+Result<std::vector<std::vector<Tensor>>> random_samples(const Graph& g, int count) {
+  std::vector<std::vector<Tensor>> out;
+  for (int i = 0; i < count; ++i) {
+    std::mt19937 rng(1000u + static_cast<unsigned>(i));
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    std::vector<Tensor> sample;
+    for (ValueId v : g.inputs()) {
+      const Value& val = g.value(v);
+      ASSIGN_OR_RETURN(Tensor t, Tensor::create(val.info.dtype, val.info.shape));
+      if (t.dtype() == DType::kF32) {
+        for (float& x : t.span<float>()) x = dist(rng);
+      } else {
+        std::fill(static_cast<unsigned char*>(t.raw()),
+                  static_cast<unsigned char*>(t.raw()) + t.byte_size(), 0);
+      }
+      sample.push_back(std::move(t));
+    }
+    out.push_back(std::move(sample));
+  }
+  return out;
+}
+
 }  // namespace
 
+Result<LayerErrors> measure_layer_errors(const LayerGraph& lg, Device& device, Device& f32_device,
+                                         const std::vector<std::vector<Tensor>>& inputs,
+                                         const CompileOptions& options) {
+  const Graph& g = lg.graph();
+  const int L = lg.num_layers();
+  if (inputs.empty()) return invalid_argument("no inputs to measure the error on");
+  for (size_t s = 0; s < inputs.size(); ++s) {
+    if (inputs[s].size() != g.inputs().size()) {
+      return invalid_argument("error sample " + std::to_string(s) + " has " +
+                              std::to_string(inputs[s].size()) + " tensors, the model " +
+                              std::to_string(g.inputs().size()) + " inputs");
+    }
+  }
+  CompileOptions f32_options = options;
+  f32_options.precision = Precision::kF32;
+  f32_options.calibration = nullptr;
+  std::vector<std::unique_ptr<Program>> ref(static_cast<size_t>(L)), low(static_cast<size_t>(L));
+  for (int l = 0; l < L; ++l) {
+    const NodeId node = lg.layer(l).node;
+    const std::span<const NodeId> one(&node, 1);
+    auto r = f32_device.compile(g, one, f32_options);
+    if (!r.ok()) {
+      return r.status().with_context("layer " + lg.layer(l).name + " at f32 on " +
+                                     f32_device.name());
+    }
+    ref[static_cast<size_t>(l)] = std::move(*r);
+    auto p = device.compile(g, one, options);
+    if (p.ok()) low[static_cast<size_t>(l)] = std::move(*p);
+  }
+  std::vector<FidelityMeter> meters(static_cast<size_t>(L));
+  std::vector<char> failed(static_cast<size_t>(L), 0);
+  for (const std::vector<Tensor>& sample : inputs) {
+    std::map<ValueId, Tensor> values;
+    for (size_t i = 0; i < sample.size(); ++i) values[g.inputs()[i]] = sample[i];
+    for (int l = 0; l < L; ++l) {
+      Program& r = *ref[static_cast<size_t>(l)];
+      std::vector<Tensor> in;
+      for (ValueId v : r.input_values()) {
+        if (auto it = values.find(v); it != values.end()) {
+          in.push_back(it->second);
+        } else if (g.value(v).is_constant) {
+          in.push_back(g.value(v).data);
+        } else {
+          return internal_error("layer " + lg.layer(l).name + ": input '" + g.value(v).name +
+                                "' was not computed");
+        }
+      }
+      std::vector<Tensor> want(r.output_values().size());
+      RETURN_IF_ERROR(r.run(in, want).with_context("layer " + lg.layer(l).name + " at f32"));
+      for (size_t o = 0; o < want.size(); ++o) values[r.output_values()[o]] = want[o];
+      Program* p = low[static_cast<size_t>(l)].get();
+      if (p == nullptr || failed[static_cast<size_t>(l)]) continue;
+      std::vector<Tensor> got(p->output_values().size());
+      if (!p->run(in, got).ok() || got.size() != want.size() ||
+          !meters[static_cast<size_t>(l)].add(got, want).ok()) {
+        failed[static_cast<size_t>(l)] = 1;
+      }
+    }
+  }
+  LayerErrors out;
+  out.layer_error.resize(static_cast<size_t>(L));
+  for (int l = 0; l < L; ++l) {
+    if (low[static_cast<size_t>(l)] && !failed[static_cast<size_t>(l)]) {
+      out.layer_error[static_cast<size_t>(l)] =
+          std::min(kMaxLayerError, meters[static_cast<size_t>(l)].result().relative_l2);
+    }
+  }
+  // The whole model, where both devices compile it.
+  std::vector<NodeId> nodes;
+  for (int l = 0; l < L; ++l) nodes.push_back(lg.layer(l).node);
+  auto whole_ref = f32_device.compile(g, nodes, f32_options);
+  auto whole_low = device.compile(g, nodes, options);
+  if (whole_ref.ok() && whole_low.ok()) {
+    FidelityMeter meter;
+    bool ok = true;
+    auto gather = [&](const Program& prog, const std::vector<Tensor>& sample) {
+      std::vector<Tensor> in;
+      for (ValueId v : prog.input_values()) {
+        const auto at = std::find(g.inputs().begin(), g.inputs().end(), v);
+        in.push_back(at != g.inputs().end() ? sample[static_cast<size_t>(at - g.inputs().begin())]
+                                            : g.value(v).data);
+      }
+      return in;
+    };
+    for (const std::vector<Tensor>& sample : inputs) {
+      std::vector<Tensor> want((*whole_ref)->output_values().size());
+      std::vector<Tensor> got((*whole_low)->output_values().size());
+      ok = ok && (*whole_ref)->run(gather(**whole_ref, sample), want).ok() &&
+           (*whole_low)->run(gather(**whole_low, sample), got).ok() && meter.add(got, want).ok();
+    }
+    if (ok) out.model_error = std::min(kMaxLayerError, meter.result().relative_l2);
+  }
+  return out;
+}
+
 Result<SliceProgram> SliceProgram::compile(const LayerGraph& lg, Device& device, int first,
-                                           int last) {
+                                           int last, const CompileOptions& options) {
   if (first < 0 || last > lg.num_layers() || first >= last) {
     return invalid_argument("slice [" + std::to_string(first) + ", " + std::to_string(last) +
                             ") is not a non-empty layer range");
@@ -453,7 +574,7 @@ Result<SliceProgram> SliceProgram::compile(const LayerGraph& lg, Device& device,
   SliceProgram s;
   std::vector<NodeId> nodes;
   for (int i = first; i < last; ++i) nodes.push_back(lg.layer(i).node);
-  ASSIGN_OR_RETURN(s.program, device.compile(lg.graph(), nodes));
+  ASSIGN_OR_RETURN(s.program, device.compile(lg.graph(), nodes, options));
   ASSIGN_OR_RETURN(s.inputs, make_inputs(lg.graph(), s.program->input_values()));
   s.outputs.resize(s.program->output_values().size());
   return s;
@@ -597,6 +718,24 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
   }
   Platform recorded = platform;
   recorded.devices.clear();
+  // Every program compiled for profiling gets the int8 ranges; an int8 level without them
+  // would compile nothing (every layer refused), so it is refused up front.
+  CompileOptions compile_options;
+  compile_options.calibration = options.calibration;
+  for (const PlatformDevice* d : targets) {
+    const Result<DeviceName> parsed = parse_device_name(d->device);
+    if (parsed.ok() && parsed->precision == Precision::kInt8 && !options.calibration) {
+      return failed_precondition("device '" + d->device +
+                                 "' computes in int8 and needs the model's activation ranges: "
+                                 "no calibration table was given (`tessera calibrate` writes "
+                                 "one)");
+    }
+  }
+  // The inputs the errors of reduced-precision devices are measured on.
+  std::vector<std::vector<Tensor>> error_inputs = options.error_inputs;
+  if (error_inputs.empty() && options.error_samples > 0) {
+    ASSIGN_OR_RETURN(error_inputs, random_samples(g, options.error_samples));
+  }
 
   // Work units per device and level, for the progress bar: layers, calibration runs, transfers.
   const int per_level =
@@ -655,7 +794,7 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
     std::vector<std::unique_ptr<ChainRun>> chains;
     std::vector<char> chained(static_cast<size_t>(L), 0);
     for (const auto& [first, last] : chunks) {
-      auto chain = ChainRun::create(lg, device, first, last);
+      auto chain = ChainRun::create(lg, device, first, last, compile_options);
       if (!chain.ok()) continue;
       for (int i = first; i < last; ++i) chained[static_cast<size_t>(i)] = 1;
       chains.push_back(std::move(*chain));
@@ -664,7 +803,7 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
     for (int i = 0; i < L; ++i) {
       if (!supported[static_cast<size_t>(i)] || chained[static_cast<size_t>(i)]) continue;
       const NodeId node = lg.layer(i).node;
-      auto program = device.compile(g, std::span<const NodeId>(&node, 1));
+      auto program = device.compile(g, std::span<const NodeId>(&node, 1), compile_options);
       if (!program.ok()) {
         dp.unsupported[i] = program.status().to_string();
         continue;
@@ -786,7 +925,7 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
       for (size_t ci = 0; ci < calibration.size(); ++ci) {
         const auto [first, last] = calibration[ci];
         auto run = measure_slice_run(lg, device, first, last, options.warmup, options.repeat, stat,
-                                     rest_of_model);
+                                     rest_of_model, compile_options);
         if (run.ok()) {
           lp.slice_runs.push_back(*run);
         } else {
@@ -828,6 +967,20 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
     if (dp.levels.empty()) {
       warn("skipping device " + pd->device + ": no level could be profiled");
       continue;
+    }
+    // The error of a reduced-precision level against its device at f32.
+    const Result<DeviceName> parsed = parse_device_name(pd->device);
+    if (parsed.ok() && parsed->precision != Precision::kF32 && !error_inputs.empty()) {
+      auto f32 = open_device(parsed->base());
+      Result<LayerErrors> errors =
+          f32.ok() ? measure_layer_errors(lg, device, **f32, error_inputs, compile_options)
+                   : Result<LayerErrors>(f32.status());
+      if (errors.ok()) {
+        dp.layer_error = std::move(errors->layer_error);
+        dp.model_error = errors->model_error;
+      } else {
+        warn(pd->device + ": error against f32 not measured: " + errors.status().to_string());
+      }
     }
     recorded.devices.push_back(*pd);
     profile.devices.push_back(std::move(dp));

@@ -14,6 +14,16 @@
 //
 // A layer a device cannot run (capability, memory capacity, compile failure) is recorded as
 // unsupported with the reason; a device that cannot be opened is skipped with a warning.
+//
+// Precision levels (`cpu#bf16`, `cpu:0#int8`; docs/precision.md) are profiled like devices, with
+// ProfileOptions::calibration for int8 (without it profile_model refuses an int8 level). Their
+// error is measured too (measure_layer_errors): per layer against f32 on the layer's real f32
+// inputs, recorded in DeviceProfile::layer_error for the fidelity bound of the planners
+// (scheduler/error_budget.h).
+//
+// Thread rule: profile_model and the functions below open their own devices (or use the one
+// given for the duration of the call) and run from the calling thread; call one at a time per
+// device.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +34,7 @@
 #include <vector>
 
 #include "backends/device.h"
+#include "core/calibration_table.h"
 #include "core/status.h"
 #include "energy/platform.h"
 #include "graph/layer_graph.h"
@@ -49,6 +60,14 @@ struct ProfileOptions {
   // profiled device runs its own chains in a loop on its own thread. -1: `repeat`; 0: none.
   int corun_rounds = -1;
   std::string sysfs_root = "/";
+  // int8 activation ranges (CompileOptions::calibration, `tessera calibrate`): required when an
+  // int8 level is profiled; every program compiled for profiling gets them.
+  std::shared_ptr<const CalibrationTable> calibration;
+  // Inputs for the error of reduced-precision devices (one tensor per graph input each); empty:
+  // `error_samples` random sets (make_inputs, seeded). error_samples 0 and no error_inputs: no
+  // error is measured.
+  std::vector<std::vector<Tensor>> error_inputs;
+  int error_samples = 2;
   // Progress callback (done, total, what); the CLI draws a bar with it.
   std::function<void(int, int, const std::string&)> progress;
   // Warnings (unreachable devices, levels that cannot be set); default: stderr.
@@ -69,7 +88,8 @@ struct SliceProgram {
   std::vector<Tensor> outputs;
 
   // An error when [first, last) is not a non-empty layer range or the device refuses it.
-  static Result<SliceProgram> compile(const LayerGraph& lg, Device& device, int first, int last);
+  static Result<SliceProgram> compile(const LayerGraph& lg, Device& device, int first, int last,
+                                      const CompileOptions& options = {});
   Status run() { return program->run(inputs, outputs); }
   Status run_timed(std::vector<double>* layer_ms) {
     return program->run(inputs, outputs, RunOptions::timed(layer_ms));
@@ -122,6 +142,22 @@ Result<double> measure_slice_ms(const LayerGraph& lg, Device& device, int first,
 // statistics only share a run's total out among the layers; the mean is unchanged.
 std::vector<double> layer_statistics(const std::vector<std::vector<double>>& runs,
                                      const std::string& statistic);
+
+// The error `device` adds to each layer (DeviceProfile::layer_error): every sample of `inputs`
+// (one tensor per graph input) is run through the model layer by layer on `f32_device` (each
+// layer compiled alone, f32), and each layer is also run on `device` (compiled alone with
+// `options`) on the same f32 inputs; layer l's error is the relative L2 of its f32 outputs over
+// all samples (FidelityMeter, scheduler/fidelity.h). A layer `device` cannot compile or run, or
+// whose outputs are not f32, has no error (unset). `model_error` is the whole model compiled on
+// each device, when both compile it. Errors: no samples, a sample of the wrong input count, or
+// a layer the f32 device cannot run.
+struct LayerErrors {
+  std::vector<std::optional<double>> layer_error;
+  std::optional<double> model_error;
+};
+Result<LayerErrors> measure_layer_errors(const LayerGraph& lg, Device& device, Device& f32_device,
+                                         const std::vector<std::vector<Tensor>>& inputs,
+                                         const CompileOptions& options);
 
 // Random inputs with the shapes and dtypes of `values` (floats in [-1, 1], integers 0).
 Result<std::vector<Tensor>> make_inputs(const Graph& g, const std::vector<ValueId>& values);

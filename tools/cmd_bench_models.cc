@@ -28,6 +28,7 @@
 #include "graph/format/model_file.h"
 #include "graph/layer_graph.h"
 #include "scheduler/profiler.h"
+#include "tools/calibration_file.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 #include "tools/progress.h"
@@ -40,6 +41,9 @@ const std::vector<cli::FlagSpec> kFlags = {
     {"--devices", "-d", true, false,
      "comma-separated devices (default: cpu; see `tessera devices`)"},
     {"--plan", "", true, true, "also benchmark the model run by this plan (repeatable)"},
+    {"--calibration", "", true, false,
+     "int8 activation ranges for int8 devices and plan stages (from `tessera calibrate`; "
+     "default: MODEL.tsr.calib.json when it exists)"},
     {"--runs", "-r", true, false, "timed runs of one frame (default 20)"},
     {"--warmup", "-w", true, false, "untimed runs first (default 3)"},
     {"--stream", "", true, false, "frames streamed for frames/s (default 50; 0: no stream)"},
@@ -140,9 +144,9 @@ Status bench_session(Session& s, const std::vector<Tensor>& inputs, int warmup, 
 
 // Median ms per operator kind: every layer timed on `device_name`, `runs` runs.
 Result<std::map<std::string, double>> op_times(const LayerGraph& lg, const std::string& device_name,
-                                               int runs) {
+                                               int runs, const CompileOptions& options) {
   ASSIGN_OR_RETURN(std::unique_ptr<Device> device, open_device(device_name));
-  ASSIGN_OR_RETURN(SliceProgram p, SliceProgram::compile(lg, *device, 0, lg.num_layers()));
+  ASSIGN_OR_RETURN(SliceProgram p, SliceProgram::compile(lg, *device, 0, lg.num_layers(), options));
   RETURN_IF_ERROR(p.run());
   std::vector<std::vector<double>> per_layer(static_cast<size_t>(lg.num_layers()));
   for (int r = 0; r < runs; ++r) {
@@ -299,15 +303,38 @@ int cmd_bench_models(int argc, char** argv) {
         std::fprintf(stderr, "bench: %s: %s\n", name.c_str(), ms.status().to_string().c_str());
       }
     }
+    // int8 ranges: --calibration, else the model's sidecar; an int8 target without them is
+    // refused up front, naming the sidecar and `tessera calibrate`.
+    auto table = load_calibration_file(path, (*model)->hash(), args->get("--calibration"));
+    if (!table.ok()) return report_error("bench", table.status());
+    std::vector<std::string> names = devices;
+    for (const std::string& p : plans) {
+      auto plan = Plan::load(p);
+      if (!plan.ok()) return report_error("bench", plan.status());
+      for (const Stage& s : plan->stages) {
+        for (const DeviceShare& d : s.placement.devices) names.push_back(d.device);
+      }
+    }
+    if (Status st = require_calibration(names, *table, path, "--calibration"); !st.ok()) {
+      return report_error("bench", st);
+    }
+    const std::string table_path = !*table ? ""
+                                   : args->has("--calibration")
+                                       ? args->get("--calibration")
+                                       : CalibrationTable::default_path(path);
+    CompileOptions compile;
+    compile.calibration = *table;
     std::vector<std::pair<std::string, SessionOptions>> targets;
     for (const std::string& d : devices) {
       SessionOptions o;
       o.device = d;
+      o.calibration_path = table_path;
       targets.emplace_back(d, o);
     }
     for (const std::string& p : plans) {
       SessionOptions o;
       o.plan_path = p;
+      o.calibration_path = table_path;
       targets.emplace_back("plan " + std::filesystem::path(p).filename().string(), o);
     }
     for (auto& [target, options] : targets) {
@@ -320,7 +347,7 @@ int cmd_bench_models(int argc, char** argv) {
                                                progress, &done, total)
                                : session.status();
       if (st.ok() && session.ok() && options.plan_path.empty() && op_kinds) {
-        auto ops = op_times(*lg, options.device, *runs);
+        auto ops = op_times(*lg, options.device, *runs, compile);
         if (ops.ok()) row.op_ms = std::move(*ops);
         progress.update(++done, total, target + " per layer");
       }

@@ -26,6 +26,7 @@
 #include "graph/layer_graph.h"
 #include "scheduler/cost_model.h"
 #include "scheduler/cut_profile.h"
+#include "scheduler/error_budget.h"
 #include "scheduler/planners/pipeline.h"
 #include "scheduler/planners/planner.h"
 #include "tools/cli.h"
@@ -84,6 +85,9 @@ const std::vector<cli::FlagSpec> kFlags = {
      "comma-separated devices to use, DEVICE or DEVICE@MHz (default: every profiled device)"},
     {"--prefer", "", true, false,
      "for --planner preferred: the preferred device, then the fallback order"},
+    {"--max-error", "", true, false,
+     "a bound on the plan's relative L2 error against f32, composed from the profile's "
+     "per-layer errors of precision levels (cpu#bf16, cpu#int8; docs/precision.md)"},
     {"--output", "-o", true, false, "write the plan JSON here"},
     {"--help", "-h", false, false, "show this help"},
 };
@@ -202,6 +206,14 @@ void print_plan_table(const Plan& p, const LayerGraph& lg) {
   }
   std::printf("estimated latency %.3f ms, energy %.3f mJ\n", p.estimated_latency_ms,
               p.estimated_energy_mj);
+  if (p.estimated_error) {
+    std::printf(
+        "expected relative L2 error against f32 %.3g (an estimate: the per-layer errors "
+        "times each level's gain, in a sum of squares)",
+        *p.estimated_error);
+    if (p.max_error) std::printf("; bound %.3g", *p.max_error);
+    std::printf("\n");
+  }
   if (p.mode == PlanMode::kStreaming && p.estimated_period_ms > 0) {
     std::printf("estimated period %.3f ms (%.2f frames/s); device load:", p.estimated_period_ms,
                 1000.0 / p.estimated_period_ms);
@@ -239,6 +251,12 @@ int cmd_plan(int argc, char** argv) {
   if (!profile.ok()) return report_error("plan", profile.status());
   auto cm = CostModel::build(*profile, *lg);
   if (!cm.ok()) return report_error("plan", cm.status());
+  std::optional<double> max_error;
+  if (args->has("--max-error")) {
+    auto e = args->get_double("--max-error", 0, 0, 1e6);
+    if (!e.ok()) return report_error("plan", e.status());
+    max_error = *e;
+  }
 
   auto req = plan_request(*args);
   if (!req.ok()) return report_error("plan", req.status());
@@ -254,7 +272,29 @@ int cmd_plan(int argc, char** argv) {
     cuts = std::move(*c);
     req->cuts = &*cuts;
   }
-  auto outcome = run_planner(*cm, *lg, *req);
+  Result<PlanOutcome> outcome = internal_error("not planned");
+  if (!max_error) {
+    outcome = run_planner(*cm, *lg, *req);
+  } else {
+    // A fidelity bound restricts which layers the precision levels may run, at a few budgets
+    // (error_budget.h); the fastest plan within the bound is kept.
+    std::vector<PlanOutcome> outcomes;
+    auto bounded = search_error_budget(*profile, *max_error, [&](const Profile& p) -> Result<Plan> {
+      auto bcm = CostModel::build(p, *lg);
+      Result<PlanOutcome> o =
+          bcm.ok() ? run_planner(*bcm, *lg, *req) : Result<PlanOutcome>(bcm.status());
+      outcomes.push_back(o.ok() ? *o : PlanOutcome{});  // one per call
+      if (!o.ok()) return o.status();
+      return o->plan;
+    });
+    if (!bounded.ok()) return report_error("plan", bounded.status().with_context("--max-error"));
+    std::printf(
+        "error bound %.3g: planned at %d filter budgets; kept budget %.3g, where %d (layer, "
+        "precision level) pairs were admitted and %d refused\n",
+        *max_error, bounded->tried, bounded->budget, bounded->bound.admitted,
+        bounded->bound.refused);
+    outcome = std::move(outcomes[static_cast<size_t>(bounded->call)]);
+  }
   if (!outcome.ok()) return report_error("plan", outcome.status());
   for (const std::string& note : outcome->notes) std::printf("%s\n", note.c_str());
   if (!outcome->proven_optimal) {
@@ -266,6 +306,12 @@ int cmd_plan(int argc, char** argv) {
   Plan* plan = &outcome->plan;
   plan->model_name = std::filesystem::path(path).stem().string();
   plan->model_hash = *hash;
+  if (auto e = plan_expected_error(*profile, *plan); e.ok()) {
+    plan->estimated_error = *e;
+  } else if (max_error) {
+    return report_error("plan", e.status());
+  }
+  plan->max_error = max_error;
   print_plan_table(*plan, *lg);
 
   // For comparison: every requested device alone at its top level.

@@ -16,6 +16,7 @@
 
 #include "api/internal.h"
 #include "backends/registry.h"
+#include "core/npy.h"
 #include "energy/platform.h"
 #include "graph/format/model_file.h"
 #include "graph/layer_graph.h"
@@ -23,6 +24,7 @@
 #include "scheduler/executor/executor.h"
 #include "scheduler/plan.h"
 #include "scheduler/profiler.h"
+#include "tools/calibration_file.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 #include "tools/progress.h"
@@ -47,6 +49,14 @@ const std::vector<cli::FlagSpec> kFlags = {
      "profile every DVFS level instead of the minimum and maximum"},
     {"--calibration", "", true, false,
      "random slices timed whole per device, to fit the per-slice overhead (default 8)"},
+    {"--calibration-table", "", true, false,
+     "int8 activation ranges for int8 levels such as cpu#int8 (from `tessera calibrate`; "
+     "default: MODEL.tsr.calib.json when it exists)"},
+    {"--error-input", "", true, true,
+     "a .npy input (single-input models) on which the error of each precision level against "
+     "f32 is measured, per layer (repeatable; default: --error-samples random N(0,1) inputs)"},
+    {"--error-samples", "", true, false,
+     "random inputs for the per-layer error of precision levels (default 2; 0: none)"},
     {"--corun-rounds", "", true, false,
      "rounds of the co-run factor where two or more devices are profiled: each device's chains "
      "alone and while the others run theirs (default: --repeat; 0: none)"},
@@ -73,6 +83,7 @@ struct LoadedGraph {
   std::unique_ptr<LayerGraph> lg;
   std::string hash;
   std::string name;
+  std::string path;
 };
 
 Result<LoadedGraph> load(const std::string& path) {
@@ -85,6 +96,7 @@ Result<LoadedGraph> load(const std::string& path) {
   out.lg = std::make_unique<LayerGraph>(std::move(lg));
   ASSIGN_OR_RETURN(out.hash, model_file_hash(path));
   out.name = std::filesystem::path(path).stem().string();
+  out.path = path;
   return out;
 }
 
@@ -120,6 +132,22 @@ void print_summary(const Profile& p, const CostModel& cm) {
                 100 * cm.regression_error(static_cast<int>(di)));
     if (d.corun_scale > 0) {
       std::printf("  co-run factor (the other devices running): %.3f\n", d.corun_scale);
+    }
+    if (!d.layer_error.empty()) {
+      std::vector<double> errors;
+      for (const auto& e : d.layer_error) {
+        if (e) errors.push_back(*e);
+      }
+      std::sort(errors.begin(), errors.end());
+      double sum2 = 0;
+      for (double e : errors) sum2 += e * e;
+      std::printf(
+          "  error against f32 (relative L2) of %zu layers: median %.3g, max %.3g, composed "
+          "(sqrt of the sum of squares) %.3g",
+          errors.size(), errors.empty() ? 0.0 : errors[errors.size() / 2],
+          errors.empty() ? 0.0 : errors.back(), std::sqrt(sum2));
+      if (d.model_error) std::printf("; whole model measured %.3g", *d.model_error);
+      std::printf("\n");
     }
     if (!d.unsupported.empty()) {
       std::printf("  %zu layer(s) cannot run on %s, e.g. %s: %s\n", d.unsupported.size(),
@@ -225,8 +253,9 @@ std::string range_text(int first, int last) {
 class Check {
  public:
   Check(const LoadedGraph& m, const CostModel& cm, int warmup, int repeat, bool hot,
-        uint64_t memory_budget, unsigned seed)
-      : m_(m),
+        uint64_t memory_budget, unsigned seed, CompileOptions compile)
+      : compile_(std::move(compile)),
+        m_(m),
         cm_(cm),
         warmup_(warmup),
         repeat_(repeat),
@@ -252,7 +281,7 @@ class Check {
     if (whole && d->whole) {
       c->program = &*d->whole;
     } else {
-      auto s = SliceProgram::compile(*m_.lg, *d->device, first, last);
+      auto s = SliceProgram::compile(*m_.lg, *d->device, first, last, compile_);
       if (!s.ok()) return s.status().with_context(c->device + " " + c->what);
       c->own = std::move(*s);
       c->program = &*c->own;
@@ -290,6 +319,7 @@ class Check {
     plan.model_hash = m_.hash;
     plan.planner = "random";
     ExecutorOptions options;
+    options.compile = compile_;
     options.merge_same_device = false;
     auto ex = Executor::create(*m_.lg, plan, options);
     if (!ex.ok()) return ex.status().with_context(c->what);
@@ -397,7 +427,7 @@ class Check {
         return device.status();
       }
       d.device = std::move(*device);
-      auto whole = SliceProgram::compile(*m_.lg, *d.device, 0, m_.lg->num_layers());
+      auto whole = SliceProgram::compile(*m_.lg, *d.device, 0, m_.lg->num_layers(), compile_);
       if (whole.ok()) d.whole = std::move(*whole);
     }
     return &d;
@@ -468,6 +498,7 @@ class Check {
     return summarize_ms(std::move(errors), "median");
   }
 
+  CompileOptions compile_;  // every program and plan of the check (int8 ranges)
   const LoadedGraph& m_;
   const CostModel& cm_;
   const int warmup_, repeat_;
@@ -575,8 +606,18 @@ int run_check(const LoadedGraph& m, const cli::Args& args) {
   const int L = m.lg->num_layers();
   std::mt19937 rng(static_cast<unsigned>(*seed));
   const std::vector<int> vds = cm->latency_devices();
+  CompileOptions compile;
+  {
+    auto table = load_calibration_file(m.path, m.hash, args.get("--calibration-table"));
+    if (!table.ok()) return report_error("profile", table.status());
+    compile.calibration = std::move(*table);
+    std::vector<std::string> names;
+    for (const DeviceProfile& d : profile->devices) names.push_back(d.device);
+    Status st = require_calibration(names, compile.calibration, m.path, "--calibration-table");
+    if (!st.ok()) return report_error("profile", st);
+  }
   Check check(m, *cm, *warmup, *repeat, args.has("--hot"), static_cast<uint64_t>(*budget_mib) << 20,
-              static_cast<unsigned>(*seed) + 1);
+              static_cast<unsigned>(*seed) + 1, std::move(compile));
   // Phase 1: compile (and warm up) every configuration.
   for (int vd : vds) {
     if (!cm->can_run_slice(vd, 0, L)) continue;
@@ -703,6 +744,35 @@ int cmd_profile(int argc, char** argv) {
   options.corun_rounds = *corun_rounds;
   options.statistic = args->get("--statistic", "median");
   options.sysfs_root = sysfs;
+  {
+    auto table = load_calibration_file(model->path, model->hash, args->get("--calibration-table"));
+    if (!table.ok()) return report_error("profile", table.status());
+    options.calibration = std::move(*table);
+    Status st = require_calibration(options.devices, options.calibration, model->path,
+                                    "--calibration-table");
+    if (!st.ok()) return report_error("profile", st);
+    auto samples = args->get_int("--error-samples", 2, 0, 1000);
+    if (!samples.ok()) return report_error("profile", samples.status());
+    options.error_samples = *samples;
+    const Graph& g = model_graph(*model->model);
+    for (const std::string& file : args->all("--error-input")) {
+      if (g.inputs().size() != 1) {
+        return report_error("profile", invalid_argument("--error-input: the model has " +
+                                                        std::to_string(g.inputs().size()) +
+                                                        " inputs; one .npy per sample needs one"));
+      }
+      auto t = read_npy(file);
+      if (!t.ok()) return report_error("profile", t.status().with_context("--error-input"));
+      const TensorInfo& info = g.value(g.inputs()[0]).info;
+      if (t->dtype() != info.dtype || t->shape() != info.shape) {
+        return report_error(
+            "profile", invalid_argument("--error-input " + file + ": " + t->describe() +
+                                        ", the model's input is " + dtype_name(info.dtype) + " " +
+                                        info.shape.to_string()));
+      }
+      options.error_inputs.push_back({std::move(*t)});
+    }
+  }
   Progress progress("profile " + model->name, args->has("--quiet"));
   options.progress = [&progress](int done, int total, const std::string& what) {
     progress.update(done, total, what);

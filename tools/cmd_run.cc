@@ -26,6 +26,7 @@
 #include "scheduler/fidelity.h"
 #include "scheduler/plan.h"
 #include "scheduler/profile.h"
+#include "tools/calibration_file.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 #include "tools/progress.h"
@@ -393,29 +394,6 @@ Result<std::pair<uint64_t, std::vector<Tensor>>> run_adaptive_stream(
   return std::make_pair(t.last_id, std::move(t.last));
 }
 
-// The calibration table for int8: --calibration FILE, else MODEL.tsr.calib.json when it exists
-// (null when neither). A table of another model is an error when named, and ignored with a
-// note when found by default.
-Result<std::shared_ptr<const CalibrationTable>> load_calibration(const std::string& model_path,
-                                                                 const std::string& hash,
-                                                                 const cli::Args& args) {
-  const bool named = args.has("--calibration");
-  const std::string path =
-      named ? args.get("--calibration") : CalibrationTable::default_path(model_path);
-  if (!named && !std::filesystem::exists(path)) return std::shared_ptr<const CalibrationTable>();
-  ASSIGN_OR_RETURN(CalibrationTable t, CalibrationTable::load(path));
-  if (!t.model_hash.empty() && t.model_hash != hash) {
-    if (named) {
-      return failed_precondition(path + ": the calibration is for model " + t.model_hash + ", " +
-                                 model_path + " is " + hash);
-    }
-    std::fprintf(stderr, "note: %s is for another model (%s); ignored\n", path.c_str(),
-                 t.model_hash.c_str());
-    return std::shared_ptr<const CalibrationTable>();
-  }
-  return std::make_shared<const CalibrationTable>(std::move(t));
-}
-
 // Runs every frame on `ex` and on the same plan compiled in f32 (every device at its f32 level),
 // and prints how far the outputs are from f32's; warns below the goals of docs/precision.md.
 Status report_fidelity(const LayerGraph& lg, const Plan& plan, const ExecutorOptions& options,
@@ -440,6 +418,16 @@ Status report_fidelity(const LayerGraph& lg, const Plan& plan, const ExecutorOpt
   const Fidelity f = meter.result();
   std::printf("fidelity against f32 (%s) over %zu frame(s): %s\n", f32.notation().c_str(),
               frames.size(), f.to_string().c_str());
+  if (plan.estimated_error) {
+    std::printf(
+        "plan's expected relative L2 %.3g (composed from the profile's per-layer errors, "
+        "an estimate), measured %.3g\n",
+        *plan.estimated_error, f.relative_l2);
+  }
+  if (plan.max_error && f.relative_l2 > *plan.max_error) {
+    std::printf("warning: measured relative L2 %.3g exceeds the plan's bound %.3g (--max-error)\n",
+                f.relative_l2, *plan.max_error);
+  }
   if (f.rows > 0 && f.top1_agreement < kFidelityTop1Goal) {
     std::printf("warning: top-1 agreement %.1f%% is below %.0f%%: this precision changes answers\n",
                 100.0 * f.top1_agreement, 100.0 * kFidelityTop1Goal);
@@ -563,9 +551,24 @@ int cmd_run(int argc, char** argv) {
     options.compile.precision = *precision;
   }
   {
-    auto table = load_calibration(path, (*model)->hash(), *args);
+    auto table = load_calibration_file(path, (*model)->hash(), args->get("--calibration"));
     if (!table.ok()) return report_error("run", table.status());
     options.compile.calibration = std::move(*table);
+  }
+  {
+    std::vector<std::string> names;
+    for (const Stage& s : plan.stages) {
+      for (const DeviceShare& d : s.placement.devices) names.push_back(d.device);
+    }
+    // `--precision int8` puts every stage at int8 (on the cpu device, the one that has it).
+    if (options.compile.precision == Precision::kInt8) {
+      for (const std::string& n : std::vector<std::string>(names)) {
+        if (n.rfind("cpu", 0) == 0 && n.find('#') == std::string::npos)
+          names.push_back(n + "#int8");
+      }
+    }
+    Status st = require_calibration(names, options.compile.calibration, path, "--calibration");
+    if (!st.ok()) return report_error("run", st);
   }
   if (args->has("--fidelity") && (args->has("--stream") || args->has("--adapt"))) {
     return report_error("run", invalid_argument("--fidelity runs frames one at a time; drop "

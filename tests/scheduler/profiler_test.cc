@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -212,6 +214,94 @@ TEST(ProfilerTest, ProfilesPrecisionLevelsAsDevices) {
   o.devices = {"reference#bf16"};
   o.warn = [](const std::string&) {};
   EXPECT_FALSE(profile_model(*m.lg, platform, o, "skip", "h").ok());
+}
+
+// Nearest-even bf16 rounding of a finite float, written here as the oracle's own.
+float round_bf16(float x) {
+  uint32_t u = 0;
+  std::memcpy(&u, &x, 4);
+  u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+  float y = 0;
+  std::memcpy(&y, &u, 4);
+  return y;
+}
+
+// The per-layer error against f32 (DeviceProfile::layer_error): 0 where a device computes in f32,
+// and for the bf16 MatMul of skip_graph the error of an oracle that rounds x, W and the result to
+// bf16 and multiplies in double; the element-wise layers have no bf16 kernel (0).
+TEST(ProfilerTest, MeasuresEachLayersErrorAgainstF32) {
+  auto m = testing::make_model(testing::skip_graph());
+  const Graph& g = m.lg->graph();
+  std::mt19937 rng(11);
+  std::vector<std::vector<Tensor>> samples = {testing::random_inputs(g, rng),
+                                              testing::random_inputs(g, rng)};
+  auto ref = open_device("reference");
+  auto cpu = open_device("cpu:0");
+  auto bf16 = open_device("cpu:0#bf16");
+  ASSERT_TRUE(ref.ok() && cpu.ok() && bf16.ok());
+  auto same = measure_layer_errors(*m.lg, **cpu, **ref, samples, {});
+  ASSERT_TRUE(same.ok()) << same.status().to_string();
+  ASSERT_EQ(same->layer_error.size(), 4u);
+  for (const auto& e : same->layer_error) {
+    ASSERT_TRUE(e.has_value());
+    EXPECT_LT(*e, 1e-5);  // f32 against f32: kernels differ in summation order only
+  }
+  auto low = measure_layer_errors(*m.lg, **bf16, **ref, samples, {});
+  ASSERT_TRUE(low.ok()) << low.status().to_string();
+  // The oracle for layer 0, y = x W over both samples.
+  const Tensor& w = g.value(g.node(m.lg->layer(0).node).inputs[1]).data;
+  double err2 = 0, ref2 = 0;
+  for (const std::vector<Tensor>& s : samples) {
+    const auto x = s[0].span<float>();
+    const auto wv = w.span<float>();
+    for (int i = 0; i < 4; ++i) {
+      for (int j = 0; j < 32; ++j) {
+        double exact = 0, rounded = 0;
+        for (int k = 0; k < 32; ++k) {
+          exact += static_cast<double>(x[i * 32 + k]) * wv[k * 32 + j];
+          rounded += static_cast<double>(round_bf16(x[i * 32 + k])) * round_bf16(wv[k * 32 + j]);
+        }
+        const double y = round_bf16(static_cast<float>(rounded));
+        err2 += (y - exact) * (y - exact);
+        ref2 += exact * exact;
+      }
+    }
+  }
+  const double oracle = std::sqrt(err2 / ref2);
+  ASSERT_TRUE(low->layer_error[0].has_value());
+  EXPECT_GT(oracle, 1e-4);
+  EXPECT_NEAR(*low->layer_error[0], oracle, 0.1 * oracle);
+  for (int l = 1; l < 4; ++l) {
+    ASSERT_TRUE(low->layer_error[static_cast<size_t>(l)].has_value()) << l;
+    EXPECT_LT(*low->layer_error[static_cast<size_t>(l)], 1e-6) << l;
+  }
+  ASSERT_TRUE(low->model_error.has_value());
+  EXPECT_GT(*low->model_error, 0);
+  EXPECT_LT(*low->model_error, 2e-2);
+  // Refusals: no samples, a sample of the wrong input count.
+  EXPECT_FALSE(measure_layer_errors(*m.lg, **bf16, **ref, {}, {}).ok());
+  auto wrong = measure_layer_errors(*m.lg, **bf16, **ref, {{}}, {});
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("error sample 0 has 0 tensors"), std::string::npos);
+  // int8 without a calibration table: no layer compiles, so none has an error.
+  auto int8 = open_device("cpu:0#int8");
+  ASSERT_TRUE(int8.ok());
+  auto none = measure_layer_errors(*m.lg, **int8, **ref, samples, {});
+  ASSERT_TRUE(none.ok()) << none.status().to_string();
+  EXPECT_FALSE(none->layer_error[0].has_value());
+  // ...and the profiler refuses the level up front, saying what is missing.
+  ProfileOptions o = testing::quick_profile_options(0);
+  o.devices = {"cpu:0#int8"};
+  const Platform platform = Platform::from_json_text(
+                                R"({"format": "tessera-platform", "version": 1, "name": "test",
+    "devices": [{"id": "cpu0", "kind": "cpu", "device": "cpu:0", "memory_bytes": 1000000000,
+       "dvfs": [{"mhz": 0, "mv": 0, "static_w": 1.0}], "dynamic_w": 4.0}]})",
+                                "test")
+                                .value();
+  auto refused = profile_model(*m.lg, platform, o, "skip", "h");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("cpu:0#int8"), std::string::npos);
+  EXPECT_NE(refused.status().message().find("tessera calibrate"), std::string::npos);
 }
 #endif
 
@@ -431,9 +521,9 @@ TEST_F(ProfileJsonTest, RefusesWhatCannotBeTrusted) {
   ASSERT_FALSE(p.ok());
   EXPECT_NE(p.status().message().find("model.hash"), std::string::npos);
   EXPECT_NE(p.status().message().find("p.json"), std::string::npos);
-  expect_refused("\"version\": 2", "\"version\": 9", "version: 9 is not supported");
+  expect_refused("\"version\": 3", "\"version\": 9", "version: 9 is not supported");
   // Version 1 profiles timed layers alone only: refused, with what to do.
-  expect_refused("\"version\": 2", "\"version\": 1", "profile the model again");
+  expect_refused("\"version\": 3", "\"version\": 1", "profile the model again");
   {
     auto j = nlohmann::json::parse(text_);
     j["devices"][0]["levels"][0]["layer_chain_ms"][2] = -0.5;

@@ -4,10 +4,13 @@
 
 #include <cstdio>
 #include <fstream>
+#include <random>
 #include <string>
 
+#include "core/npy.h"
 #include "graph/format/model_file.h"
 #include "graph/graph.h"
+#include "scheduler/plan.h"
 #include "scheduler/profile.h"
 #include "tests/scheduler/profile_test_util.h"
 #include "tests/tools/cli_test_util.h"
@@ -128,6 +131,72 @@ TEST(ProfileCli, ChecksPlansAcrossDevices) {
   }
   EXPECT_TRUE(mixed) << r.output;
 }
+
+#ifdef TESSERA_HAVE_ONEDNN
+// Precision levels: an int8 level without a calibration table is refused by profile and bench,
+// naming the sidecar and `tessera calibrate`; with one, the profile records each level's
+// per-layer error, `plan --max-error` bounds the composed error and `run --plan --fidelity`
+// prints the measured one next to it.
+TEST(ProfileCli, PrecisionLevelsNeedATableAndRecordTheirErrors) {
+  const std::string dir = ::testing::TempDir();
+  const std::string model = dir + "profile_cli_int8.tsr";
+  const std::string out = dir + "profile_cli_int8.json";
+  const std::string plan = dir + "profile_cli_int8.plan.json";
+  const std::string input = dir + "profile_cli_int8.x.npy";
+  std::remove((model + ".calib.json").c_str());
+  save_graph(testing::skip_graph(), model);
+  std::mt19937 rng(3);
+  ASSERT_TRUE(write_npy(input, testing::random_inputs(testing::skip_graph(), rng)[0]).ok());
+
+  const std::string profile = "profile " + model + " -o " + out +
+                              " --repeat 1 --warmup 0 --calibration 0 --corun-rounds 0 -q";
+  expect_refused(profile + " --devices cpu:0,cpu:0#int8", model + ".calib.json");
+  expect_refused(profile + " --devices cpu:0#int8", "tessera calibrate " + model);
+  expect_refused(profile + " --devices cpu:0#int8", "--calibration-table");
+  expect_refused(profile + " --devices cpu:0#int8 --calibration-table " + dir + "none.json",
+                 "none.json");
+  expect_refused("bench " + model + " --devices cpu:0#int8 --runs 1 --stream 0 -q",
+                 "tessera calibrate " + model);
+  expect_refused(profile + " --devices cpu:0#bf16 --error-samples -1", "--error-samples");
+
+  CommandResult r = run_cli("calibrate " + model + " -i " + input + " --samples 4");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_cli(profile + " --devices cpu:0,cpu:0#int8,cpu:0#bf16 --error-input " + input);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("error against f32"), std::string::npos) << r.output;
+  auto p = Profile::load(out);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  for (const char* level : {"cpu:0#int8", "cpu:0#bf16"}) {
+    const DeviceProfile* d = p->find(level);
+    ASSERT_NE(d, nullptr) << level;
+    ASSERT_EQ(d->layer_error.size(), 4u) << level;
+    ASSERT_TRUE(d->layer_error[0].has_value()) << level;
+    // The MatMul rounds (bf16) or quantises (int8): a small error, not none.
+    EXPECT_GT(*d->layer_error[0], 0) << level;
+    EXPECT_LT(*d->layer_error[0], 0.1) << level;
+    ASSERT_TRUE(d->model_error.has_value()) << level;
+  }
+  EXPECT_TRUE(p->find("cpu:0")->layer_error.empty());
+  r = run_cli("bench " + model + " --devices cpu:0#int8 --runs 1 --stream 0 --no-op-times -q");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+
+  // A bound of 0 keeps every layer that adds an error at f32.
+  r = run_cli("plan " + model + " --profile " + out + " --max-error 0 -o " + plan);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("expected relative L2 error against f32 0 "), std::string::npos)
+      << r.output;
+  auto pl = Plan::load(plan);
+  ASSERT_TRUE(pl.ok()) << pl.status().to_string();
+  ASSERT_TRUE(pl->estimated_error.has_value());
+  EXPECT_EQ(*pl->estimated_error, 0.0);
+  EXPECT_EQ(pl->max_error, std::optional<double>(0.0));
+  r = run_cli("run " + model + " --plan " + plan + " --fidelity -i " + input);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("plan's expected relative L2 0"), std::string::npos) << r.output;
+  expect_refused("plan " + model + " --profile " + out + " --max-error -1", "--max-error");
+  expect_refused("plan " + model + " --profile " + out + " --max-error x", "--max-error");
+}
+#endif
 
 }  // namespace
 }  // namespace tessera
