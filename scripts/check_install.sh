@@ -56,7 +56,7 @@ if [ ! -f "$models/squeezenet1_1.onnx" ]; then
 fi
 tessera=$prefix/bin/tessera
 "$tessera" convert "$models/squeezenet1_1.onnx" -o "$work/model.tsr" >/dev/null
-"$tessera" profile "$work/model.tsr" --devices cpu:0,cpu:1 --repeat 1 --calibration 0 -q \
+"$tessera" profile "$work/model.tsr" --devices cpu:0,cpu:1 --repeat 1 --calibration-slices 0 -q \
   -o "$work/profile.json" >/dev/null
 "$tessera" plan "$work/model.tsr" --profile "$work/profile.json" --planner pipeline --stages 2 \
   -o "$work/plan.json" >/dev/null

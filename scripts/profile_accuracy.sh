@@ -36,7 +36,7 @@ for m in "${models[@]}"; do
   load0=$(load)
   start=$(date +%s.%N)
   "$tessera" profile "$out/$m.tsr" -o "$out/$m.profile.json" "${devices[@]}" \
-    --repeat "${REPEAT:-5}" --calibration "${CALIBRATION:-8}" \
+    --repeat "${REPEAT:-5}" --calibration-slices "${CALIBRATION:-8}" \
     --statistic "${STATISTIC:-median}" > "$out/$m.profile.txt"
   end=$(date +%s.%N)
   echo "### $m (profiled in $(echo "$end - $start" | bc) s, load average $load0 -> $(load))"

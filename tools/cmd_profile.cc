@@ -47,9 +47,9 @@ const std::vector<cli::FlagSpec> kFlags = {
      "machine) of the repeats"},
     {"--all-levels", "", false, false,
      "profile every DVFS level instead of the minimum and maximum"},
-    {"--calibration", "", true, false,
+    {"--calibration-slices", "", true, false,
      "random slices timed whole per device, to fit the per-slice overhead (default 8)"},
-    {"--calibration-table", "", true, false,
+    {"--calibration", "", true, false,
      "int8 activation ranges for int8 levels such as cpu#int8 (from `tessera calibrate`; "
      "default: MODEL.tsr.calib.json when it exists)"},
     {"--error-input", "", true, true,
@@ -608,12 +608,12 @@ int run_check(const LoadedGraph& m, const cli::Args& args) {
   const std::vector<int> vds = cm->latency_devices();
   CompileOptions compile;
   {
-    auto table = load_calibration_file(m.path, m.hash, args.get("--calibration-table"));
+    auto table = load_calibration_file(m.path, m.hash, args.get("--calibration"));
     if (!table.ok()) return report_error("profile", table.status());
     compile.calibration = std::move(*table);
     std::vector<std::string> names;
     for (const DeviceProfile& d : profile->devices) names.push_back(d.device);
-    Status st = require_calibration(names, compile.calibration, m.path, "--calibration-table");
+    Status st = require_calibration(names, compile.calibration, m.path, "--calibration");
     if (!st.ok()) return report_error("profile", st);
   }
   Check check(m, *cm, *warmup, *repeat, args.has("--hot"), static_cast<uint64_t>(*budget_mib) << 20,
@@ -736,7 +736,7 @@ int cmd_profile(int argc, char** argv) {
   options.repeat = *repeat;
   options.warmup = *warmup;
   options.all_levels = args->has("--all-levels");
-  auto calibration = args->get_int("--calibration", 8, 0, 10000);
+  auto calibration = args->get_int("--calibration-slices", 8, 0, 10000);
   if (!calibration.ok()) return report_error("profile", calibration.status());
   options.calibration_slices = *calibration;
   auto corun_rounds = args->get_int("--corun-rounds", options.repeat, 0, 10000);
@@ -745,11 +745,11 @@ int cmd_profile(int argc, char** argv) {
   options.statistic = args->get("--statistic", "median");
   options.sysfs_root = sysfs;
   {
-    auto table = load_calibration_file(model->path, model->hash, args->get("--calibration-table"));
+    auto table = load_calibration_file(model->path, model->hash, args->get("--calibration"));
     if (!table.ok()) return report_error("profile", table.status());
     options.calibration = std::move(*table);
-    Status st = require_calibration(options.devices, options.calibration, model->path,
-                                    "--calibration-table");
+    Status st =
+        require_calibration(options.devices, options.calibration, model->path, "--calibration");
     if (!st.ok()) return report_error("profile", st);
     auto samples = args->get_int("--error-samples", 2, 0, 1000);
     if (!samples.ok()) return report_error("profile", samples.status());

@@ -142,7 +142,7 @@ def test_stream_by_a_plan_matches_sequential(model_path, tmp_path):
     profile = str(tmp_path / "profile.json")
     plan_path = str(tmp_path / "plan.json")
     subprocess.run([tool, "profile", model_path, "--devices", "cpu:0,cpu:1", "--repeat", "1",
-                    "--calibration", "0", "-q", "-o", profile], check=True, capture_output=True)
+                    "--calibration-slices", "0", "-q", "-o", profile], check=True, capture_output=True)
     subprocess.run([tool, "plan", model_path, "--profile", profile, "--planner", "pipeline",
                     "--stages", "2", "-o", plan_path], check=True, capture_output=True)
     m = tessera.Model.load(model_path)

@@ -60,7 +60,7 @@ TEST(Plot, ProfilePlanAndTraceChartsDraw) {
   const std::string profile = temp("profile.json"), plan = temp("plan.json"),
                     trace = temp("trace.json");
   CommandResult r = run_cli("profile " + model + " --devices cpu:0,reference --repeat 1 " +
-                            "--calibration 0 -q -o " + profile);
+                            "--calibration-slices 0 -q -o " + profile);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = run_cli("plan " + model + " --profile " + profile + " --planner pipeline --stages 2 -o " +
               plan);

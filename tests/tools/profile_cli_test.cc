@@ -100,7 +100,7 @@ TEST(ProfileCli, ProfilesChecksAndRefuses) {
   const std::string profile = "profile " + model + " -o " + out;
   expect_refused(profile + " --devices vulkan:9", "vulkan:9");
   expect_refused(profile + " --repeat 0", "--repeat");
-  expect_refused(profile + " --calibration -1", "--calibration");
+  expect_refused(profile + " --calibration-slices -1", "--calibration-slices");
   expect_refused(profile + " --statistic mode", "median, min or mean");
   expect_refused(profile + " --platform " + dir + "nope.json", "nope.json");
   r = run_cli("profile " + model);
@@ -113,8 +113,9 @@ TEST(ProfileCli, ChecksPlansAcrossDevices) {
   const std::string model = dir + "profile_cli_two.tsr";
   const std::string out = dir + "profile_cli_two.json";
   save_graph(testing::skip_graph(), model);
-  CommandResult r = run_cli("profile " + model + " -o " + out +
-                            " --devices reference,cpu --repeat 2 --warmup 0 --calibration 2");
+  CommandResult r =
+      run_cli("profile " + model + " -o " + out +
+              " --devices reference,cpu --repeat 2 --warmup 0 --calibration-slices 2");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = run_cli("profile " + model + " --check " + out + " --slices 6 --repeat 2 --seed 3");
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -149,12 +150,11 @@ TEST(ProfileCli, PrecisionLevelsNeedATableAndRecordTheirErrors) {
   ASSERT_TRUE(write_npy(input, testing::random_inputs(testing::skip_graph(), rng)[0]).ok());
 
   const std::string profile = "profile " + model + " -o " + out +
-                              " --repeat 1 --warmup 0 --calibration 0 --corun-rounds 0 -q";
+                              " --repeat 1 --warmup 0 --calibration-slices 0 --corun-rounds 0 -q";
   expect_refused(profile + " --devices cpu:0,cpu:0#int8", model + ".calib.json");
   expect_refused(profile + " --devices cpu:0#int8", "tessera calibrate " + model);
-  expect_refused(profile + " --devices cpu:0#int8", "--calibration-table");
-  expect_refused(profile + " --devices cpu:0#int8 --calibration-table " + dir + "none.json",
-                 "none.json");
+  expect_refused(profile + " --devices cpu:0#int8", "--calibration");
+  expect_refused(profile + " --devices cpu:0#int8 --calibration " + dir + "none.json", "none.json");
   expect_refused("bench " + model + " --devices cpu:0#int8 --runs 1 --stream 0 -q",
                  "tessera calibrate " + model);
   expect_refused(profile + " --devices cpu:0#bf16 --error-samples -1", "--error-samples");
