@@ -42,8 +42,7 @@ Result<Precision> parse_precision(std::string_view name) {
   for (Precision p : kAllPrecisions) {
     if (name == precision_name(p)) return p;
   }
-  return invalid_argument("'" + std::string(name) +
-                          "' is not a precision (expected f32, bf16 or int8)");
+  return invalid_argument(quote_name(name) + " is not a precision (expected f32, bf16 or int8)");
 }
 
 std::string DeviceName::to_string() const {
@@ -67,7 +66,8 @@ Result<DeviceName> parse_device_name(const std::string& name) {
   if (at != std::string::npos) {
     const std::string mhz = rest.substr(at + 1);
     if (!all_digits(mhz) || mhz.size() > 6 || std::stoi(mhz) == 0) {
-      return invalid_argument("device '" + name + "': '@" + mhz + "' is not a frequency in MHz");
+      return invalid_argument("device " + quote_name(name) + ": " + quote_name("@" + mhz) +
+                              " is not a frequency in MHz");
     }
     d.mhz = std::stoi(mhz);
     rest = rest.substr(0, at);
@@ -75,7 +75,7 @@ Result<DeviceName> parse_device_name(const std::string& name) {
   const size_t hash = rest.find('#');
   if (hash != std::string::npos) {
     Result<Precision> p = parse_precision(rest.substr(hash + 1));
-    if (!p.ok()) return p.status().with_context("device '" + name + "'");
+    if (!p.ok()) return p.status().with_context("device " + quote_name(name));
     d.precision = *p;
     rest = rest.substr(0, hash);
   }
@@ -84,24 +84,26 @@ Result<DeviceName> parse_device_name(const std::string& name) {
   if (colon != std::string::npos) d.spec = rest.substr(colon + 1);
   bool known = false;
   for (const char* k : kKnownKinds) known = known || d.kind == k;
-  if (!known) return invalid_argument("unknown device '" + name + "': " + kForms);
+  if (!known) return invalid_argument("unknown device " + quote_name(name) + ": " + kForms);
   if (d.kind == "reference" && !d.spec.empty()) {
-    return invalid_argument("device '" + name + "': reference takes no index");
+    return invalid_argument("device " + quote_name(name) + ": reference takes no index");
   }
   if ((d.kind == "opencl" || d.kind == "vulkan" || d.kind == "npu") &&
       !(d.spec.empty() || (all_digits(d.spec) && d.spec.size() < 4))) {
-    return invalid_argument("device '" + name + "': '" + d.spec + "' is not a device index");
+    return invalid_argument("device " + quote_name(name) + ": " + quote_name(d.spec) +
+                            " is not a device index");
   }
   if (d.kind == "cpu" && !d.spec.empty()) {
     for (char c : d.spec) {
       if (!std::isdigit(static_cast<unsigned char>(c)) && c != '-' && c != ',') {
-        return invalid_argument("device '" + name + "': '" + d.spec +
-                                "' is not a core set such as 0-3 or 0,2");
+        return invalid_argument("device " + quote_name(name) + ": " + quote_name(d.spec) +
+                                " is not a core set such as 0-3 or 0,2");
       }
     }
   }
   if (d.kind == "remote" && d.spec.rfind(':') == std::string::npos) {
-    return invalid_argument("device '" + name + "': remote devices are written remote:HOST:PORT");
+    return invalid_argument("device " + quote_name(name) +
+                            ": remote devices are written remote:HOST:PORT");
   }
   return d;
 }
@@ -125,12 +127,12 @@ Result<SplitSpec> parse_split_device_name(const std::string& name) {
   const std::string forms =
       "expected split:METHOD:DEVICE=RATIO+DEVICE=RATIO..., e.g. "
       "split:conv-channel:cpu:0=0.5+cpu:1=0.5";
-  if (name.rfind("split:", 0) != 0) return invalid_argument("'" + name + "': " + forms);
+  if (name.rfind("split:", 0) != 0) return invalid_argument(quote_name(name) + ": " + forms);
   const size_t colon = name.find(':', 6);
-  if (colon == std::string::npos) return invalid_argument("'" + name + "': " + forms);
+  if (colon == std::string::npos) return invalid_argument(quote_name(name) + ": " + forms);
   SplitSpec spec;
   auto method = parse_split_method(name.substr(6, colon - 6));
-  if (!method.ok()) return method.status().with_context("device '" + name + "'");
+  if (!method.ok()) return method.status().with_context("device " + quote_name(name));
   spec.method = *method;
   std::string rest = name.substr(colon + 1);
   size_t pos = 0;
@@ -140,23 +142,25 @@ Result<SplitSpec> parse_split_device_name(const std::string& name) {
     const std::string part = rest.substr(pos, plus - pos);
     const size_t eq = part.rfind('=');
     if (eq == std::string::npos || eq == 0) {
-      return invalid_argument("device '" + name + "': member '" + part + "' has no =RATIO; " +
-                              forms);
+      return invalid_argument("device " + quote_name(name) + ": member " + quote_name(part) +
+                              " has no =RATIO; " + forms);
     }
     double r = 0;
     const std::string num = part.substr(eq + 1);
     auto res = std::from_chars(num.data(), num.data() + num.size(), r);
     if (res.ec != std::errc() || res.ptr != num.data() + num.size() || !(r > 0) ||
         !std::isfinite(r)) {
-      return invalid_argument("device '" + name + "': ratio '" + num + "' of member '" +
-                              part.substr(0, eq) + "' is not a positive number");
+      return invalid_argument("device " + quote_name(name) + ": ratio " + quote_name(num) +
+                              " of member " + quote_name(part.substr(0, eq)) +
+                              " is not a positive number");
     }
     spec.devices.push_back(part.substr(0, eq));
     spec.ratios.push_back(r);
     pos = plus + 1;
   }
   if (spec.devices.size() < 2) {
-    return invalid_argument("device '" + name + "': a split needs at least 2 member devices");
+    return invalid_argument("device " + quote_name(name) +
+                            ": a split needs at least 2 member devices");
   }
   return spec;
 }

@@ -8,6 +8,22 @@
 
 namespace tessera::json {
 
+namespace {
+
+// nlohmann's message quotes the token it last read, which can be the whole of a long string: cut
+// it to a bounded length (the token's control bytes nlohmann already shows as <U+000A>).
+std::string bounded(const char* what) {
+  constexpr size_t kMaxShown = 320;
+  std::string s(what);
+  if (s.size() > kMaxShown) {
+    s.resize(kMaxShown);
+    s += "...";
+  }
+  return s;
+}
+
+}  // namespace
+
 Result<Json> parse(std::string_view text, const std::string& origin) {
   // Duplicate keys: nlohmann keeps the last silently; a file saying two things about one field
   // is refused instead. One set of keys per object being parsed, innermost last.
@@ -33,13 +49,13 @@ Result<Json> parse(std::string_view text, const std::string& origin) {
     return j;
   } catch (const Json::parse_error& e) {
     return invalid_argument(origin + ": malformed JSON at byte " + std::to_string(e.byte) + ": " +
-                            e.what());
+                            bounded(e.what()));
   } catch (const Json::out_of_range& e) {
     // A number that does not fit a double (1e999): nlohmann refuses it rather than make an
     // infinity, which no Tessera field accepts anyway.
-    return invalid_argument(origin + ": number out of range: " + e.what());
+    return invalid_argument(origin + ": number out of range: " + bounded(e.what()));
   } catch (const Json::exception& e) {
-    return invalid_argument(origin + ": cannot parse JSON: " + e.what());
+    return invalid_argument(origin + ": cannot parse JSON: " + bounded(e.what()));
   }
 }
 

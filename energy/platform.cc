@@ -27,7 +27,9 @@ Result<std::map<std::string, std::string>> read_sources(const Json& obj, const s
   const std::string p = json::member_path(path, "sources");
   if (!it->is_object()) return invalid_argument(p + ": expected an object of strings");
   for (const auto& [k, v] : it->items()) {
-    if (!v.is_string()) return invalid_argument(p + "." + k + ": expected a string");
+    if (!v.is_string()) {
+      return invalid_argument(p + ": the value of " + quote_name(k) + " is not a string");
+    }
     out[k] = v.get<std::string>();
   }
   return out;
@@ -41,15 +43,15 @@ Result<PlatformDevice> read_device(const Json& d, const std::string& path) {
   ASSIGN_OR_RETURN(dev.kind, json::string_field(d, path, "kind"));
   if (std::find_if(std::begin(kKinds), std::end(kKinds),
                    [&](const char* k) { return dev.kind == k; }) == std::end(kKinds)) {
-    return invalid_argument(path + ".kind: '" + dev.kind +
-                            "' is not one of cpu, gpu, npu, reference, remote");
+    return invalid_argument(path + ".kind: " + quote_name(dev.kind) +
+                            " is not one of cpu, gpu, npu, reference, remote");
   }
   ASSIGN_OR_RETURN(dev.device, json::string_field(d, path, "device"));
   auto parsed = parse_device_name(dev.device);
   if (!parsed.ok()) return parsed.status().with_context(path + ".device");
   if (parsed->mhz != 0) {
-    return invalid_argument(path + ".device: '" + dev.device +
-                            "' names a DVFS level; levels belong in dvfs");
+    return invalid_argument(path + ".device: " + quote_name(dev.device) +
+                            " names a DVFS level; levels belong in dvfs");
   }
   ASSIGN_OR_RETURN(const Json* cores, json::array_field(d, path, "cores", false));
   if (cores != nullptr) {
@@ -114,7 +116,7 @@ Result<int> PlatformDevice::level_index(int mhz) const {
   }
   std::string levels;
   for (const DvfsLevel& l : dvfs) levels += (levels.empty() ? "" : ", ") + std::to_string(l.mhz);
-  return not_found("device '" + device + "' has no DVFS level at " + std::to_string(mhz) +
+  return not_found("device " + quote_name(device) + " has no DVFS level at " + std::to_string(mhz) +
                    " MHz (levels: " + levels + ")");
 }
 
@@ -126,7 +128,7 @@ Result<Platform> Platform::from_json_text(const std::string& text, const std::st
   auto format = json::string_field(j, "", "format");
   if (!format.ok()) return fail(format.status());
   if (*format != "tessera-platform") {
-    return fail(invalid_argument("format: '" + *format + "' is not 'tessera-platform'"));
+    return fail(invalid_argument("format: " + quote_name(*format) + " is not 'tessera-platform'"));
   }
   auto version = json::int_field(j, "", "version", 0, INT32_MAX);
   if (!version.ok()) return fail(version.status());
@@ -153,10 +155,11 @@ Result<Platform> Platform::from_json_text(const std::string& text, const std::st
     auto dev = read_device((**devices)[i], path);
     if (!dev.ok()) return fail(dev.status());
     if (!ids.insert(dev->id).second) {
-      return fail(invalid_argument(path + ".id: '" + dev->id + "' is used twice"));
+      return fail(invalid_argument(path + ".id: " + quote_name(dev->id) + " is used twice"));
     }
     if (!names.insert(dev->device).second) {
-      return fail(invalid_argument(path + ".device: '" + dev->device + "' is used twice"));
+      return fail(
+          invalid_argument(path + ".device: " + quote_name(dev->device) + " is used twice"));
     }
     p.devices.push_back(std::move(*dev));
   }
@@ -171,8 +174,8 @@ Result<Platform> Platform::load_file_or_board(const std::string& path_or_board) 
   if (!board_name) return load(path_or_board);
   const std::string shipped = shipped_platform_dir() + "/" + path_or_board + ".json";
   if (!std::filesystem::exists(shipped, ec)) {
-    return not_found("no platform file '" + path_or_board +
-                     "' and no shipped board of that name in " + shipped_platform_dir());
+    return not_found("no platform file " + quote_name(path_or_board) +
+                     " and no shipped board of that name in " + shipped_platform_dir());
   }
   return load(shipped);
 }

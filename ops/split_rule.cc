@@ -167,8 +167,8 @@ Result<SplitMethod> parse_split_method(std::string_view name) {
   for (SplitMethod m : kAllSplitMethods) {
     if (name == split_method_name(m)) return m;
   }
-  return invalid_argument("unknown split method '" + std::string(name) +
-                          "': expected fc-out, fc-in, conv-channel, conv-spatial or conv-filter");
+  return invalid_argument("unknown split method " + quote_name(name) +
+                          ": expected fc-out, fc-in, conv-channel, conv-spatial or conv-filter");
 }
 
 Region Region::whole(const Shape& s) {

@@ -22,7 +22,7 @@ Result<CalibrationTable> calibrate(const Graph& g, Device& device,
       const Value& v = g.value(gin[i]);
       const Tensor& t = samples[s][i];
       if (!t.defined() || t.dtype() != v.info.dtype || t.shape() != v.info.shape) {
-        return invalid_argument(where + ", input '" + v.name + "': expects " +
+        return invalid_argument(where + ", input " + quote_name(v.name) + ": expects " +
                                 dtype_name(v.info.dtype) + v.info.shape.to_string() + ", got " +
                                 t.describe());
       }
@@ -30,8 +30,8 @@ Result<CalibrationTable> calibrate(const Graph& g, Device& device,
       const float* x = t.data<float>();
       for (int64_t k = 0; k < t.numel(); ++k) {
         if (!std::isfinite(x[k])) {
-          return invalid_argument(where + ", input '" + v.name + "': element " + std::to_string(k) +
-                                  " is " + std::to_string(x[k]) +
+          return invalid_argument(where + ", input " + quote_name(v.name) + ": element " +
+                                  std::to_string(k) + " is " + std::to_string(x[k]) +
                                   " (calibration inputs must be finite)");
         }
       }

@@ -344,7 +344,8 @@ Result<CostModel> CostModel::build(const Profile& profile, const LayerGraph& lg)
   for (const DeviceProfile& dp : profile.devices) {
     const PlatformDevice* pd = profile.platform.find(dp.device);
     if (pd == nullptr) {
-      return invalid_argument("profile device '" + dp.device + "' is not in its platform");
+      return invalid_argument("profile device " + quote_name(dp.device) +
+                              " is not in its platform");
     }
     const int di = static_cast<int>(m.devices_.size());
     m.devices_.push_back(*pd);
@@ -584,7 +585,7 @@ Result<int> CostModel::find(const std::string& name) const {
   }
   std::string all;
   for (const VirtualDevice& vd : vds_) all += (all.empty() ? "" : ", ") + vd.label;
-  return not_found("the profile has no device '" + name + "' (it has " + all + ")");
+  return not_found("the profile has no device " + quote_name(name) + " (it has " + all + ")");
 }
 
 bool CostModel::can_run(int vd, int layer) const {

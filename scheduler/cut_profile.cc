@@ -184,7 +184,7 @@ Result<CutProfile> parse_cut_profile(const Json& j) {
   RETURN_IF_ERROR(json::require_object(j, ""));
   ASSIGN_OR_RETURN(std::string format, json::string_field(j, "", "format"));
   if (format != "tessera-cut-profile") {
-    return invalid_argument("format: '" + format + "' is not tessera-cut-profile");
+    return invalid_argument("format: " + quote_name(format) + " is not tessera-cut-profile");
   }
   ASSIGN_OR_RETURN(int64_t version, json::int_field(j, "", "version", 1, 1 << 20));
   if (version != CutProfile::kVersion) {
@@ -263,7 +263,7 @@ Status run_program(Program& p, const std::map<ValueId, Tensor>& values, const Gr
   for (ValueId v : p.input_values()) {
     auto it = values.find(v);
     if (it == values.end()) {
-      return internal_error("tensor '" + g.value(v).name + "' was not computed");
+      return internal_error("tensor " + quote_name(g.value(v).name) + " was not computed");
     }
     in.push_back(it->second);
   }
@@ -370,8 +370,8 @@ Result<CutProfile> measure_cut_profile(const LayerGraph& lg, Device& device,
         for (ValueId v : lg.cut(k).live) {
           auto it = values.find(v);
           if (it == values.end()) {
-            return internal_error("cut " + std::to_string(k) + ": tensor '" + g.value(v).name +
-                                  "' was not computed");
+            return internal_error("cut " + std::to_string(k) + ": tensor " +
+                                  quote_name(g.value(v).name) + " was not computed");
           }
           const Tensor& t = it->second;
           if (t.dtype() != DType::kF32) {  // shape tensors go raw

@@ -41,7 +41,8 @@ std::string Placement::label() const {
 Result<std::string> Placement::device_name() const {
   if (devices.empty()) return invalid_argument("placement names no device");
   if (single()) return devices[0].device;
-  if (split.empty()) return invalid_argument(label() + ": several devices but no split method");
+  if (split.empty())
+    return invalid_argument(quote_name(label()) + ": several devices but no split method");
   SplitSpec spec;
   ASSIGN_OR_RETURN(spec.method, parse_split_method(split));
   for (const DeviceShare& d : devices) {
@@ -85,18 +86,21 @@ Result<DeviceShare> parse_label(const std::string& label) {
   if (at != std::string::npos) {
     const std::string f = label.substr(at + 1);
     if (f.empty() || f.size() > 6 || !std::all_of(f.begin(), f.end(), ::isdigit)) {
-      return invalid_argument("'" + label + "': the DVFS level after '@' must be MHz");
+      return invalid_argument(quote_name(label) + ": the DVFS level after '@' must be MHz");
     }
     d.mhz = std::stoi(f);
   }
-  if (d.device.empty()) return invalid_argument("'" + label + "': no device name");
+  if (d.device.empty()) return invalid_argument(quote_name(label) + ": no device name");
   return d;
 }
 
 }  // namespace
 
 std::string Plan::stage_name(size_t i) const {
-  return "stage " + std::to_string(i) + " (" + stage_notation(stages[i]) + ")";
+  // The notation holds device names from the plan file: escaped and bounded as quote_name does,
+  // without its quotes so that messages keep the form "stage 1 (npu:0[1])".
+  const std::string quoted = quote_name(stage_notation(stages[i]));
+  return "stage " + std::to_string(i) + " (" + quoted.substr(1, quoted.size() - 2) + ")";
 }
 
 std::vector<int> Plan::stage_actors() const {
@@ -134,8 +138,8 @@ Result<Plan> plan_from_slices(int num_layers,
   for (size_t i = 0; i < starts.size(); ++i) {
     const int first = starts[i].first;
     const int last = i + 1 < starts.size() ? starts[i + 1].first : num_layers;
-    const std::string where =
-        "slice " + std::to_string(i) + " (" + starts[i].second + "[" + std::to_string(first) + "])";
+    const std::string where = "slice " + std::to_string(i) + " " +
+                              quote_name(starts[i].second + "[" + std::to_string(first) + "]");
     if (first < 0 || first >= num_layers || last <= first || last > num_layers) {
       return invalid_argument(where + ": first layers must ascend within 0.." +
                               std::to_string(num_layers - 1));
@@ -162,7 +166,8 @@ struct NotationToken {
 
 Result<int> parse_notation_number(const std::string& n, const std::string& tok, const char* what) {
   if (n.empty() || n.size() > 9 || !std::all_of(n.begin(), n.end(), ::isdigit)) {
-    return invalid_argument("plan notation: '" + tok + "': " + what + " must be a number");
+    return invalid_argument("plan notation: " + quote_name(tok) + ": " + what +
+                            " must be a number");
   }
   return std::stoi(n);
 }
@@ -179,8 +184,8 @@ Result<NotationToken> parse_notation_token(const std::string& tok) {
   const char open_ch = close == ']' ? '[' : '{';
   const size_t open = body.rfind(open_ch);
   if ((close != ']' && close != '}') || open == std::string::npos || open == 0) {
-    return invalid_argument("plan notation: '" + tok +
-                            "' is not DEVICE[first], DEVICE{l0,l1,..} or either with #aN");
+    return invalid_argument("plan notation: " + quote_name(tok) +
+                            " is not DEVICE[first], DEVICE{l0,l1,..} or either with #aN");
   }
   t.placement = body.substr(0, open);
   const std::string inner = body.substr(open + 1, body.size() - open - 2);
@@ -196,7 +201,8 @@ Result<NotationToken> parse_notation_token(const std::string& tok) {
     ASSIGN_OR_RETURN(int l, parse_notation_number(n, tok, "every listed layer"));
     t.layers.push_back(l);
   }
-  if (t.layers.empty()) return invalid_argument("plan notation: '" + tok + "': no layers listed");
+  if (t.layers.empty())
+    return invalid_argument("plan notation: " + quote_name(tok) + ": no layers listed");
   return t;
 }
 
@@ -208,7 +214,8 @@ Result<Placement> parse_placement_label(const std::string& label) {
   if (slash != std::string::npos) {
     p.split = label.substr(slash + 1);
     devices = label.substr(0, slash);
-    if (p.split.empty()) return invalid_argument("'" + label + "': no split dimension after '/'");
+    if (p.split.empty())
+      return invalid_argument(quote_name(label) + ": no split dimension after '/'");
   }
   std::istringstream in(devices);
   std::string d;
@@ -216,7 +223,7 @@ Result<Placement> parse_placement_label(const std::string& label) {
     ASSIGN_OR_RETURN(DeviceShare share, parse_label(d));
     p.devices.push_back(share);
   }
-  if (p.devices.empty()) return invalid_argument("'" + label + "': no device name");
+  if (p.devices.empty()) return invalid_argument(quote_name(label) + ": no device name");
   for (DeviceShare& share : p.devices) share.ratio = 1.0 / static_cast<double>(p.devices.size());
   return p;
 }
@@ -314,17 +321,17 @@ Status Plan::validate(int nl, const std::vector<std::string>& available,
     double ratio_sum = 0;
     for (const DeviceShare& d : s.placement.devices) {
       if (!(d.ratio > 0) || !std::isfinite(d.ratio)) {
-        return invalid_argument(name + ": device " + d.device + " has ratio " +
+        return invalid_argument(name + ": device " + quote_name(d.device) + " has ratio " +
                                 std::to_string(d.ratio) + ", must be > 0");
       }
       ratio_sum += d.ratio;
-      if (d.mhz < 0) return invalid_argument(name + ": negative MHz for " + d.device);
+      if (d.mhz < 0) return invalid_argument(name + ": negative MHz for " + quote_name(d.device));
       if (!available.empty() &&
           std::find(available.begin(), available.end(), d.device) == available.end()) {
         std::string list;
         for (const std::string& a : available) list += (list.empty() ? "" : ", ") + a;
-        return not_found(name + ": device '" + d.device + "' is not available (available: " + list +
-                         ")");
+        return not_found(name + ": device " + quote_name(d.device) +
+                         " is not available (available: " + list + ")");
       }
     }
     if (s.actor < -1 || s.actor > kMaxActorId) {
@@ -335,7 +342,8 @@ Status Plan::validate(int nl, const std::vector<std::string>& available,
       auto [it, inserted] = actor_first.emplace(s.actor, &s);
       if (!inserted && !(it->second->placement == s.placement)) {
         return invalid_argument(name + ": actor " + std::to_string(s.actor) +
-                                " also runs a stage on " + it->second->placement.label() +
+                                " also runs a stage on " +
+                                quote_name(it->second->placement.label()) +
                                 "; the stages of one actor share one placement");
       }
     }
@@ -438,7 +446,7 @@ Result<Plan> parse_plan(const Json& j) {
   RETURN_IF_ERROR(json::require_object(j, ""));
   ASSIGN_OR_RETURN(std::string format, json::string_field(j, "", "format"));
   if (format != "tessera-plan") {
-    return invalid_argument("format: '" + format + "' is not tessera-plan");
+    return invalid_argument("format: " + quote_name(format) + " is not tessera-plan");
   }
   ASSIGN_OR_RETURN(int64_t version, json::int_field(j, "", "version", 1, 1 << 20));
   if (version != 1 && version != Plan::kVersion) {
@@ -457,7 +465,7 @@ Result<Plan> parse_plan(const Json& j) {
   } else if (mode == "streaming") {
     p.mode = PlanMode::kStreaming;
   } else {
-    return invalid_argument("mode: '" + mode + "' is not sequential or streaming");
+    return invalid_argument("mode: " + quote_name(mode) + " is not sequential or streaming");
   }
   ASSIGN_OR_RETURN(p.planner, json::string_field(j, "", "planner", false));
   ASSIGN_OR_RETURN(p.objective, json::string_field(j, "", "objective", false));

@@ -119,9 +119,10 @@ Status Profile::check_matches(const LayerGraph& lg) const {
   for (int i = 0; i < num_layers(); ++i) {
     const ProfileLayer& p = layers[static_cast<size_t>(i)];
     if (p.name != lg.layer(i).name || p.op != op_name(lg.layer(i).kind)) {
-      return invalid_argument("model.layers[" + std::to_string(i) + "]: profile has '" + p.name +
-                              "' (" + p.op + "), the model '" + lg.layer(i).name + "' (" +
-                              op_name(lg.layer(i).kind) + ")");
+      return invalid_argument("model.layers[" + std::to_string(i) + "]: profile has " +
+                              quote_name(p.name) + " (" + quote_name(p.op) + "), the model " +
+                              quote_name(lg.layer(i).name) + " (" + op_name(lg.layer(i).kind) +
+                              ")");
     }
   }
   return Status();
@@ -320,7 +321,7 @@ Result<Profile> parse_profile(const Json& j, const std::string& expected_hash) {
   RETURN_IF_ERROR(json::require_object(j, ""));
   ASSIGN_OR_RETURN(std::string format, json::string_field(j, "", "format"));
   if (format != "tessera-profile") {
-    return invalid_argument("format: '" + format + "' is not 'tessera-profile'");
+    return invalid_argument("format: " + quote_name(format) + " is not 'tessera-profile'");
   }
   ASSIGN_OR_RETURN(int64_t version, json::int_field(j, "", "version", 0, INT32_MAX));
   if (version < Profile::kOldestVersion || version > Profile::kVersion) {
@@ -333,7 +334,7 @@ Result<Profile> parse_profile(const Json& j, const std::string& expected_hash) {
   ASSIGN_OR_RETURN(p.model_name, json::string_field(*model, "model", "name", false));
   ASSIGN_OR_RETURN(p.model_hash, json::string_field(*model, "model", "hash"));
   if (!expected_hash.empty() && p.model_hash != expected_hash) {
-    return invalid_argument("model.hash: the profile is of model " + p.model_hash +
+    return invalid_argument("model.hash: the profile is of model " + quote_name(p.model_hash) +
                             ", this model is " + expected_hash + " (profile it again)");
   }
   ASSIGN_OR_RETURN(const Json* layers, json::array_field(*model, "model", "layers"));
@@ -382,8 +383,8 @@ Result<Profile> parse_profile(const Json& j, const std::string& expected_hash) {
                    json::string_field(*cond, "conditions", "statistic", false, "median"));
   if (p.conditions.statistic != "median" && p.conditions.statistic != "min" &&
       p.conditions.statistic != "mean") {
-    return invalid_argument("conditions.statistic: '" + p.conditions.statistic +
-                            "' is not median, min or mean");
+    return invalid_argument("conditions.statistic: " + quote_name(p.conditions.statistic) +
+                            " is not median, min or mean");
   }
   ASSIGN_OR_RETURN(p.conditions.date, json::string_field(*cond, "conditions", "date"));
   ASSIGN_OR_RETURN(p.conditions.host, json::string_field(*cond, "conditions", "host", false));
@@ -400,12 +401,12 @@ Result<Profile> parse_profile(const Json& j, const std::string& expected_hash) {
     DeviceProfile d;
     ASSIGN_OR_RETURN(d.device, json::string_field(jd, dp, "device"));
     if (p.platform.find(d.device) == nullptr) {
-      return invalid_argument(dp + ".device: '" + d.device +
-                              "' is not a device of the profile's platform '" + p.platform.name +
-                              "'");
+      return invalid_argument(dp + ".device: " + quote_name(d.device) +
+                              " is not a device of the profile's platform " +
+                              quote_name(p.platform.name));
     }
     if (!seen.insert(d.device).second) {
-      return invalid_argument(dp + ".device: '" + d.device + "' is profiled twice");
+      return invalid_argument(dp + ".device: " + quote_name(d.device) + " is profiled twice");
     }
     ASSIGN_OR_RETURN(d.description, json::string_field(jd, dp, "description", false));
     ASSIGN_OR_RETURN(int64_t mem, json::int_field(jd, dp, "memory_bytes", 0, INT64_MAX, false));
@@ -414,7 +415,6 @@ Result<Profile> parse_profile(const Json& j, const std::string& expected_hash) {
     if (un != jd.end()) {
       if (!un->is_object()) return invalid_argument(dp + ".unsupported: expected an object");
       for (const auto& [k, why] : un->items()) {
-        const std::string up = dp + ".unsupported." + k;
         int idx = -1;
         try {
           size_t pos = 0;
@@ -424,9 +424,12 @@ Result<Profile> parse_profile(const Json& j, const std::string& expected_hash) {
           idx = -1;
         }
         if (idx < 0 || static_cast<size_t>(idx) >= n) {
-          return invalid_argument(up + ": not a layer index below " + std::to_string(n));
+          return invalid_argument(dp + ".unsupported: key " + quote_name(k) +
+                                  " is not a layer index below " + std::to_string(n));
         }
-        if (!why.is_string()) return invalid_argument(up + ": expected a reason string");
+        if (!why.is_string()) {  // k is a layer index here: safe to print as it is
+          return invalid_argument(dp + ".unsupported." + k + ": expected a reason string");
+        }
         d.unsupported[idx] = why.get<std::string>();
       }
     }

@@ -661,8 +661,8 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
   if (options.repeat < 1) return invalid_argument("repeat must be at least 1");
   if (options.warmup < 0) return invalid_argument("warmup must be >= 0");
   if (options.statistic != "median" && options.statistic != "min" && options.statistic != "mean") {
-    return invalid_argument("statistic must be median, min or mean, not '" + options.statistic +
-                            "'");
+    return invalid_argument("statistic must be median, min or mean, not " +
+                            quote_name(options.statistic));
   }
   const Stat stat = parse_stat(options.statistic);
   auto warn = options.warn ? options.warn : [](const std::string& m) {
@@ -710,8 +710,8 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
         }
       }
       if (d == nullptr) {
-        return not_found("device '" + name + "' is not in platform '" + platform.name +
-                         "' (see `tessera devices`)");
+        return not_found("device " + quote_name(name) + " is not in platform " +
+                         quote_name(platform.name) + " (see `tessera devices`)");
       }
       targets.push_back(d);
     }

@@ -48,7 +48,7 @@ Result<SimulationResult> simulate_plan(const CostModel& cm, const LayerGraph& lg
   }
   for (const auto& [device, factor] : options.load) {
     if (!(factor > 0) || !std::isfinite(factor)) {
-      return invalid_argument("simulate: load factor of " + device +
+      return invalid_argument("simulate: load factor of " + quote_name(device) +
                               " must be a finite number > 0");
     }
   }
@@ -61,7 +61,8 @@ Result<SimulationResult> simulate_plan(const CostModel& cm, const LayerGraph& lg
     bool used = false;
     for (const Stage& s : priced.stages) used = used || s.placement.devices[0].device == device;
     if (!used)
-      return invalid_argument("simulate: --load names " + device + ", which no stage uses");
+      return invalid_argument("simulate: --load names " + quote_name(device) +
+                              ", which no stage uses");
   }
   const size_t n = priced.stages.size();
   const bool streaming = priced.mode == PlanMode::kStreaming;

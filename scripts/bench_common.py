@@ -1,13 +1,32 @@
 """Run-and-parse helpers shared by the streaming benchmarks (stream_bench.py, dataflow_bench.py,
-split_bench.py): running the tessera CLI, converting and profiling models once, the fidelity
-check of a streamed plan against its sequential run, and frames/s of `tessera run`.
+split_bench.py): their common flags, running the tessera CLI, converting and profiling models
+once, planning, the fidelity check of a streamed plan against its sequential run, frames/s of
+`tessera run`, and the alternating rounds whose medians they print.
 """
+import argparse
 import os
 import re
+import statistics
 import subprocess
 import sys
 
 import numpy as np
+
+
+def arg_parser(models, frames, warmup, rounds, check_frames, work):
+    """The flags of the streaming benchmarks, with these defaults: --tessera (required),
+    --models-dir, --models, --frames, --warmup, --rounds, --check-frames, --work. A script adds
+    its own flags to the parser it returns."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tessera", required=True)
+    ap.add_argument("--models-dir", default=os.path.expanduser("~/.cache/tessera/models"))
+    ap.add_argument("--models", default=models)
+    ap.add_argument("--frames", type=int, default=frames)
+    ap.add_argument("--warmup", type=int, default=warmup)
+    ap.add_argument("--rounds", type=int, default=rounds)
+    ap.add_argument("--check-frames", type=int, default=check_frames)
+    ap.add_argument("--work", default=work)
+    return ap
 
 
 def env():
@@ -37,6 +56,34 @@ def profile(tessera, tsr, work, name, devices="cpu:0,cpu:1", repeat=3):
     if not os.path.exists(prof):
         run([tessera, "profile", tsr, "-o", prof, "--devices", devices, "--repeat", str(repeat)])
     return prof
+
+
+def plan_all(tessera, tsr, prof, work, name, plans, devices="cpu:0,cpu:1"):
+    """Plans the model once per entry of `plans` (key -> `tessera plan` flags) on `devices`,
+    writing WORK/NAME.KEY.plan.json. Returns ({key: plan path}, {key: what the planner
+    printed}), in the order of `plans`."""
+    paths, outputs = {}, {}
+    for key, flags in plans.items():
+        paths[key] = os.path.join(work, f"{name}.{key}.plan.json")
+        outputs[key] = run([tessera, "plan", tsr, "-p", prof, "--devices", devices, "-o",
+                            paths[key]] + flags)
+    return paths, outputs
+
+
+def alternating_rounds(rounds, timed):
+    """Runs each callable of `timed` (key -> f() returning frames/s, or (frames/s, output)) once
+    per round, in the order of `timed`, for `rounds` rounds, so that a drift of the machine
+    touches every configuration alike. Returns ({key: median frames/s}, {key: the output of the
+    last round, or None})."""
+    fps = {k: [] for k in timed}
+    last = {k: None for k in timed}
+    for _ in range(rounds):
+        for key, f in timed.items():
+            r = f()
+            if isinstance(r, tuple):
+                r, last[key] = r
+            fps[key].append(r)
+    return {k: statistics.median(v) for k, v in fps.items()}, last
 
 
 def streamed_equals_sequential(tessera, tsr, plan, models_dir, name, work, frames):

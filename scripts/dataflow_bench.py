@@ -19,7 +19,6 @@ usage: scripts/dataflow_bench.py --tessera build/tools/tessera
          [--work DIR] [--seed 1]
 Wrap it in `flock -x /tmp/cpu.lock` on a shared machine.
 """
-import argparse
 import json
 import os
 import re
@@ -27,7 +26,6 @@ import statistics
 import sys
 
 import bench_common as bc
-from bench_common import run
 
 
 def actor_predictions(plan_path):
@@ -55,18 +53,10 @@ def actor_measured(out):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--tessera", required=True)
-    ap.add_argument("--models-dir", default=os.path.expanduser("~/.cache/tessera/models"))
-    ap.add_argument("--models", default="resnet18,squeezenet1_1,alexnet,googlenet")
-    ap.add_argument("--frames", type=int, default=100)
-    ap.add_argument("--warmup", type=int, default=10)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap = bc.arg_parser(models="resnet18,squeezenet1_1,alexnet,googlenet", frames=100, warmup=10,
+                       rounds=3, check_frames=4, work="/tmp/tessera-dataflow-bench")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--check-frames", type=int, default=4)
-    ap.add_argument("--work", default="/tmp/tessera-dataflow-bench")
     args = ap.parse_args()
-    env = bc.env()
     os.makedirs(args.work, exist_ok=True)
     t = args.tessera
     rows = []
@@ -81,32 +71,21 @@ def main():
                           "--ga-comm", "cross"],
             "pipeline": ["--planner", "pipeline"],
         }
-        paths, notes = {}, {}
-        for key, flags in plans.items():
-            paths[key] = os.path.join(args.work, f"{name}.{key}.plan.json")
-            out = run([t, "plan", tsr, "-p", prof, "--devices", "cpu:0,cpu:1", "-o", paths[key]]
-                      + flags, env)
-            notes[key] = bc.planned_period_ms(out)
-            if key == "ga":
-                g = re.search(r"ga: (\d+) epochs, (\d+) evaluations, ([\d.]+) s", out)
-                notes["ga_s"] = float(g.group(3))
-                c = re.search(r"csdf: (.*)", out)
-                notes["csdf"] = c.group(1) if c else ""
+        paths, outputs = bc.plan_all(t, tsr, prof, args.work, name, plans)
+        notes = {key: bc.planned_period_ms(out) for key, out in outputs.items()}
+        g = re.search(r"ga: (\d+) epochs, (\d+) evaluations, ([\d.]+) s", outputs["ga"])
+        notes["ga_s"] = float(g.group(3))
+        c = re.search(r"csdf: (.*)", outputs["ga"])
+        notes["csdf"] = c.group(1) if c else ""
         # Fidelity: the GA plan streamed vs run sequentially, distinct inputs.
         identical = bc.streamed_equals_sequential(t, tsr, paths["ga"], args.models_dir, name,
                                                   args.work, args.check_frames)
-        fps = {k: [] for k in list(plans) + ["cpu"]}
-        last_ga = ""
-        for _ in range(args.rounds):
-            for key in plans:
-                f, out = bc.stream_fps(t, tsr, paths[key], args.frames, args.warmup)
-                fps[key].append(f)
-                if key == "ga":
-                    last_ga = out
-            fps["cpu"].append(bc.device_fps(t, tsr, "cpu", args.frames, args.warmup))
-        med = {k: statistics.median(v) for k, v in fps.items()}
+        timed = {key: (lambda p=paths[key]: bc.stream_fps(t, tsr, p, args.frames, args.warmup))
+                 for key in plans}
+        timed["cpu"] = lambda: bc.device_fps(t, tsr, "cpu", args.frames, args.warmup)
+        med, last = bc.alternating_rounds(args.rounds, timed)
         rows.append((name, med, notes, identical, actor_predictions(paths["ga"]),
-                     actor_measured(last_ga)))
+                     actor_measured(last["ga"] or "")))
         print(f"{name}: ga plan {notes['csdf']}", flush=True)
     print(f"{'model':14} {'ga f/s':>8} {'ga-max f/s':>10} {'ga-per f/s':>10} {'pipe f/s':>9} "
           f"{'cpu f/s':>8} {'ga/cpu':>7} {'ga/pipe':>8} {'gaper/cpu':>9} {'GA s':>6} {'equal':>6}")

@@ -16,10 +16,8 @@ usage: scripts/split_bench.py --tessera build/tools/tessera [--models vgg16,alex
          [--frames 20] [--rounds 3] [--mem-size MB] [--work DIR]
 Wrap it in the machine's exclusive CPU lock on a shared machine.
 """
-import argparse
 import json
 import os
-import statistics
 import sys
 
 import bench_common as bc
@@ -40,16 +38,9 @@ def notation(plan_path):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--tessera", required=True)
-    ap.add_argument("--models-dir", default=os.path.expanduser("~/.cache/tessera/models"))
-    ap.add_argument("--models", default="vgg16,alexnet")
-    ap.add_argument("--frames", type=int, default=20)
-    ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap = bc.arg_parser(models="vgg16,alexnet", frames=20, warmup=3, rounds=3, check_frames=3,
+                       work="/tmp/tessera-split-bench")
     ap.add_argument("--mem-size", type=int, default=0)
-    ap.add_argument("--check-frames", type=int, default=3)
-    ap.add_argument("--work", default="/tmp/tessera-split-bench")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     t = args.tessera
@@ -60,22 +51,17 @@ def main():
         plans = {"pipeline": ["--planner", "pipeline"], "split": ["--planner", "split"]}
         if args.mem_size:
             plans["split"] += ["--mem-size", str(args.mem_size)]
-        paths, period = {}, {}
-        for key, flags in plans.items():
-            paths[key] = os.path.join(args.work, f"{name}.{key}.plan.json")
-            out = bc.run([t, "plan", tsr, "-p", prof, "--devices", "cpu:0,cpu:1", "-o",
-                          paths[key]] + flags)
-            period[key] = bc.planned_period_ms(out)
+        paths, outputs = bc.plan_all(t, tsr, prof, args.work, name, plans)
+        period = {key: bc.planned_period_ms(out) for key, out in outputs.items()}
+        for key in plans:
             print(f"{name} {key}: {notation(paths[key])} (predicted {period[key]:.2f} ms)",
                   flush=True)
         same = bc.streamed_equals_sequential(t, tsr, paths["split"], args.models_dir, name,
                                              args.work, args.check_frames)
-        fps = {"pipeline": [], "split": [], "cpu": []}
-        for _ in range(args.rounds):
-            for key in plans:
-                fps[key].append(bc.stream_fps(t, tsr, paths[key], args.frames, args.warmup)[0])
-            fps["cpu"].append(bc.device_fps(t, tsr, "cpu", args.frames, args.warmup))
-        med = {k: statistics.median(v) for k, v in fps.items()}
+        timed = {key: (lambda p=paths[key]: bc.stream_fps(t, tsr, p, args.frames, args.warmup))
+                 for key in plans}
+        timed["cpu"] = lambda: bc.device_fps(t, tsr, "cpu", args.frames, args.warmup)
+        med, _ = bc.alternating_rounds(args.rounds, timed)
         rows.append((name, med, period, same))
     print(f"{'model':10} {'split f/s':>10} {'pipe f/s':>9} {'cpu f/s':>8} {'split/pipe':>10} "
           f"{'split/cpu':>9} {'pred split':>10} {'pred pipe':>9} {'equal':>6}")

@@ -1,5 +1,6 @@
 #include "tools/cli.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -99,6 +100,39 @@ std::vector<std::string> split_commas(const std::string& s) {
   std::string part;
   while (std::getline(ss, part, ',')) {
     if (!part.empty()) out.push_back(part);
+  }
+  return out;
+}
+
+std::vector<std::string> split_device_list(const std::string& s) {
+  std::vector<std::string> out;
+  for (const std::string& part : split_commas(s)) {
+    if (!out.empty() && std::isdigit(static_cast<unsigned char>(part[0]))) {
+      out.back() += "," + part;
+    } else {
+      out.push_back(part);
+    }
+  }
+  return out;
+}
+
+Result<std::map<std::string, double>> parse_device_factors(const std::string& flag,
+                                                           const std::vector<std::string>& values) {
+  std::map<std::string, double> out;
+  for (const std::string& value : values) {
+    for (const std::string& item : split_device_list(value)) {
+      const size_t eq = item.rfind('=');
+      if (eq == std::string::npos || eq == 0) {
+        return invalid_argument(flag + ": " + quote_name(item) +
+                                " is not DEVICE=FACTOR (e.g. cpu:0,3-5=0.5)");
+      }
+      const std::string device = item.substr(0, eq);
+      ASSIGN_OR_RETURN(double f,
+                       parse_double(flag + " " + quote_name(device), item.substr(eq + 1)));
+      if (!out.emplace(device, f).second) {
+        return invalid_argument(flag + ": " + quote_name(device) + " is given twice");
+      }
+    }
   }
   return out;
 }

@@ -48,4 +48,19 @@ std::string usage(const std::vector<FlagSpec>& specs);
 // "a,b,,c" -> {"a", "b", "c"}: a comma-separated flag value, empty parts dropped.
 std::vector<std::string> split_commas(const std::string& s);
 
+// A comma-separated list of device names (--devices, --prefer, and the DEVICE=FACTOR lists of
+// --load and --scale). A cpu core set holds commas itself (cpu:0,3-5), and no device name starts
+// with a digit, so a comma followed by a digit continues the core set of the item before it:
+// "cpu:0,3-5,npu:0" -> {"cpu:0,3-5", "npu:0"}; "cpu:0,3-5=0.5,npu:0=2" -> {"cpu:0,3-5=0.5",
+// "npu:0=2"}. Empty parts are dropped.
+std::vector<std::string> split_device_list(const std::string& s);
+
+// The values of a repeatable DEVICE=FACTOR[,...] flag (`flag` names it in errors), each split
+// by split_device_list and cut at its last '=': {"cpu:0,3-5=0.5,npu:0=2", "cpu:1=3"} ->
+// {cpu:0,3-5: 0.5, npu:0: 2, cpu:1: 3}. An item without '=' or with no device before it, a factor
+// that is not a finite number, or a device named twice is an InvalidArgument quoting the item
+// (the range of a factor is the caller's to check).
+Result<std::map<std::string, double>> parse_device_factors(const std::string& flag,
+                                                           const std::vector<std::string>& values);
+
 }  // namespace tessera::cli

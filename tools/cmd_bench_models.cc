@@ -261,7 +261,7 @@ int cmd_bench_models(int argc, char** argv) {
   for (const auto* r : {&runs, &warmup, &stream, &ort_threads}) {
     if (!r->ok()) return report_error("bench", r->status());
   }
-  std::vector<std::string> devices = cli::split_commas(args->get("--devices", "cpu"));
+  std::vector<std::string> devices = cli::split_device_list(args->get("--devices", "cpu"));
   const std::vector<std::string> plans = args->all("--plan");
   const std::vector<std::string> onnx = args->all("--onnx");
   if (!onnx.empty() && onnx.size() != args->positional.size()) {

@@ -106,8 +106,8 @@ Result<PlanRequest> plan_request(const cli::Args& args) {
   PlanRequest req;
   req.planner = args.get("--planner", "slice");
   req.objective = args.get("--objective");
-  req.devices = cli::split_commas(args.get("--devices"));
-  req.prefer = cli::split_commas(args.get("--prefer"));
+  req.devices = cli::split_device_list(args.get("--devices"));
+  req.prefer = cli::split_device_list(args.get("--prefer"));
   if (req.planner != "ga") {
     for (const char* flag : {"--seed", "--ga-population", "--ga-epochs", "--ga-patience",
                              "--ga-comm", "--ga-objective", "--ga-init"}) {

@@ -717,7 +717,7 @@ int cmd_profile(int argc, char** argv) {
     platform = Platform::detect(sysfs);
   }
   ProfileOptions options;
-  options.devices = cli::split_commas(args->get("--devices"));
+  options.devices = cli::split_device_list(args->get("--devices"));
   // A remote device (remote:HOST:PORT, a `tessera serve`) is no part of the machine's platform:
   // it joins it here, with the memory its server reports and one fixed level.
   for (const std::string& name : options.devices) {

@@ -26,32 +26,16 @@ const std::vector<cli::FlagSpec> kFlags = {
     {"--interval", "", true, false,
      "a frame arrives every MS milliseconds (default 0: back to back, as run --stream)"},
     {"--load", "", true, true,
-     "DEVICE=FACTOR[,...]: the device's stages take FACTOR times as long (a shared core)"},
+     "DEVICE=FACTOR[,...]: the device's stages take FACTOR times as long (a shared core); "
+     "repeatable; a comma before a digit continues a core set (cpu:0,3-5=2)"},
     {"--scale", "", true, true,
      "DEVICE=FACTOR[,...]: as --load, for a board whose profile is not measured; the result "
-     "is labelled as scaled"},
+     "is labelled as scaled (repeatable; cpu:0,3-5=0.2 scales that core set)"},
     {"--jitter", "", true, false,
      "coefficient of variation of each stage's time (log-normal; default 0)"},
     {"--seed", "", true, false, "seed of the jitter (default 1)"},
     {"--help", "-h", false, false, "show this help"},
 };
-
-// "cpu:1=2,npu:0=0.5" (and repeated flags) into `out`.
-Status parse_factors(const cli::Args& args, const std::string& flag,
-                     std::map<std::string, double>* out) {
-  for (const std::string& value : args.all(flag)) {
-    for (const std::string& item : cli::split_commas(value)) {
-      const size_t eq = item.rfind('=');
-      if (eq == std::string::npos || eq == 0) {
-        return invalid_argument(flag + ": '" + item + "' is not DEVICE=FACTOR");
-      }
-      ASSIGN_OR_RETURN(double f,
-                       cli::parse_double(flag + " " + item.substr(0, eq), item.substr(eq + 1)));
-      (*out)[item.substr(0, eq)] = f;
-    }
-  }
-  return Status();
-}
 
 Result<SimulationOptions> simulation_options(const cli::Args& args, bool* scaled) {
   SimulationOptions o;
@@ -62,9 +46,8 @@ Result<SimulationOptions> simulation_options(const cli::Args& args, bool* scaled
   ASSIGN_OR_RETURN(o.jitter_cv, args.get_double("--jitter", 0, 0, 10));
   ASSIGN_OR_RETURN(int seed, args.get_int("--seed", 1, 0, 2'000'000'000));
   o.seed = static_cast<uint64_t>(seed);
-  RETURN_IF_ERROR(parse_factors(args, "--load", &o.load));
-  std::map<std::string, double> scale;
-  RETURN_IF_ERROR(parse_factors(args, "--scale", &scale));
+  ASSIGN_OR_RETURN(o.load, cli::parse_device_factors("--load", args.all("--load")));
+  ASSIGN_OR_RETURN(auto scale, cli::parse_device_factors("--scale", args.all("--scale")));
   *scaled = !scale.empty();
   for (const auto& [device, f] : scale) {
     o.load[device] = (o.load.count(device) ? o.load[device] : 1.0) * f;
@@ -132,8 +115,9 @@ int cmd_simulate(int argc, char** argv) {
   auto plan = Plan::load(args->get("--plan"));
   if (!plan.ok()) return report_error("simulate", plan.status());
   if (!plan->model_hash.empty() && plan->model_hash != *hash) {
-    return report_error("simulate", invalid_argument("the plan is for model " + plan->model_hash +
-                                                     ", " + path + " is " + *hash));
+    return report_error("simulate",
+                        invalid_argument("the plan is for model " + quote_name(plan->model_hash) +
+                                         ", " + path + " is " + *hash));
   }
   if (options->queue_capacity > 0) plan->queue_capacity = options->queue_capacity;
   Status priced = price_plan(*cm, *lg, &*plan);

@@ -99,14 +99,8 @@ class Reader {
   }
   Result<std::string> str(const char* what) {
     ASSIGN_OR_RETURN(uint32_t n, pod<uint32_t>(what));
-    if (n > caps_.max_string) {
-      return fail(std::string(what) + " of " + std::to_string(n) + " bytes exceeds the cap of " +
-                  std::to_string(caps_.max_string));
-    }
-    if (left() < n) return fail(std::string("truncated inside ") + what);
-    std::string s(reinterpret_cast<const char*>(m_.data() + pos_), n);
-    pos_ += n;
-    return s;
+    ASSIGN_OR_RETURN(std::span<const uint8_t> b, take(what, n, caps_.max_string));
+    return std::string(reinterpret_cast<const char*>(b.data()), b.size());
   }
   // A u32 count, checked against the cap and against the bytes left (`item` bytes each).
   Result<uint32_t> count(const char* what, uint64_t cap, uint64_t item) {
@@ -132,14 +126,7 @@ class Reader {
   // A u64 length and that many bytes (a view into the message).
   Result<std::span<const uint8_t>> blob(const char* what, uint64_t cap) {
     ASSIGN_OR_RETURN(uint64_t n, pod<uint64_t>(what));
-    if (n > cap) {
-      return fail(std::string(what) + " of " + std::to_string(n) + " bytes exceeds the cap of " +
-                  std::to_string(cap));
-    }
-    if (n > left()) return fail(std::string("truncated inside ") + what);
-    std::span<const uint8_t> b = m_.subspan(pos_, n);
-    pos_ += n;
-    return b;
+    return take(what, n, cap);
   }
   Result<Tensor> tensor(size_t index) {
     const std::string name = "tensor " + std::to_string(index);
@@ -198,6 +185,19 @@ class Reader {
   }
 
  private:
+  // The next `n` bytes (a string's or a blob's, whose length was just read), checked against
+  // `cap` and against the bytes left.
+  Result<std::span<const uint8_t>> take(const char* what, uint64_t n, uint64_t cap) {
+    if (n > cap) {
+      return fail(std::string(what) + " of " + std::to_string(n) + " bytes exceeds the cap of " +
+                  std::to_string(cap));
+    }
+    if (n > left()) return fail(std::string("truncated inside ") + what);
+    std::span<const uint8_t> b = m_.subspan(pos_, n);
+    pos_ += n;
+    return b;
+  }
+
   std::span<const uint8_t> m_;
   const WireCaps& caps_;
   MsgType type_;
@@ -212,6 +212,19 @@ Status expect(std::span<const uint8_t> message, MsgType type) {
                             msg_type_name(e.type));
   }
   return Status();
+}
+
+// Decodes a message of type `type` into a T: checks the envelope, lets `body(reader, &m)` read
+// the fields, and checks that nothing trails them. Every decoder with a body goes through this.
+template <typename T, typename Body>
+Result<T> decode_message(std::span<const uint8_t> message, const WireCaps& caps, MsgType type,
+                         Body body) {
+  RETURN_IF_ERROR(expect(message, type));
+  Reader r(message, caps, type);
+  T m{};
+  RETURN_IF_ERROR(body(r, &m));
+  RETURN_IF_ERROR(r.end());
+  return m;
 }
 
 }  // namespace
@@ -372,86 +385,79 @@ Result<Envelope> decode_envelope(std::span<const uint8_t> message) {
 }
 
 Result<Hello> decode_hello(std::span<const uint8_t> message, const WireCaps& caps) {
-  RETURN_IF_ERROR(expect(message, MsgType::kHello));
-  Reader r(message, caps, MsgType::kHello);
-  Hello m;
-  ASSIGN_OR_RETURN(m.op_set, r.pod<uint32_t>("the op-set version"));
-  ASSIGN_OR_RETURN(m.model_hash, r.str("the model hash"));
-  ASSIGN_OR_RETURN(m.client, r.str("the client name"));
-  RETURN_IF_ERROR(r.end());
-  return m;
+  return decode_message<Hello>(message, caps, MsgType::kHello, [](Reader& r, Hello* m) -> Status {
+    ASSIGN_OR_RETURN(m->op_set, r.pod<uint32_t>("the op-set version"));
+    ASSIGN_OR_RETURN(m->model_hash, r.str("the model hash"));
+    ASSIGN_OR_RETURN(m->client, r.str("the client name"));
+    return Status();
+  });
 }
 
 Result<Welcome> decode_welcome(std::span<const uint8_t> message, const WireCaps& caps) {
-  RETURN_IF_ERROR(expect(message, MsgType::kWelcome));
-  Reader r(message, caps, MsgType::kWelcome);
-  Welcome m;
-  ASSIGN_OR_RETURN(m.model_hash, r.str("the model hash"));
-  ASSIGN_OR_RETURN(m.graph_digest, r.str("the graph digest"));
-  ASSIGN_OR_RETURN(m.device, r.str("the device name"));
-  ASSIGN_OR_RETURN(m.description, r.str("the device description"));
-  ASSIGN_OR_RETURN(m.memory_bytes, r.pod<uint64_t>("the device memory"));
-  ASSIGN_OR_RETURN(m.max_message_bytes, r.pod<uint64_t>("the message cap"));
-  ASSIGN_OR_RETURN(m.unsupported_nodes, r.list<int32_t>("the unsupported nodes"));
-  RETURN_IF_ERROR(r.end());
-  return m;
+  return decode_message<Welcome>(
+      message, caps, MsgType::kWelcome, [](Reader& r, Welcome* m) -> Status {
+        ASSIGN_OR_RETURN(m->model_hash, r.str("the model hash"));
+        ASSIGN_OR_RETURN(m->graph_digest, r.str("the graph digest"));
+        ASSIGN_OR_RETURN(m->device, r.str("the device name"));
+        ASSIGN_OR_RETURN(m->description, r.str("the device description"));
+        ASSIGN_OR_RETURN(m->memory_bytes, r.pod<uint64_t>("the device memory"));
+        ASSIGN_OR_RETURN(m->max_message_bytes, r.pod<uint64_t>("the message cap"));
+        ASSIGN_OR_RETURN(m->unsupported_nodes, r.list<int32_t>("the unsupported nodes"));
+        return Status();
+      });
 }
 
 Result<CompileRequest> decode_compile(std::span<const uint8_t> message, const WireCaps& caps) {
-  RETURN_IF_ERROR(expect(message, MsgType::kCompile));
-  Reader r(message, caps, MsgType::kCompile);
-  CompileRequest m;
-  ASSIGN_OR_RETURN(m.model_hash, r.str("the model hash"));
-  ASSIGN_OR_RETURN(m.graph_digest, r.str("the graph digest"));
-  ASSIGN_OR_RETURN(m.packing, r.str("the packing policy"));
-  ASSIGN_OR_RETURN(m.layers, r.list<int32_t>("the layers"));
-  RETURN_IF_ERROR(r.end());
-  return m;
+  return decode_message<CompileRequest>(
+      message, caps, MsgType::kCompile, [](Reader& r, CompileRequest* m) -> Status {
+        ASSIGN_OR_RETURN(m->model_hash, r.str("the model hash"));
+        ASSIGN_OR_RETURN(m->graph_digest, r.str("the graph digest"));
+        ASSIGN_OR_RETURN(m->packing, r.str("the packing policy"));
+        ASSIGN_OR_RETURN(m->layers, r.list<int32_t>("the layers"));
+        return Status();
+      });
 }
 
 Result<Compiled> decode_compiled(std::span<const uint8_t> message, const WireCaps& caps) {
-  RETURN_IF_ERROR(expect(message, MsgType::kCompiled));
-  Reader r(message, caps, MsgType::kCompiled);
-  Compiled m;
-  ASSIGN_OR_RETURN(m.program, r.pod<uint32_t>("the program id"));
-  ASSIGN_OR_RETURN(m.inputs, r.list<int32_t>("the input values"));
-  ASSIGN_OR_RETURN(m.outputs, r.list<int32_t>("the output values"));
-  ASSIGN_OR_RETURN(m.peak_memory_bytes, r.pod<uint64_t>("the peak memory"));
-  RETURN_IF_ERROR(r.end());
-  return m;
+  return decode_message<Compiled>(
+      message, caps, MsgType::kCompiled, [](Reader& r, Compiled* m) -> Status {
+        ASSIGN_OR_RETURN(m->program, r.pod<uint32_t>("the program id"));
+        ASSIGN_OR_RETURN(m->inputs, r.list<int32_t>("the input values"));
+        ASSIGN_OR_RETURN(m->outputs, r.list<int32_t>("the output values"));
+        ASSIGN_OR_RETURN(m->peak_memory_bytes, r.pod<uint64_t>("the peak memory"));
+        return Status();
+      });
 }
 
 Result<RunRequest> decode_run(std::span<const uint8_t> message, const WireCaps& caps) {
-  RETURN_IF_ERROR(expect(message, MsgType::kRun));
-  Reader r(message, caps, MsgType::kRun);
-  RunRequest m;
-  ASSIGN_OR_RETURN(m.program, r.pod<uint32_t>("the program id"));
-  ASSIGN_OR_RETURN(m.budget_ms, r.pod<uint32_t>("the budget"));
-  ASSIGN_OR_RETURN(uint8_t timed, r.pod<uint8_t>("the timed flag"));
-  if (timed > 1) return r.fail("timed flag " + std::to_string(timed) + " is not 0 or 1");
-  m.timed = timed == 1;
-  ASSIGN_OR_RETURN(m.tensors, r.tensors());
-  RETURN_IF_ERROR(r.end());
-  return m;
+  return decode_message<RunRequest>(
+      message, caps, MsgType::kRun, [](Reader& r, RunRequest* m) -> Status {
+        ASSIGN_OR_RETURN(m->program, r.pod<uint32_t>("the program id"));
+        ASSIGN_OR_RETURN(m->budget_ms, r.pod<uint32_t>("the budget"));
+        ASSIGN_OR_RETURN(uint8_t timed, r.pod<uint8_t>("the timed flag"));
+        if (timed > 1) return r.fail("timed flag " + std::to_string(timed) + " is not 0 or 1");
+        m->timed = timed == 1;
+        ASSIGN_OR_RETURN(m->tensors, r.tensors());
+        return Status();
+      });
 }
 
 Result<RunResult> decode_result(std::span<const uint8_t> message, const WireCaps& caps) {
-  RETURN_IF_ERROR(expect(message, MsgType::kResult));
-  Reader r(message, caps, MsgType::kResult);
-  RunResult m;
-  ASSIGN_OR_RETURN(m.server_ms, r.pod<double>("the server time"));
-  ASSIGN_OR_RETURN(m.layer_ms, r.list<double>("the layer times"));
-  ASSIGN_OR_RETURN(m.tensors, r.tensors());
-  RETURN_IF_ERROR(r.end());
-  return m;
+  return decode_message<RunResult>(
+      message, caps, MsgType::kResult, [](Reader& r, RunResult* m) -> Status {
+        ASSIGN_OR_RETURN(m->server_ms, r.pod<double>("the server time"));
+        ASSIGN_OR_RETURN(m->layer_ms, r.list<double>("the layer times"));
+        ASSIGN_OR_RETURN(m->tensors, r.tensors());
+        return Status();
+      });
 }
 
 Result<uint32_t> decode_release(std::span<const uint8_t> message, const WireCaps& caps) {
-  RETURN_IF_ERROR(expect(message, MsgType::kRelease));
-  Reader r(message, caps, MsgType::kRelease);
-  ASSIGN_OR_RETURN(uint32_t program, r.pod<uint32_t>("the program id"));
-  RETURN_IF_ERROR(r.end());
-  return program;
+  return decode_message<uint32_t>(message, caps, MsgType::kRelease,
+                                  [](Reader& r, uint32_t* program) -> Status {
+                                    ASSIGN_OR_RETURN(*program, r.pod<uint32_t>("the program id"));
+                                    return Status();
+                                  });
 }
 
 Status decode_empty(std::span<const uint8_t> message, MsgType type) {
@@ -465,40 +471,39 @@ Status decode_empty(std::span<const uint8_t> message, MsgType type) {
 }
 
 Result<Ping> decode_ping(std::span<const uint8_t> message, const WireCaps& caps) {
-  RETURN_IF_ERROR(expect(message, MsgType::kPing));
-  Reader r(message, caps, MsgType::kPing);
-  Ping m;
-  ASSIGN_OR_RETURN(m.reply_bytes, r.pod<uint64_t>("the reply size"));
-  if (m.reply_bytes > caps.max_ping_bytes) {
-    return r.fail("reply size " + std::to_string(m.reply_bytes) + " exceeds the cap of " +
-                  std::to_string(caps.max_ping_bytes));
-  }
-  ASSIGN_OR_RETURN(std::span<const uint8_t> payload, r.blob("the payload", caps.max_ping_bytes));
-  m.payload_bytes = payload.size();
-  RETURN_IF_ERROR(r.end());
-  return m;
+  return decode_message<Ping>(message, caps, MsgType::kPing, [&](Reader& r, Ping* m) -> Status {
+    ASSIGN_OR_RETURN(m->reply_bytes, r.pod<uint64_t>("the reply size"));
+    if (m->reply_bytes > caps.max_ping_bytes) {
+      return r.fail("reply size " + std::to_string(m->reply_bytes) + " exceeds the cap of " +
+                    std::to_string(caps.max_ping_bytes));
+    }
+    ASSIGN_OR_RETURN(std::span<const uint8_t> payload, r.blob("the payload", caps.max_ping_bytes));
+    m->payload_bytes = payload.size();
+    return Status();
+  });
 }
 
 Result<uint64_t> decode_pong(std::span<const uint8_t> message, const WireCaps& caps) {
-  RETURN_IF_ERROR(expect(message, MsgType::kPong));
-  Reader r(message, caps, MsgType::kPong);
-  ASSIGN_OR_RETURN(std::span<const uint8_t> payload, r.blob("the payload", caps.max_ping_bytes));
-  RETURN_IF_ERROR(r.end());
-  return static_cast<uint64_t>(payload.size());
+  return decode_message<uint64_t>(message, caps, MsgType::kPong,
+                                  [&](Reader& r, uint64_t* payload_bytes) -> Status {
+                                    ASSIGN_OR_RETURN(std::span<const uint8_t> payload,
+                                                     r.blob("the payload", caps.max_ping_bytes));
+                                    *payload_bytes = payload.size();
+                                    return Status();
+                                  });
 }
 
 Result<ErrorReply> decode_error(std::span<const uint8_t> message, const WireCaps& caps) {
-  RETURN_IF_ERROR(expect(message, MsgType::kError));
-  Reader r(message, caps, MsgType::kError);
-  ErrorReply m;
-  ASSIGN_OR_RETURN(uint8_t code, r.pod<uint8_t>("the status code"));
-  if (code == 0 || code > static_cast<uint8_t>(StatusCode::kDeadlineExceeded)) {
-    return r.fail("status code " + std::to_string(code) + " is not an error code");
-  }
-  m.code = static_cast<StatusCode>(code);
-  ASSIGN_OR_RETURN(m.message, r.str("the message"));
-  RETURN_IF_ERROR(r.end());
-  return m;
+  return decode_message<ErrorReply>(
+      message, caps, MsgType::kError, [](Reader& r, ErrorReply* m) -> Status {
+        ASSIGN_OR_RETURN(uint8_t code, r.pod<uint8_t>("the status code"));
+        if (code == 0 || code > static_cast<uint8_t>(StatusCode::kDeadlineExceeded)) {
+          return r.fail("status code " + std::to_string(code) + " is not an error code");
+        }
+        m->code = static_cast<StatusCode>(code);
+        ASSIGN_OR_RETURN(m->message, r.str("the message"));
+        return Status();
+      });
 }
 
 Status error_status(std::span<const uint8_t> message, const WireCaps& caps) {

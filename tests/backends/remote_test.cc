@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <thread>
 #include <zmq.hpp>
@@ -139,6 +140,50 @@ TEST(RemoteWireTest, TruncatedAndCorruptMessagesAreRefused) {
         }
       }
     }
+  }
+}
+
+// Every decoder with a body (one shared path: envelope, fields, nothing trailing) decodes its
+// encoder's message, and refuses each of its proper prefixes, a trailing byte, and a message of
+// another type.
+TEST(RemoteWireTest, EveryDecoderRefusesPrefixesTrailersAndOtherTypes) {
+  std::mt19937 rng(3);
+  const WireCaps caps;
+  const std::vector<Tensor> ts = {random_tensor(Shape{2, 3}, rng)};
+  using Decode = std::function<Status(std::span<const uint8_t>)>;
+  auto status = [](auto r) { return r.status(); };
+  const std::vector<std::pair<std::vector<uint8_t>, Decode>> cases = {
+      {encode_hello(1, Hello{op_set_version(), "h", "c"}),
+       [&](auto m) { return status(decode_hello(m, caps)); }},
+      {encode_welcome(2, Welcome{"m", "g", "cpu", "d", 1, 2, {3}}),
+       [&](auto m) { return status(decode_welcome(m, caps)); }},
+      {encode_compile(3, CompileRequest{"m", "g", "none", {0, 1}}),
+       [&](auto m) { return status(decode_compile(m, caps)); }},
+      {encode_compiled(4, Compiled{5, {1}, {2}, 64}),
+       [&](auto m) { return status(decode_compiled(m, caps)); }},
+      {encode_run(5, 1, 10, true, ts, TensorEncoding{}).value(),
+       [&](auto m) { return status(decode_run(m, caps)); }},
+      {encode_result(6, 1.0, std::vector<double>{0.5}, ts, TensorEncoding{}).value(),
+       [&](auto m) { return status(decode_result(m, caps)); }},
+      {encode_release(7, 9), [&](auto m) { return status(decode_release(m, caps)); }},
+      {encode_ping(8, 16, 32), [&](auto m) { return status(decode_ping(m, caps)); }},
+      {encode_pong(9, 16), [&](auto m) { return status(decode_pong(m, caps)); }},
+      {encode_error(10, not_found("x")), [&](auto m) { return status(decode_error(m, caps)); }},
+  };
+  for (size_t c = 0; c < cases.size(); ++c) {
+    const auto& [message, decode] = cases[c];
+    SCOPED_TRACE(msg_type_name(decode_envelope(message)->type));
+    EXPECT_TRUE(decode(message).ok()) << decode(message).to_string();
+    for (size_t n = 0; n < message.size(); ++n) {
+      EXPECT_FALSE(decode(std::span<const uint8_t>(message.data(), n)).ok()) << n << " bytes";
+    }
+    std::vector<uint8_t> longer = message;
+    longer.push_back(0);
+    const Status trailing = decode(longer);
+    EXPECT_NE(trailing.message().find("1 bytes trail the message"), std::string::npos)
+        << trailing.to_string();
+    const Status other = decode(cases[(c + 1) % cases.size()].first);
+    EXPECT_NE(other.message().find("expected a "), std::string::npos) << other.to_string();
   }
 }
 

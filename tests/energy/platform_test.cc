@@ -6,7 +6,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "energy/power_model.h"
+#include "tests/core/hostile_names.h"
 #include "tests/energy/fixture_tree.h"
 
 namespace tessera {
@@ -88,6 +91,35 @@ TEST(PlatformTest, RefusesBadDocuments) {
   dup.replace(dup.find("cpu:4-7"), 7, "cpu:0-3");
   twice.insert(close + 1, ",\n" + dup);
   expect_refused(twice, "devices[1].id: 'big' is used twice");
+}
+
+// Names from a platform file (ids, kinds, devices, source keys, format) are printed escaped and
+// bounded (quote_name), whatever bytes they hold.
+TEST(PlatformTest, HostileNamesPrintEscapedAndBounded) {
+  const nlohmann::json base = nlohmann::json::parse(kMinimal);
+  for (const testing::HostileName& h : testing::hostile_names()) {
+    SCOPED_TRACE(h.what);
+    auto refusal = [](const nlohmann::json& j) {
+      return Platform::from_json_text(j.dump(), "b.json").status();
+    };
+    nlohmann::json j = base;
+    j["format"] = h.raw;
+    testing::expect_safe_message(refusal(j), h);
+    j = base;
+    j["devices"][0]["kind"] = h.raw;
+    testing::expect_safe_message(refusal(j), h);
+    j = base;
+    j["devices"][0]["device"] = h.raw;
+    testing::expect_safe_message(refusal(j), h);
+    j = base;
+    j["devices"][0]["sources"][h.raw] = 5;
+    testing::expect_safe_message(refusal(j), h);
+    j = base;
+    j["devices"][0]["id"] = h.raw;
+    j["devices"].push_back(j["devices"][0]);
+    j["devices"][1]["device"] = "cpu:0-3";
+    testing::expect_safe_message(refusal(j), h);
+  }
 }
 
 TEST(PlatformTest, SingleFixedLevelMayHaveUnknownFrequency) {

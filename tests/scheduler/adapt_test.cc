@@ -14,6 +14,7 @@
 #include "scheduler/adapt/adaptive_stream.h"
 #include "scheduler/adapt/repartition.h"
 #include "tests/scheduler/profile_test_util.h"
+#include "tests/scheduler/sleep_device.h"
 
 namespace tessera {
 namespace {
@@ -123,72 +124,20 @@ TEST(CutSearchTest, AJumpThatDoesNotHelpFallsBackToAlgorithm2) {
 
 // ---- the adaptive stream ----
 
-// A device whose programs sleep `ms_per_layer * factor` per layer before they compute (on the
-// reference kernels): sleeping needs no core, so the test's timing holds on a busy machine.
-struct Speed {
-  std::atomic<double> factor{1.0};
-};
-
-class SleepProgram final : public Program {
- public:
-  SleepProgram(std::unique_ptr<Program> inner, size_t layers, double ms, std::shared_ptr<Speed> s)
-      : inner_(std::move(inner)), layers_(layers), ms_(ms), speed_(std::move(s)) {}
-  const std::vector<ValueId>& input_values() const override { return inner_->input_values(); }
-  const std::vector<ValueId>& output_values() const override { return inner_->output_values(); }
-
- protected:
-  Status execute(std::span<const Tensor> inputs, std::span<Tensor> outputs,
-                 const RunOptions& options) override {
-    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(
-        ms_ * speed_->factor.load() * static_cast<double>(layers_)));
-    return inner_->run(inputs, outputs, options);
-  }
-
- private:
-  std::unique_ptr<Program> inner_;
-  size_t layers_;
-  double ms_;
-  std::shared_ptr<Speed> speed_;
-};
-
-class SleepDevice final : public Device {
- public:
-  SleepDevice(std::string name, double ms, std::shared_ptr<Speed> speed)
-      : name_(std::move(name)),
-        inner_(open_device("reference").value()),
-        ms_(ms),
-        speed_(std::move(speed)) {}
-  const std::string& name() const override { return name_; }
-  std::string description() const override { return "sleeps, then " + inner_->description(); }
-  DeviceInfo info() const override { return inner_->info(); }
-  Capability capabilities(const Graph& g, const Node& n) const override {
-    return inner_->capabilities(g, n);
-  }
-  uint64_t memory_capacity() const override { return inner_->memory_capacity(); }
-  Result<std::unique_ptr<Buffer>> upload(const Tensor& t) override { return inner_->upload(t); }
-  Status download(const Buffer& b, Tensor* t) override { return inner_->download(b, t); }
-
- protected:
-  Result<std::unique_ptr<Program>> compile_program(const Graph& g, std::span<const NodeId> layers,
-                                                   const CompileOptions& o) override {
-    ASSIGN_OR_RETURN(std::unique_ptr<Program> p, inner_->compile(g, layers, o));
-    return std::unique_ptr<Program>(new SleepProgram(std::move(p), layers.size(), ms_, speed_));
-  }
-
- private:
-  std::string name_;
-  std::unique_ptr<Device> inner_;
-  double ms_;
-  std::shared_ptr<Speed> speed_;
-};
+// Devices whose programs sleep 4 ms per layer, times a factor the test changes
+// (tests/scheduler/sleep_device.h).
+using testing::SleepDevice;
+using testing::Speed;
 
 TEST(AdaptiveStreamTest, MovesTheCutOffALoadedDeviceAndBackLosingNoFrame) {
   auto m = testing::make_model(testing::matmul_chain(8));
   auto speed_a = std::make_shared<Speed>(), speed_b = std::make_shared<Speed>();
   ExecutorOptions eo;
   eo.open_device = [&](const std::string& name) -> Result<std::unique_ptr<Device>> {
-    if (name == "slow:a") return std::unique_ptr<Device>(new SleepDevice(name, 4.0, speed_a));
-    if (name == "slow:b") return std::unique_ptr<Device>(new SleepDevice(name, 4.0, speed_b));
+    if (name == "slow:a")
+      return std::unique_ptr<Device>(new SleepDevice(name, SleepDevice::per_layer(4.0), speed_a));
+    if (name == "slow:b")
+      return std::unique_ptr<Device>(new SleepDevice(name, SleepDevice::per_layer(4.0), speed_b));
     return not_found("no device " + name);
   };
   Plan p = plan_from_slices(8, {{0, "slow:a"}, {4, "slow:b"}}).value();

@@ -7,10 +7,13 @@
 #include <map>
 #include <random>
 
+#include <nlohmann/json.hpp>
+
 #include "backends/registry.h"
 #include "backends/remote/packing.h"
 #include "scheduler/planners/planner.h"
 #include "scheduler/pricer.h"
+#include "tests/core/hostile_names.h"
 #include "tests/scheduler/profile_test_util.h"
 
 namespace tessera {
@@ -552,6 +555,14 @@ TEST(CutProfileTest, LoadingRefusesBadFields) {
                 .to_string()
                 .find("entries"),
             std::string::npos);
+  // A hostile format string is printed escaped and bounded.
+  const nlohmann::json base = nlohmann::json::parse(good);
+  for (const testing::HostileName& h : testing::hostile_names()) {
+    SCOPED_TRACE(h.what);
+    nlohmann::json j = base;
+    j["format"] = h.raw;
+    testing::expect_safe_message(CutProfile::from_json_text(j.dump(), "t").status(), h);
+  }
 }
 
 }  // namespace

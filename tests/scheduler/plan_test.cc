@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include "tests/core/hostile_names.h"
+
 namespace tessera {
 namespace {
 
@@ -185,6 +189,37 @@ TEST(Plan, NumberOverflowIsAnErrorNamingTheFile) {
   EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(p.status().message().find("x.plan.json: number out of range"), std::string::npos)
       << p.status().message();
+}
+
+// Names from a plan file (devices, format, mode) and from the notation are printed escaped and
+// bounded (quote_name), whatever bytes they hold.
+TEST(PlanTest, HostileNamesPrintEscapedAndBounded) {
+  const nlohmann::json base = nlohmann::json::parse(three_stage().to_json_text());
+  for (const testing::HostileName& h : testing::hostile_names()) {
+    SCOPED_TRACE(h.what);
+    nlohmann::json j = base;
+    j["stages"][1]["placement"]["devices"][0]["device"] = h.raw;
+    auto loaded = Plan::from_json_text(j.dump(), "p.json");  // devices are checked when run
+    ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+    EXPECT_EQ(loaded->stages[1].placement.devices[0].device, h.raw);
+    testing::expect_safe_message(loaded->validate(10, {"cpu", "cpu:0-1"}, true), h);
+
+    j["stages"][1]["placement"]["devices"][0]["ratio"] = 0;  // refused by the reader itself
+    testing::expect_safe_message(Plan::from_json_text(j.dump(), "p.json").status(), h);
+
+    j = base;
+    j["format"] = h.raw;
+    testing::expect_safe_message(Plan::from_json_text(j.dump(), "p.json").status(), h);
+    j = base;
+    j["mode"] = h.raw;
+    testing::expect_safe_message(Plan::from_json_text(j.dump(), "p.json").status(), h);
+
+    if (h.raw.find('\n') == std::string::npos) {  // the notation splits stages at whitespace
+      testing::expect_safe_message(parse_plan_notation(h.raw + "@9x[0]", 10).status(), h);
+      testing::expect_safe_message(parse_plan_notation("cpu[0] " + h.raw + "{2,1}", 10).status(),
+                                   h);
+    }
+  }
 }
 
 }  // namespace

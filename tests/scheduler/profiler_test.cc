@@ -14,6 +14,7 @@
 #include "backends/registry.h"
 #include "scheduler/cost_model.h"
 #include "scheduler/profile.h"
+#include "tests/core/hostile_names.h"
 #include "tests/scheduler/profile_test_util.h"
 
 namespace tessera {
@@ -587,7 +588,8 @@ TEST_F(ProfileJsonTest, RefusesWhatCannotBeTrusted) {
   expect_refused("\"device\": \"reference\",\n   \"levels\"",
                  "\"device\": \"opencl:0\",\n   \"levels\"", "devices[0].device: 'opencl:0'");
   expect_refused("\"cut_live_bytes\": [", "\"cut_live_bytes\": [1,", "model.cut_live_bytes");
-  expect_refused("\"unsupported\": {}", "\"unsupported\": {\"9\": \"x\"}", "unsupported.9");
+  expect_refused("\"unsupported\": {}", "\"unsupported\": {\"9\": \"x\"}",
+                 "unsupported: key '9' is not a layer index");
   expect_refused("\"repeat\": 1", "\"repeat\": 0", "conditions.repeat");
   expect_refused("\"unsupported\": {}", "\"unsupported\": {}, \"corun_scale\": 0.5",
                  "devices[0].corun_scale");
@@ -600,6 +602,40 @@ TEST_F(ProfileJsonTest, RefusesWhatCannotBeTrusted) {
   Status s = ok->check_matches(*other.lg);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("model.layers[0]"), std::string::npos) << s.to_string();
+}
+
+// Names from a profile file (devices, layers, keys, format, statistic) are printed escaped and
+// bounded (quote_name), whatever bytes they hold.
+TEST_F(ProfileJsonTest, HostileNamesPrintEscapedAndBounded) {
+  const nlohmann::json base = nlohmann::json::parse(text_);
+  for (const testing::HostileName& h : testing::hostile_names()) {
+    SCOPED_TRACE(h.what);
+    auto refusal = [&](const nlohmann::json& j) {
+      return Profile::from_json_text(j.dump(), "p.json").status();
+    };
+    nlohmann::json j = base;
+    j["devices"][0]["device"] = h.raw;
+    testing::expect_safe_message(refusal(j), h);
+    j = base;
+    j["format"] = h.raw;
+    testing::expect_safe_message(refusal(j), h);
+    j = base;
+    j["conditions"]["statistic"] = h.raw;
+    testing::expect_safe_message(refusal(j), h);
+    j = base;
+    j["devices"][0]["unsupported"] = {{h.raw, "x"}};
+    testing::expect_safe_message(refusal(j), h);
+    j = base;
+    j["model"]["hash"] = h.raw;
+    testing::expect_safe_message(
+        Profile::from_json_text(j.dump(), "p.json", "fnv1a64:00000000000000aa").status(), h);
+    // A layer name is only compared with the model's.
+    j = base;
+    j["model"]["layers"][0]["name"] = h.raw;
+    auto renamed = Profile::from_json_text(j.dump(), "p.json");
+    ASSERT_TRUE(renamed.ok()) << renamed.status().to_string();
+    testing::expect_safe_message(renamed->check_matches(*m_.lg), h);
+  }
 }
 
 TEST(ModelHashTest, HashesBytes) {

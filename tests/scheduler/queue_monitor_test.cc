@@ -16,6 +16,7 @@
 #include "backends/registry.h"
 #include "backends/split/split_device.h"
 #include "tests/scheduler/profile_test_util.h"
+#include "tests/scheduler/sleep_device.h"
 
 namespace tessera {
 namespace {
@@ -45,70 +46,11 @@ Graph chain() {
   return g;
 }
 
-struct Speed {
-  std::atomic<double> factor{1.0};
-};
-
-class SleepProgram final : public Program {
- public:
-  SleepProgram(std::unique_ptr<Program> inner, double ms, std::shared_ptr<Speed> s)
-      : inner_(std::move(inner)), ms_(ms), speed_(std::move(s)) {}
-  const std::vector<ValueId>& input_values() const override { return inner_->input_values(); }
-  const std::vector<ValueId>& output_values() const override { return inner_->output_values(); }
-
- protected:
-  Status execute(std::span<const Tensor> inputs, std::span<Tensor> outputs,
-                 const RunOptions& options) override {
-    std::this_thread::sleep_for(
-        std::chrono::duration<double, std::milli>(ms_ * speed_->factor.load()));
-    return inner_->run(inputs, outputs, options);
-  }
-
- private:
-  std::unique_ptr<Program> inner_;
-  double ms_;
-  std::shared_ptr<Speed> speed_;
-};
-
-// The reference kernels, after a sleep of kLayerMs per layer's worth of FLOPs. The test names
-// its two sleeping devices cpu:0 (speed a) and cpu:1 (speed b), names a profile can hold.
-class SleepDevice final : public Device {
- public:
-  SleepDevice(std::string name, std::shared_ptr<Speed> speed)
-      : name_(std::move(name)),
-        inner_(open_device("reference").value()),
-        speed_(std::move(speed)) {}
-  const std::string& name() const override { return name_; }
-  std::string description() const override { return "sleeps, then " + inner_->description(); }
-  DeviceInfo info() const override { return inner_->info(); }
-  Capability capabilities(const Graph& g, const Node& n) const override {
-    return inner_->capabilities(g, n);
-  }
-  uint64_t memory_capacity() const override { return inner_->memory_capacity(); }
-  Result<std::unique_ptr<Buffer>> upload(const Tensor& t) override { return inner_->upload(t); }
-  Status download(const Buffer& b, Tensor* t) override { return inner_->download(b, t); }
-
- protected:
-  Result<std::unique_ptr<Program>> compile_program(const Graph& g, std::span<const NodeId> layers,
-                                                   const CompileOptions& o) override {
-    double flops = 0;
-    for (NodeId id : layers) {
-      const Node& n = g.node(id);
-      NodeContext nc(g, n);
-      std::vector<TensorInfo> outs;
-      for (ValueId v : n.outputs) outs.push_back(g.value(v).info);
-      flops += node_cost(nc.ctx(), outs).flops;
-    }
-    ASSIGN_OR_RETURN(std::unique_ptr<Program> p, inner_->compile(g, layers, o));
-    return std::unique_ptr<Program>(
-        new SleepProgram(std::move(p), kLayerMs * flops / kLayerFlops, speed_));
-  }
-
- private:
-  std::string name_;
-  std::unique_ptr<Device> inner_;
-  std::shared_ptr<Speed> speed_;
-};
+// The reference kernels, after a sleep of kLayerMs per layer's worth of FLOPs
+// (tests/scheduler/sleep_device.h). The test names its two sleeping devices cpu:0 (speed a) and
+// cpu:1 (speed b), names a profile can hold.
+using testing::SleepDevice;
+using testing::Speed;
 
 // What the devices measure at speed 1: kLayerMs per layer on both.
 Profile sleep_profile(const LayerGraph& lg) {
@@ -146,8 +88,12 @@ struct Rig {
 
   Rig() {
     DeviceOpener member = [this](const std::string& name) -> Result<std::unique_ptr<Device>> {
-      if (name == "cpu:0") return std::unique_ptr<Device>(new SleepDevice(name, a));
-      if (name == "cpu:1") return std::unique_ptr<Device>(new SleepDevice(name, b));
+      if (name == "cpu:0")
+        return std::unique_ptr<Device>(
+            new SleepDevice(name, SleepDevice::per_flops(kLayerMs, kLayerFlops), a));
+      if (name == "cpu:1")
+        return std::unique_ptr<Device>(
+            new SleepDevice(name, SleepDevice::per_flops(kLayerMs, kLayerFlops), b));
       return not_found("no device " + name);
     };
     eo.open_device = [member](const std::string& name) -> Result<std::unique_ptr<Device>> {
