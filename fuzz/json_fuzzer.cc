@@ -1,6 +1,7 @@
 // libFuzzer targets for the plain-data JSON readers: plan files (scheduler/plan.h), profile
-// files (scheduler/profile.h) and platform files (energy/platform.h). One source, three
-// executables: TESSERA_FUZZ_JSON_KIND is 0 (plan), 1 (profile) or 2 (platform).
+// files (scheduler/profile.h), platform files (energy/platform.h) and cut profiles
+// (scheduler/cut_profile.h). One source, four executables: TESSERA_FUZZ_JSON_KIND is 0 (plan),
+// 1 (profile), 2 (platform) or 3 (cutprofile).
 //
 // Whatever the bytes, the reader must return an error with a message or a value; a value must
 // survive writing and reading again unchanged (write -> read -> write gives the same text), and
@@ -11,11 +12,12 @@
 
 #include "energy/platform.h"
 #include "fuzz/fuzz_graph.h"
+#include "scheduler/cut_profile.h"
 #include "scheduler/plan.h"
 #include "scheduler/profile.h"
 
 #ifndef TESSERA_FUZZ_JSON_KIND
-#error "define TESSERA_FUZZ_JSON_KIND (0 plan, 1 profile, 2 platform)"
+#error "define TESSERA_FUZZ_JSON_KIND (0 plan, 1 profile, 2 platform, 3 cutprofile)"
 #endif
 
 namespace {
@@ -57,6 +59,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 #elif TESSERA_FUZZ_JSON_KIND == 1
   const Result<Profile> profile = Profile::from_json_text(text, "fuzz.profile.json");
   round_trip(profile, [](const std::string& t) { return Profile::from_json_text(t, "again"); });
+#elif TESSERA_FUZZ_JSON_KIND == 3
+  const Result<CutProfile> cuts = CutProfile::from_json_text(text, "fuzz.cuts.json");
+  round_trip(cuts, [](const std::string& t) { return CutProfile::from_json_text(t, "again"); });
+  if (cuts.ok()) {
+    check_refusal(cuts->validate(cuts->num_layers));
+    check_refusal(cuts->validate(cuts->num_layers + 1));
+    for (int c : cuts->cuts) {
+      for (int b : cuts->bits) (void)cuts->find(c, b);
+    }
+  }
 #else
   const Result<Platform> platform = Platform::from_json_text(text, "fuzz.platform.json");
   round_trip(platform, [](const std::string& t) { return Platform::from_json_text(t, "again"); });

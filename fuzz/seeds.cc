@@ -20,6 +20,7 @@
 #include "graph/onnx/onnx_import.h"
 #include "graph/passes.h"
 #include "onnx/onnx_pb.h"
+#include "scheduler/cut_profile.h"
 #include "scheduler/plan.h"
 #include "scheduler/profile.h"
 
@@ -340,6 +341,28 @@ std::string profile_text() {
   return p.to_json_text();
 }
 
+// A cut profile of a 4-layer model: cuts 1 and 3 at 4 and 8 bits, written by its own writer.
+std::string cut_profile_text() {
+  CutProfile c;
+  c.model_name = "seed";
+  c.model_hash = "fnv1a64:0123456789abcdef";
+  c.num_layers = 4;
+  c.device = "cpu";
+  c.choose_inputs = 2;
+  c.report_inputs = 1;
+  c.date = "2026-11-27T00:00:00Z";
+  c.cuts = {1, 3};
+  c.relu = {1, 0};
+  c.bits = {4, 8};
+  for (int cut : c.cuts) {
+    for (int b : c.bits) {
+      c.entries.push_back(
+          {cut, b, 1000.0 * b, 1100.0 * b, 0.01, 0.02, 1.0, 0.05 / b, 1.0, 0.06 / b});
+    }
+  }
+  return c.to_json_text();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -348,7 +371,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string dir = argv[1];
-  for (const char* sub : {"", "/onnx", "/tsr", "/npy", "/plan", "/profile"}) {
+  for (const char* sub : {"", "/onnx", "/tsr", "/npy", "/plan", "/profile", "/cutprofile"}) {
     mkdir((dir + sub).c_str(), 0755);
   }
   for (auto& [name, m] : onnx_models()) {
@@ -378,6 +401,8 @@ int main(int argc, char** argv) {
   }
   const std::string profile = profile_text();
   if (!write_file(dir + "/profile/seed.json", profile.data(), profile.size())) return 1;
+  const std::string cuts = cut_profile_text();
+  if (!write_file(dir + "/cutprofile/seed.json", cuts.data(), cuts.size())) return 1;
   std::printf("%d seeds in %s\n", g_written, dir.c_str());
   return 0;
 }

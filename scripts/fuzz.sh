@@ -6,8 +6,8 @@
 #
 # Targets (fuzz/): tsr (the .tsr reader, then inference, a reference run and save -> load),
 # onnx (the ONNX importer through conversion, the .tsr writer and reader, and a reference run),
-# npy (the .npy reader), plan, profile, platform (the JSON readers), unpack (the packing codec's
-# unpacker), wire (the remote wire protocol's decoder). `all` runs each for SECONDS in turn (CI's
+# npy (the .npy reader), plan, profile, platform, cutprofile (the JSON readers), unpack (the
+# packing codec's unpacker), wire (the remote wire protocol's decoder). `all` runs each for SECONDS in turn (CI's
 # smoke run: scripts/test.sh). For long runs
 # give one target many seconds, e.g. `scripts/fuzz.sh 3600 onnx`; FUZZ_FORK=N runs N processes.
 #
@@ -29,7 +29,7 @@ seconds="${1:-120}"
 which_target="${2:-all}"
 build="${FUZZ_BUILD_DIR:-build-fuzz}"
 jobs="${FUZZ_JOBS:-$(nproc)}"
-all_targets=(tsr onnx npy plan profile platform unpack wire)
+all_targets=(tsr onnx npy plan profile platform cutprofile unpack wire)
 
 if ! command -v clang++ >/dev/null; then
   echo "fuzz.sh: clang++ not found (apt-get install clang)" >&2
