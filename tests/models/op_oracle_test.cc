@@ -106,7 +106,9 @@ TEST(OpOracles, EveryOpMatchesNumpyAndTorch) {
       bool found = false;
       for (const Node& n : g.nodes()) found = found || op_name(n.kind) == c.expect_op;
       EXPECT_TRUE(found) << "no " << c.expect_op << " node after conversion";
-      if (c.expect_op == "Gelu") {
+      // The exported erf and tanh spellings (opset 17) fuse into one Gelu after the Gemm; the
+      // opset-20 cases are one Gelu node already.
+      if (c.expect_op == "Gelu" && c.name.find("pattern") != std::string::npos) {
         EXPECT_EQ(stats.fused_gelus, 1) << stats.to_string();
         EXPECT_EQ(g.num_nodes(), 2) << "Gemm and Gelu";
       }
