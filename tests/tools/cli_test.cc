@@ -203,15 +203,13 @@ TEST(Cli, ConvertPrintsWhatItDidToTheModel) {
 }
 
 TEST(Cli, ConvertGroupsMissingOperatorsByType) {
-  const std::string onnx =
-      write_onnx("missing.onnx", {{"NonMaxSuppression", {"x"}, {"a"}, "nms_a"},
-                                  {"NonMaxSuppression", {"a"}, {"b"}, "nms_b"},
-                                  {"Scan", {"b", "b", "b"}, {"y"}, "scan_c"}});
+  const std::string onnx = write_onnx("missing.onnx", {{"NonMaxSuppression", {"x"}, {"a"}, "nms_a"},
+                                                       {"NonMaxSuppression", {"a"}, {"b"}, "nms_b"},
+                                                       {"Scan", {"b", "b", "b"}, {"y"}, "scan_c"}});
   CommandResult r = run_cli("convert " + onnx + " -o " + temp_path("missing.tsr"));
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(
-      r.output.find("NonMaxSuppression x2 (nodes 'nms_a', 'nms_b'), Scan x1 (node 'scan_c')"),
-      std::string::npos)
+  EXPECT_NE(r.output.find("NonMaxSuppression x2 (nodes 'nms_a', 'nms_b'), Scan x1 (node 'scan_c')"),
+            std::string::npos)
       << r.output;
 }
 
