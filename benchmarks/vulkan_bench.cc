@@ -25,6 +25,7 @@
 #include "backends/registry.h"
 #include "backends/vulkan/vulkan_program.h"
 #include "core/npy.h"
+#include "core/stats.h"
 #include "graph/onnx/onnx_import.h"
 #include "graph/passes.h"
 
@@ -190,12 +191,6 @@ void BM_Model(benchmark::State& state, const std::string& name) {
       return;
     }
   }
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n == 0 ? 0 : (n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
 }
 
 void BM_ModelVsCpu(benchmark::State& state, const std::string& name) {

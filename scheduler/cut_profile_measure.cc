@@ -8,36 +8,13 @@
 #include <map>
 
 #include "backends/remote/packing.h"
+#include "core/stats.h"
 #include "scheduler/cut_profile.h"
 #include "scheduler/fidelity.h"
 
 namespace tessera {
 
 namespace {
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// The nearest-rank 95th percentile.
-double p95(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t rank = static_cast<size_t>(std::ceil(0.95 * static_cast<double>(v.size())));
-  return v[std::max<size_t>(rank, 1) - 1];
-}
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 using Clock = std::chrono::steady_clock;
 
@@ -82,7 +59,7 @@ Result<CutProfile> measure_cut_profile(const LayerGraph& lg, Device& device,
   prof.device = device.name();
   prof.choose_inputs = options.choose_inputs;
   prof.report_inputs = static_cast<int>(inputs.size()) - options.choose_inputs;
-  prof.date = utc_now();
+  prof.date = utc_timestamp();
   prof.cuts = options.cuts;
   if (prof.cuts.empty()) {
     for (int k = 0; k < L; ++k) prof.cuts.push_back(k);
@@ -206,7 +183,7 @@ Result<CutProfile> measure_cut_profile(const LayerGraph& lg, Device& device,
       double sum = 0;
       for (double b : a.bytes) sum += b;
       e.bytes_mean = sum / static_cast<double>(a.bytes.size());
-      e.bytes_p95 = p95(a.bytes);
+      e.bytes_p95 = nearest_rank_percentile(a.bytes, 95);
       e.pack_ms = median(a.pack_ms);
       e.unpack_ms = median(a.unpack_ms);
       const Fidelity fc = a.choose.result(), fr = a.report.result();

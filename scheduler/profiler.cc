@@ -15,6 +15,7 @@
 
 #include "backends/npu/npu_device.h"
 #include "backends/registry.h"
+#include "core/stats.h"
 #include "energy/governor.h"
 #include "energy/meter.h"
 #include "energy/power_model.h"
@@ -28,21 +29,6 @@ using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 // The statistic of the repeats: median, min or mean.
@@ -680,7 +666,7 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
   profile.conditions.repeat = options.repeat;
   profile.conditions.warmup = options.warmup;
   profile.conditions.statistic = options.statistic;
-  profile.conditions.date = utc_now();
+  profile.conditions.date = utc_timestamp();
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) == 0) profile.conditions.host = host;
   profile.conditions.tessera_version = "0.1.0";

@@ -18,6 +18,7 @@
 
 #include "backends/registry.h"
 #include "backends/remote/packing.h"
+#include "core/stats.h"
 #include "graph/layer_graph.h"
 #include "scheduler/cut_profile.h"
 #include "tools/bench_model.h"
@@ -45,11 +46,6 @@ const std::vector<cli::FlagSpec> kPackFlags = {
 };
 
 using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
 
 struct CutFigures {
   int cut = 0;

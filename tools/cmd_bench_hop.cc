@@ -18,6 +18,7 @@
 
 #include "backends/registry.h"
 #include "backends/remote/remote_device.h"
+#include "core/stats.h"
 #include "graph/layer_graph.h"
 #include "scheduler/profile.h"
 #include "tools/bench_model.h"
@@ -41,13 +42,6 @@ const std::vector<cli::FlagSpec> kHopFlags = {
      "largest Ping of the link microbenchmark, KiB (default 4096; slow links: less)"},
     {"--help", "-h", false, false, "show this help"},
 };
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
