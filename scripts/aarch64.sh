@@ -39,7 +39,7 @@ APT_PACKAGES=(
   crossbuild-essential-arm64 qemu-user libc6:arm64 libstdc++6:arm64
   libflatbuffers-dev:arm64 libprotobuf-dev:arm64 libonnx1:arm64 libcpuinfo0:arm64
   libgtest-dev:arm64 libgmock-dev:arm64 libbenchmark-dev:arm64
-  libopenblas-dev:arm64 liblz4-dev:arm64 nlohmann-json3-dev
+  libopenblas-dev:arm64 liblz4-dev:arm64 libzmq3-dev:arm64 cppzmq-dev:arm64 nlohmann-json3-dev
 )
 # Unpacked into $prefix (conflict with their amd64 versions).
 UNPACKED=(libxnnpack0 libxnnpack-dev libpthreadpool0 libpthreadpool-dev libcpuinfo0 libcpuinfo-dev
