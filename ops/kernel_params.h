@@ -64,6 +64,10 @@ struct ReduceParams {
   bool keepdims = true;
 };
 Result<ReduceParams> reduce_mean_params(const OpContext& ctx);
+// The shape inference of ReduceMean, ReduceSum, ReduceMax and ReduceMin: f32 input 0, the
+// dimensions reduce_mean_params reduces dropped (kept as 1 with keepdims), the input's own
+// shape for a no-op.
+Status infer_reduction(const OpContext& ctx, int num_outputs, std::vector<TensorInfo>* outputs);
 
 // LRN: Y = X / (bias + alpha / size * square_sum)^beta over a window of `size` channels.
 struct LrnParams {

@@ -11,8 +11,6 @@
 
 namespace tessera {
 
-namespace {}  // namespace
-
 Result<ReduceParams> reduce_mean_params(const OpContext& ctx) {
   ReduceParams p;
   const Shape& shape = ctx.input(0).shape;
@@ -37,19 +35,8 @@ Result<ReduceParams> reduce_mean_params(const OpContext& ctx) {
   return p;
 }
 
-namespace {
-
-// The shape of the result with reduced dimensions kept as 1.
-Shape kept_shape(const Shape& in, const ReduceParams& p) {
-  Shape s = in;
-  for (int d = 0; d < in.rank(); ++d) {
-    if (p.reduced[static_cast<size_t>(d)]) s[d] = 1;
-  }
-  return s;
-}
-
-Status infer_reduce_mean(const OpContext& ctx, int /*num_outputs*/,
-                         std::vector<TensorInfo>* outputs) {
+Status infer_reduction(const OpContext& ctx, int /*num_outputs*/,
+                       std::vector<TensorInfo>* outputs) {
   RETURN_IF_ERROR(require_f32(ctx, 0));
   ASSIGN_OR_RETURN(ReduceParams p, reduce_mean_params(ctx));
   const Shape& in = ctx.input(0).shape;
@@ -67,6 +54,17 @@ Status infer_reduce_mean(const OpContext& ctx, int /*num_outputs*/,
   }
   outputs->push_back(TensorInfo{DType::kF32, Shape(std::move(dims))});
   return Status();
+}
+
+namespace {
+
+// The shape of the result with reduced dimensions kept as 1.
+Shape kept_shape(const Shape& in, const ReduceParams& p) {
+  Shape s = in;
+  for (int d = 0; d < in.rank(); ++d) {
+    if (p.reduced[static_cast<size_t>(d)]) s[d] = 1;
+  }
+  return s;
 }
 
 OpCost cost_reduce_mean(const OpContext& ctx, std::span<const TensorInfo> outputs) {
@@ -122,7 +120,7 @@ const OpSchema kReduceMeanSchema = {
     .min_outputs = 1,
     .max_outputs = 1,
     .accepts_fused_activation = false,
-    .infer = infer_reduce_mean,
+    .infer = infer_reduction,
     .cost = cost_reduce_mean,
     .reference = reference_reduce_mean,
 };

@@ -16,26 +16,6 @@ namespace tessera {
 
 namespace {
 
-Status infer_reduce(const OpContext& ctx, int /*num_outputs*/, std::vector<TensorInfo>* outputs) {
-  RETURN_IF_ERROR(require_f32(ctx, 0));
-  ASSIGN_OR_RETURN(ReduceParams p, reduce_mean_params(ctx));
-  const Shape& in = ctx.input(0).shape;
-  if (p.noop) {
-    outputs->push_back(ctx.input(0));
-    return Status();
-  }
-  std::vector<int64_t> dims;
-  for (int d = 0; d < in.rank(); ++d) {
-    if (!p.reduced[static_cast<size_t>(d)]) {
-      dims.push_back(in[d]);
-    } else if (p.keepdims) {
-      dims.push_back(1);
-    }
-  }
-  outputs->push_back(TensorInfo{DType::kF32, Shape(std::move(dims))});
-  return Status();
-}
-
 OpCost cost_reduce(const OpContext& ctx, std::span<const TensorInfo> outputs) {
   OpCost c = default_cost(ctx, outputs);
   c.flops = static_cast<double>(ctx.input(0).shape.numel());  // one add/compare per element
@@ -107,7 +87,7 @@ const OpSchema kReduceSumSchema = {
     .min_outputs = 1,
     .max_outputs = 1,
     .accepts_fused_activation = false,
-    .infer = infer_reduce,
+    .infer = infer_reduction,
     .cost = cost_reduce,
     .reference = reference_reduce_sum,
 };
@@ -119,7 +99,7 @@ const OpSchema kReduceMaxSchema = {
     .min_outputs = 1,
     .max_outputs = 1,
     .accepts_fused_activation = false,
-    .infer = infer_reduce,
+    .infer = infer_reduction,
     .cost = cost_reduce,
     .reference = reference_reduce_max,
 };
@@ -131,7 +111,7 @@ const OpSchema kReduceMinSchema = {
     .min_outputs = 1,
     .max_outputs = 1,
     .accepts_fused_activation = false,
-    .infer = infer_reduce,
+    .infer = infer_reduction,
     .cost = cost_reduce,
     .reference = reference_reduce_min,
 };
