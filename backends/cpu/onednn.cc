@@ -173,6 +173,36 @@ memory::dims dims_of(std::initializer_list<int64_t> d) {
   return memory::dims(d.begin(), d.end());
 }
 
+// The weight dims of a 2-D convolution: [cout, cin/g, kh, kw], or [g, cout/g, cin/g, kh, kw]
+// when grouped (goihw).
+memory::dims conv_weight_dims(const ConvSetup& s) {
+  return s.group > 1 ? dims_of({s.group, s.cout / s.group, s.cin_g, s.kh, s.kw})
+                     : dims_of({s.cout, s.cin_g, s.kh, s.kw});
+}
+
+memory::desc conv_bias_desc(const ConvSetup& s) {
+  return memory::desc(dims_of({s.cout}), memory::data_type::f32, memory::format_tag::x);
+}
+
+// The inference convolution of `s` (its geometry, an f32 bias when it has one) from `src` to
+// `dst`, with weights of type `weights` in the layout the implementation picks. Shared by the
+// bf16 and int8 kernels; throws dnnl::error like the constructors it calls.
+dnnl::convolution_forward::desc conv_desc(const ConvSetup& s, const memory::desc& src,
+                                          memory::data_type weights, const memory::desc& dst) {
+  const WindowGeometry& g = s.geo;
+  const memory::desc w_any(conv_weight_dims(s), weights, memory::format_tag::any);
+  const memory::dims strides = dims_of({g.strides[0], g.strides[1]});
+  const memory::dims dil = dims_of({g.dilations[0] - 1, g.dilations[1] - 1});
+  const memory::dims pl = dims_of({g.pads_begin[0], g.pads_begin[1]});
+  const memory::dims pr = dims_of({g.pads_end[0], g.pads_end[1]});
+  const auto prop = dnnl::prop_kind::forward_inference;
+  const auto direct = dnnl::algorithm::convolution_direct;
+  return s.bias != nullptr
+             ? dnnl::convolution_forward::desc(prop, direct, src, w_any, conv_bias_desc(s), dst,
+                                               strides, dil, pl, pr)
+             : dnnl::convolution_forward::desc(prop, direct, src, w_any, dst, strides, dil, pl, pr);
+}
+
 // Conv: NHWC bf16 in and out, weights reordered to the implementation's format at build time.
 class ConvKernel final : public OneDnnKernel {
  public:
@@ -201,23 +231,10 @@ class ConvKernel final : public OneDnnKernel {
     attr.set_post_ops(ops);
     const memory::desc src_md(dims_of({x[0], s.cin, x[2], x[3]}), dt::bf16, tag::nhwc);
     const bool grouped = s.group > 1;
-    const memory::dims wdims = grouped ? dims_of({s.group, s.cout / s.group, s.cin_g, s.kh, s.kw})
-                                       : dims_of({s.cout, s.cin_g, s.kh, s.kw});
-    const memory::desc w_any(wdims, dt::bf16, tag::any);
-    const memory::desc bias_md(dims_of({s.cout}), dt::f32, tag::x);
-    const memory::dims strides = dims_of({g.strides[0], g.strides[1]});
-    const memory::dims dil = dims_of({g.dilations[0] - 1, g.dilations[1] - 1});
-    const memory::dims pl = dims_of({g.pads_begin[0], g.pads_begin[1]});
-    const memory::dims pr = dims_of({g.pads_end[0], g.pads_end[1]});
+    const memory::dims wdims = conv_weight_dims(s);
+    const memory::desc bias_md = conv_bias_desc(s);
     RETURN_IF_ERROR(guarded(what_, [&] {
-      const dnnl::convolution_forward::desc d =
-          s.bias != nullptr
-              ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                dnnl::algorithm::convolution_direct, src_md, w_any,
-                                                bias_md, dst_md, strides, dil, pl, pr)
-              : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                dnnl::algorithm::convolution_direct, src_md, w_any,
-                                                dst_md, strides, dil, pl, pr);
+      const dnnl::convolution_forward::desc d = conv_desc(s, src_md, dt::bf16, dst_md);
       pd_ = dnnl::convolution_forward::primitive_desc(d, attr, cpu_engine());
       prim_ = dnnl::convolution_forward(pd_);
       own_scratchpad(pd_);
@@ -570,23 +587,10 @@ class Int8ConvKernel final : public OneDnnKernel {
     const memory::desc dst_md(dims_of({x[0], s.cout, g.output[0], g.output[1]}), int8_type(out_),
                               tag::nhwc);
     const bool grouped = s.group > 1;
-    const memory::dims wdims = grouped ? dims_of({s.group, s.cout / s.group, s.cin_g, s.kh, s.kw})
-                                       : dims_of({s.cout, s.cin_g, s.kh, s.kw});
-    const memory::desc w_any(wdims, dt::s8, tag::any);
-    const memory::desc bias_md(dims_of({s.cout}), dt::f32, tag::x);
-    const memory::dims strides = dims_of({g.strides[0], g.strides[1]});
-    const memory::dims dil = dims_of({g.dilations[0] - 1, g.dilations[1] - 1});
-    const memory::dims pl = dims_of({g.pads_begin[0], g.pads_begin[1]});
-    const memory::dims pr = dims_of({g.pads_end[0], g.pads_end[1]});
+    const memory::dims wdims = conv_weight_dims(s);
+    const memory::desc bias_md = conv_bias_desc(s);
     RETURN_IF_ERROR(guarded(what_, [&] {
-      const dnnl::convolution_forward::desc d =
-          s.bias != nullptr
-              ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                dnnl::algorithm::convolution_direct, src_md, w_any,
-                                                bias_md, dst_md, strides, dil, pl, pr)
-              : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                dnnl::algorithm::convolution_direct, src_md, w_any,
-                                                dst_md, strides, dil, pl, pr);
+      const dnnl::convolution_forward::desc d = conv_desc(s, src_md, dt::s8, dst_md);
       pd_ = dnnl::convolution_forward::primitive_desc(d, attr, cpu_engine());
       prim_ = dnnl::convolution_forward(pd_);
       own_scratchpad(pd_);
