@@ -13,6 +13,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/shape.h"
 #include "core/status.h"
 #include "graph/graph.h"
 
@@ -80,13 +81,24 @@ inline bool within_bounds(const Graph& g, const RunBounds& bounds) {
   if (g.parameter_bytes() > bounds.max_constant_bytes) return false;
   uint64_t activations = 0;
   double flops = 0;
-  for (ValueId v : g.inputs()) activations += g.value(v).info.byte_size();
+  // Sums byte sizes without wrapping: a shape whose size overflows counts as over the bound.
+  auto add_bytes = [&](const TensorInfo& info) {
+    const Result<uint64_t> bytes = checked_byte_size(info.shape, info.dtype);
+    if (!bytes.ok() || *bytes > bounds.max_activation_bytes) return false;
+    activations += *bytes;
+    return activations <= bounds.max_activation_bytes;
+  };
+  // The inputs are allocated even when no node reads them (a graph of no nodes whose output is
+  // its input), so they are bounded before the first node.
+  for (ValueId v : g.inputs()) {
+    if (!g.value(v).has_info || !add_bytes(g.value(v).info)) return false;
+  }
   for (const Node& n : g.nodes()) {
     std::vector<TensorInfo> outs;
     for (ValueId v : n.outputs) {
       if (!g.value(v).has_info) return false;
       outs.push_back(g.value(v).info);
-      activations += g.value(v).info.byte_size();
+      if (!add_bytes(g.value(v).info)) return false;
     }
     NodeContext nc(g, n);
     flops += node_cost(nc.ctx(), outs).flops;

@@ -262,6 +262,12 @@ std::vector<std::pair<std::string, Model>> onnx_models() {
     m.output("y");
     out.emplace_back("grouped_conv", std::move(m));
   }
+  {  // no nodes: the output is a 4 GiB input, which the runner must not allocate
+    Model m;
+    m.input("x", {1, 1 << 30});
+    m.output("x");
+    out.emplace_back("no_nodes_big_input", std::move(m));
+  }
   return out;
 }
 
