@@ -79,8 +79,9 @@ int set_input(tessera_session* session, const char* name, tessera::DType dtype, 
   if (index == descs.size()) return fail("the model has no input '" + std::string(name) + "'");
   const tessera::TensorDesc& d = descs[index];
   if (dtype != d.dtype || !(s == d.shape)) {
-    return fail("input '" + d.name + "' expects " + tessera::dtype_name(d.dtype) +
-                d.shape.to_string() + ", got " + tessera::dtype_name(dtype) + s.to_string());
+    return fail("input " + tessera::quote_name(d.name) + " expects " +
+                tessera::dtype_name(d.dtype) + d.shape.to_string() + ", got " +
+                tessera::dtype_name(dtype) + s.to_string());
   }
   auto t = tessera::Tensor::create(dtype, s);
   if (!t.ok()) return fail(t.status());
@@ -92,7 +93,8 @@ int set_input(tessera_session* session, const char* name, tessera::DType dtype, 
 int check_inputs_set(const tessera_session* session) {
   for (size_t i = 0; i < session->inputs.size(); ++i) {
     if (!session->inputs[i].defined()) {
-      return fail("input '" + session->session->model().inputs()[i].name + "' was not set");
+      return fail("input " + tessera::quote_name(session->session->model().inputs()[i].name) +
+                  " was not set");
     }
   }
   return 0;
@@ -192,13 +194,16 @@ int tessera_model_import_onnx_shapes(const char* path, const tessera_input_shape
       const tessera_input_shape& s = shapes[i];
       const std::string entry = std::string(kWhere) + ": shapes[" + std::to_string(i) + "]";
       if (s.name == nullptr) return fail(entry + " has no name");
-      if (s.dims == nullptr && s.rank > 0) return fail(entry + " ('" + s.name + "') has no dims");
+      if (s.dims == nullptr && s.rank > 0)
+        return fail(entry + " (" + tessera::quote_name(s.name) + ") has no dims");
       if (s.rank > static_cast<size_t>(tessera::kMaxRank)) {
-        return fail(entry + " ('" + s.name + "') has rank " + std::to_string(s.rank) +
-                    ", over the limit " + std::to_string(tessera::kMaxRank));
+        return fail(entry + " (" + tessera::quote_name(s.name) + ") has rank " +
+                    std::to_string(s.rank) + ", over the limit " +
+                    std::to_string(tessera::kMaxRank));
       }
       if (!given.emplace(s.name, std::vector<int64_t>(s.dims, s.dims + s.rank)).second) {
-        return fail(entry + ": a shape for input '" + s.name + "' was already given");
+        return fail(entry + ": a shape for input " + tessera::quote_name(s.name) +
+                    " was already given");
       }
     }
     // The importer checks every size (each dim, the batch) and names what is wrong.
@@ -251,7 +256,7 @@ int describe(const char* where, const tessera_model* model, bool input, size_t i
     const tessera::TensorDesc& d = descs[i];
     const size_t r = static_cast<size_t>(d.shape.rank());
     if (r > max_rank) {
-      return fail(std::string(where) + ": '" + d.name + "' has rank " +
+      return fail(std::string(where) + ": " + tessera::quote_name(d.name) + " has rank " +
                   std::to_string(d.shape.rank()) + ", more than max_rank " +
                   std::to_string(max_rank));
     }

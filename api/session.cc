@@ -147,8 +147,9 @@ Status Session::set_input(const std::string& name, const Tensor& tensor) {
   for (size_t i = 0; i < descs.size(); ++i) {
     if (descs[i].name != name) continue;
     if (tensor.dtype() != descs[i].dtype || tensor.shape() != descs[i].shape) {
-      return invalid_argument("input '" + name + "' expects " + dtype_name(descs[i].dtype) +
-                              descs[i].shape.to_string() + ", got " + tensor.describe());
+      return invalid_argument("input " + quote_name(name) + " expects " +
+                              dtype_name(descs[i].dtype) + descs[i].shape.to_string() + ", got " +
+                              tensor.describe());
     }
     std::lock_guard<std::mutex> lk(impl_->mu);
     impl_->inputs[i] = tensor;
@@ -156,8 +157,8 @@ Status Session::set_input(const std::string& name, const Tensor& tensor) {
     return Status();
   }
   std::string names;
-  for (const TensorDesc& d : descs) names += (names.empty() ? "" : ", ") + d.name;
-  return not_found("the model has no input '" + name + "' (inputs: " + names + ")");
+  for (const TensorDesc& d : descs) names += (names.empty() ? "" : ", ") + quote_name(d.name);
+  return not_found("the model has no input " + quote_name(name) + " (inputs: " + names + ")");
 }
 
 Status Session::run() {
@@ -165,7 +166,7 @@ Status Session::run() {
   std::lock_guard<std::mutex> lk(impl.mu);
   for (size_t i = 0; i < impl.inputs.size(); ++i) {
     if (!impl.input_set[i]) {
-      return failed_precondition("input '" + model_->inputs()[i].name + "' was not set");
+      return failed_precondition("input " + quote_name(model_->inputs()[i].name) + " was not set");
     }
   }
   return impl.executor->run(impl.inputs, &impl.outputs);
@@ -203,7 +204,7 @@ Result<Tensor> Session::output(const std::string& name) const {
     if (i >= impl_->outputs.size()) return failed_precondition("run() has not completed yet");
     return impl_->outputs[i];
   }
-  return not_found("the model has no output '" + name + "'");
+  return not_found("the model has no output " + quote_name(name));
 }
 
 }  // namespace tessera

@@ -120,8 +120,8 @@ Status check_compile_memory(const Graph& g, std::span<const NodeId> layers, uint
 Result<std::unique_ptr<Program>> Device::compile(const Graph& g, std::span<const NodeId> layers,
                                                  const CompileOptions& options) {
   if (!has_precision(options.precision)) {
-    return unimplemented("device '" + name() + "' has no " + precision_name(options.precision) +
-                         " kernels");
+    return unimplemented("device " + quote_name(name()) + " has no " +
+                         precision_name(options.precision) + " kernels");
   }
   Status budget =
       check_compile_memory(g, layers, options.memory_budget,
@@ -136,7 +136,7 @@ Result<std::unique_ptr<Program>> Device::compile(const Graph& g, std::span<const
 }
 
 std::string with_node_prefix(const Node& node, const std::string& message) {
-  const std::string prefix = "node '" + node.name + "' (" + op_name(node.kind) + "): ";
+  const std::string prefix = "node " + quote_name(node.name) + " (" + op_name(node.kind) + "): ";
   if (message.compare(0, prefix.size(), prefix) == 0) return message;
   return prefix + message;
 }
@@ -144,9 +144,9 @@ std::string with_node_prefix(const Node& node, const std::string& message) {
 Status check_capabilities(const Device& device, const Graph& g, std::span<const NodeId> layers) {
   for (NodeId n : layers) {
     if (n < 0 || n >= g.num_nodes()) {
-      return invalid_argument("device '" + device.name() + "': layer id " + std::to_string(n) +
-                              " out of range (the graph has " + std::to_string(g.num_nodes()) +
-                              " nodes)");
+      return invalid_argument("device " + quote_name(device.name()) + ": layer id " +
+                              std::to_string(n) + " out of range (the graph has " +
+                              std::to_string(g.num_nodes()) + " nodes)");
     }
   }
   std::string missing;
@@ -160,8 +160,8 @@ Status check_capabilities(const Device& device, const Graph& g, std::span<const 
     }
   }
   if (count == 0) return Status();
-  return unimplemented("device '" + device.name() + "' cannot run " + std::to_string(count) +
-                       " layer(s): " + missing);
+  return unimplemented("device " + quote_name(device.name()) + " cannot run " +
+                       std::to_string(count) + " layer(s): " + missing);
 }
 
 }  // namespace tessera

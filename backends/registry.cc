@@ -38,13 +38,13 @@ Result<std::unique_ptr<Device>> open_device(const std::string& name) {
   }
   ASSIGN_OR_RETURN(DeviceName d, parse_device_name(name));
   if (d.precision != Precision::kF32 && d.kind != "cpu") {
-    return unimplemented("device '" + name + "': precision " + precision_name(d.precision) +
-                         " is offered by cpu devices only");
+    return unimplemented("device " + quote_name(name) + ": precision " +
+                         precision_name(d.precision) + " is offered by cpu devices only");
   }
   for (const Backend* b : kBackends) {
     if (d.kind == b->kind) return b->open(d);
   }
-  return not_found("device '" + name + "': the " + d.kind +
+  return not_found("device " + quote_name(name) + ": the " + d.kind +
                    " backend is not available in this build (run `tessera devices` to list the "
                    "devices this machine offers)");
 }

@@ -209,7 +209,7 @@ Result<Tensor> parse_npy(std::span<const uint8_t> bytes) {
 
 Result<Tensor> read_npy(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
-  if (!f) return not_found("cannot open '" + path + "'");
+  if (!f) return not_found("cannot open " + quote_name(path));
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   Result<Tensor> t = parse_npy(bytes);
   if (!t.ok()) return t.status().with_context(path);
@@ -218,7 +218,7 @@ Result<Tensor> read_npy(const std::string& path) {
 
 Status write_npy(const std::string& path, const Tensor& t) {
   std::string header =
-      "{'descr': '" + npy_descr(t.dtype()) + "', 'fortran_order': False, 'shape': (";
+      "{'descr': " + quote_name(npy_descr(t.dtype())) + ", 'fortran_order': False, 'shape': (";
   for (int i = 0; i < t.rank(); ++i) {
     header += std::to_string(t.dim(i));
     if (t.rank() == 1 || i + 1 < t.rank()) header += ",";
@@ -232,7 +232,7 @@ Status write_npy(const std::string& path, const Tensor& t) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return io_error("cannot write '" + path + "'");
+    if (!f) return io_error("cannot write " + quote_name(path));
     f.write(kMagic, 6);
     const char version[2] = {1, 0};
     f.write(version, 2);
@@ -241,10 +241,10 @@ Status write_npy(const std::string& path, const Tensor& t) {
     f.write(lenb, 2);
     f.write(header.data(), static_cast<std::streamsize>(header.size()));
     f.write(static_cast<const char*>(t.raw()), static_cast<std::streamsize>(t.byte_size()));
-    if (!f) return io_error("write to '" + path + "' failed");
+    if (!f) return io_error("write to " + quote_name(path) + " failed");
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    return io_error("cannot rename onto '" + path + "'");
+    return io_error("cannot rename onto " + quote_name(path));
   return Status();
 }
 

@@ -178,7 +178,7 @@ Result<int> devfreq_current_mhz(const std::string& root, const std::string& devf
 Result<int> current_mhz(const std::string& root, const PlatformDevice& d) {
   if (!d.cpufreq_policy.empty()) return cpufreq_current_mhz(root, d.cpufreq_policy);
   if (!d.devfreq.empty()) return devfreq_current_mhz(root, d.devfreq);
-  return not_found("device '" + d.device + "' names no cpufreq policy or devfreq device");
+  return not_found("device " + quote_name(d.device) + " names no cpufreq policy or devfreq device");
 }
 
 // ---- power traces ----

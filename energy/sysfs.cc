@@ -42,9 +42,9 @@ Result<int64_t> read_int(const std::string& path) {
   try {
     v = std::stoll(s, &pos);
   } catch (...) {
-    return invalid_argument(path + ": '" + s + "' is not an integer");
+    return invalid_argument(path + ": " + quote_name(s) + " is not an integer");
   }
-  if (pos != s.size()) return invalid_argument(path + ": '" + s + "' is not an integer");
+  if (pos != s.size()) return invalid_argument(path + ": " + quote_name(s) + " is not an integer");
   return v;
 }
 
@@ -60,7 +60,8 @@ Result<std::vector<int64_t>> read_ints(const std::string& path) {
     } catch (...) {
       pos = 0;
     }
-    if (pos != tok.size()) return invalid_argument(path + ": '" + tok + "' is not an integer");
+    if (pos != tok.size())
+      return invalid_argument(path + ": " + quote_name(tok) + " is not an integer");
   }
   return out;
 }
@@ -72,7 +73,7 @@ Status write_string(const std::string& path, const std::string& value) {
   }
   out << value;
   out.close();
-  if (!out) return failed_precondition(path + ": write of '" + value + "' refused");
+  if (!out) return failed_precondition(path + ": write of " + quote_name(value) + " refused");
   return Status();
 }
 
@@ -106,7 +107,7 @@ Result<std::vector<int>> parse_cpu_list(const std::string& text) {
         for (int c = lo; c <= hi; ++c) cpus.push_back(c);
       }
     } catch (...) {
-      return invalid_argument("'" + text + "' is not a CPU list such as 0-3,6");
+      return invalid_argument(quote_name(text) + " is not a CPU list such as 0-3,6");
     }
   }
   std::sort(cpus.begin(), cpus.end());

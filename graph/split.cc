@@ -7,7 +7,7 @@ namespace tessera {
 namespace {
 
 std::string with_prefix_of(const Node& n) {
-  return "node '" + n.name + "' (" + op_name(n.kind) + "): ";
+  return "node " + quote_name(n.name) + " (" + op_name(n.kind) + "): ";
 }
 
 }  // namespace

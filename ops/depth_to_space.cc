@@ -32,7 +32,7 @@ Result<BlockParams> block_params(const OpContext& ctx, bool to_space) {
   if (to_space) {
     ASSIGN_OR_RETURN(std::string mode, string_attr(ctx, "mode", "DCR"));
     if (mode != "DCR" && mode != "CRD") {
-      return ctx.error("mode '" + mode + "' must be DCR or CRD");
+      return ctx.error("mode " + quote_name(mode) + " must be DCR or CRD");
     }
     p.crd = mode == "CRD";
     if (x[1] % (p.b * p.b) != 0) {

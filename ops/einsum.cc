@@ -54,9 +54,9 @@ Result<EinsumPlan> einsum_plan(const OpContext& ctx) {
     const Shape& s = ctx.input(t).shape;
     const std::string& term = p.terms[t];
     if (static_cast<int>(term.size()) != s.rank()) {
-      return ctx.error(quoted + ": operand " + std::to_string(t) + " '" + term + "' has " +
-                       std::to_string(term.size()) + " indices but input " + std::to_string(t) +
-                       " has shape " + s.to_string());
+      return ctx.error(quoted + ": operand " + std::to_string(t) + " " + quote_name(term) +
+                       " has " + std::to_string(term.size()) + " indices but input " +
+                       std::to_string(t) + " has shape " + s.to_string());
     }
     for (size_t k = 0; k < term.size(); ++k) {
       const char c = term[k];

@@ -24,7 +24,7 @@ Result<RecurrentDims> recurrent_dims(const OpContext& ctx, int gates,
   } else if (dir == "reverse") {
     d.reverse = true;
   } else if (dir != "forward") {
-    return ctx.error("direction '" + dir + "' must be forward, reverse or bidirectional");
+    return ctx.error("direction " + quote_name(dir) + " must be forward, reverse or bidirectional");
   }
   ASSIGN_OR_RETURN(int64_t layout, int_attr(ctx, "layout", 0));
   if (layout != 0) {
@@ -46,7 +46,7 @@ Result<RecurrentDims> recurrent_dims(const OpContext& ctx, int gates,
     for (char c : want)
       want_lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
     if (got != want_lower) {
-      return ctx.unsupported("activations '" + acts + "': only the defaults (" + want +
+      return ctx.unsupported("activations " + quote_name(acts) + ": only the defaults (" + want +
                              ") are supported");
     }
     if (ctx.attrs().has("activation_alpha") || ctx.attrs().has("activation_beta")) {

@@ -94,13 +94,13 @@ py::dtype numpy_dtype(DType d) {
 // that dtype as NumPy would (e.g. float64 -> float32), and its shape must match when given.
 Tensor to_tensor(const py::handle& obj, const TensorDesc& want) {
   py::array array = py::array::ensure(obj, py::array::c_style | py::array::forcecast);
-  if (!array) throw py::value_error("input '" + want.name + "' is not an array");
+  if (!array) throw py::value_error("input " + quote_name(want.name) + " is not an array");
   array = py::array::ensure(array.attr("astype")(numpy_dtype(want.dtype)), py::array::c_style);
   std::vector<int64_t> dims(array.shape(), array.shape() + array.ndim());
   Shape shape(dims);
   if (shape != want.shape) {
-    throw py::value_error("input '" + want.name + "' expects shape " + want.shape.to_string() +
-                          ", got " + shape.to_string());
+    throw py::value_error("input " + quote_name(want.name) + " expects shape " +
+                          want.shape.to_string() + ", got " + shape.to_string());
   }
   Tensor t = unwrap(Tensor::create(want.dtype, shape));
   std::memcpy(t.raw(), array.data(), t.byte_size());
@@ -121,7 +121,7 @@ std::vector<Tensor> to_inputs(const Model& model, const py::object& inputs) {
   if (py::isinstance<py::dict>(inputs)) {
     py::dict d = inputs.cast<py::dict>();
     for (const TensorDesc& desc : descs) {
-      if (!d.contains(desc.name)) throw py::value_error("missing input '" + desc.name + "'");
+      if (!d.contains(desc.name)) throw py::value_error("missing input " + quote_name(desc.name));
       out.push_back(to_tensor(d[py::str(desc.name)], desc));
     }
     if (d.size() != descs.size()) {
@@ -129,7 +129,7 @@ std::vector<Tensor> to_inputs(const Model& model, const py::object& inputs) {
         const std::string name = py::str(item.first);
         bool known = false;
         for (const TensorDesc& desc : descs) known = known || desc.name == name;
-        if (!known) throw py::value_error("the model has no input '" + name + "'");
+        if (!known) throw py::value_error("the model has no input " + quote_name(name));
       }
     }
     return out;
@@ -218,15 +218,16 @@ std::map<std::string, std::vector<int64_t>> to_input_shapes(const py::object& sh
     }
     const std::string name = item.first.cast<std::string>();
     if (!py::isinstance<py::sequence>(item.second) || py::isinstance<py::str>(item.second)) {
-      throw py::value_error("shapes['" + name + "']: expected a sequence of ints, got " +
+      throw py::value_error("shapes[" + quote_name(name) + "]: expected a sequence of ints, got " +
                             std::string(py::repr(item.second)));
     }
     std::vector<int64_t> dims;
     for (py::handle d : item.second.cast<py::sequence>()) {
       // Python ints and NumPy integers; a float or a bool is a mistake, not a size.
       if (py::isinstance<py::bool_>(d) || !py::hasattr(d, "__index__")) {
-        throw py::value_error("shapes['" + name + "']: dimension " + std::to_string(dims.size()) +
-                              " (" + std::string(py::repr(d)) + ") is not an integer");
+        throw py::value_error("shapes[" + quote_name(name) + "]: dimension " +
+                              std::to_string(dims.size()) + " (" + std::string(py::repr(d)) +
+                              ") is not an integer");
       }
       dims.push_back(py::cast<int64_t>(d.attr("__index__")()));
     }

@@ -34,7 +34,7 @@ Result<SdfGraph> build_sdf(const LayerGraph& lg) {
       if (it == producer.end()) continue;  // a graph input
       const Value& val = g.value(v);
       if (!val.has_info) {
-        return invalid_argument("dataflow: tensor '" + val.name + "' (read by layer " +
+        return invalid_argument("dataflow: tensor " + quote_name(val.name) + " (read by layer " +
                                 std::to_string(l) + " '" + lg.layer(l).name +
                                 "') has no shape; run shape inference first");
       }

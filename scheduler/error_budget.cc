@@ -64,11 +64,11 @@ Result<double> profiled_layer_error(const Profile& profile, const std::string& d
                             std::to_string(profile.num_layers()) + " layers)");
   }
   const DeviceProfile* d = profile.find(device);
-  if (d == nullptr) return not_found("device '" + device + "' is not in the profile");
+  if (d == nullptr) return not_found("device " + quote_name(device) + " is not in the profile");
   const auto l = static_cast<size_t>(layer);
   if (l < d->layer_error.size() && d->layer_error[l]) return error_gain(*d) * *d->layer_error[l];
   if (!reduced_precision(device)) return 0.0;
-  return failed_precondition("device '" + device + "' has no measured error for layer " +
+  return failed_precondition("device " + quote_name(device) + " has no measured error for layer " +
                              std::to_string(layer) + " (" + profile.layers[l].name +
                              "): profile the model again with this tessera");
 }
@@ -159,7 +159,7 @@ Result<ErrorBound> bound_profile_error(Profile* profile, double max_error) {
       why = "no measured error against f32 (profile the model again with this tessera)";
     } else {
       why = "relative L2 error " + number(error_gain(d) * *d.layer_error[li]) +
-            " does not fit the error bound " + number(max_error) + "";
+            " does not fit the error bound " + number(max_error);
     }
     d.unsupported[l] = why;
     ++out.refused;

@@ -28,8 +28,8 @@ Result<std::vector<int>> parse_cut_list(const std::string& spec, int lo, int hi,
     char* end = nullptr;
     const long k = std::strtol(s.c_str(), &end, 10);
     if (s.empty() || *end != '\0' || k < lo || k > hi) {
-      return invalid_argument(flag + ": '" + s + "' is no cut (" + std::to_string(lo) + ".." +
-                              std::to_string(hi) + ")");
+      return invalid_argument(flag + ": " + quote_name(s) + " is no cut (" + std::to_string(lo) +
+                              ".." + std::to_string(hi) + ")");
     }
     cuts.push_back(static_cast<int>(k));
   }
@@ -51,7 +51,7 @@ Result<std::vector<Tensor>> bench_inputs(const Model& model, const std::vector<s
     if (!files.empty()) {
       ASSIGN_OR_RETURN(Tensor t, read_npy(files[i]));
       if (t.dtype() != descs[i].dtype || t.shape() != descs[i].shape) {
-        return invalid_argument(files[i] + ": input '" + descs[i].name + "' expects " +
+        return invalid_argument(files[i] + ": input " + quote_name(descs[i].name) + " expects " +
                                 dtype_name(descs[i].dtype) + descs[i].shape.to_string() +
                                 ", the file holds " + t.describe());
       }

@@ -36,10 +36,11 @@ Status require_calibration(const std::vector<std::string>& devices,
     if (const size_t at = name.find('@'); at != std::string::npos) name.resize(at);
     const Result<DeviceName> parsed = parse_device_name(name);
     if (!parsed.ok() || parsed->precision != Precision::kInt8) continue;
-    return failed_precondition(
-        "device '" + d + "' computes in int8 and needs the model's activation ranges, but " +
-        CalibrationTable::default_path(model_path) + " does not exist: run `tessera calibrate " +
-        model_path + " -i INPUTS` (or name a table with " + flag + " FILE)");
+    return failed_precondition("device " + quote_name(d) +
+                               " computes in int8 and needs the model's activation ranges, but " +
+                               CalibrationTable::default_path(model_path) +
+                               " does not exist: run `tessera calibrate " + model_path +
+                               " -i INPUTS` (or name a table with " + flag + " FILE)");
   }
   return Status();
 }

@@ -29,7 +29,7 @@ Result<int> Args::get_int(const std::string& name, int def, int min, int max) co
   const long x = std::strtol(v.c_str(), &end, 10);
   if (v.empty() || *end != '\0' || x < min || x > max) {
     return invalid_argument(name + " expects an integer in [" + std::to_string(min) + ", " +
-                            std::to_string(max) + "], got '" + v + "'");
+                            std::to_string(max) + "], got " + quote_name(v));
   }
   return static_cast<int>(x);
 }
@@ -39,7 +39,7 @@ Result<double> parse_double(const std::string& what, const std::string& text) {
   char* end = nullptr;
   const double x = std::strtod(text.c_str(), &end);
   if (text.empty() || *end != '\0' || errno != 0 || !std::isfinite(x)) {
-    return invalid_argument(what + " expects a number, got '" + text + "'");
+    return invalid_argument(what + " expects a number, got " + quote_name(text));
   }
   return x;
 }
@@ -76,7 +76,8 @@ Result<Args> parse(int argc, char** argv, int first, const std::vector<FlagSpec>
     for (const FlagSpec& s : specs) {
       if (s.name == key || (!s.alias.empty() && s.alias == key)) spec = &s;
     }
-    if (spec == nullptr) return invalid_argument("unknown option '" + key + "' (see --help)");
+    if (spec == nullptr)
+      return invalid_argument("unknown option " + quote_name(key) + " (see --help)");
     if (spec->takes_value) {
       if (!has_value) {
         if (i + 1 >= argc) return invalid_argument("option " + spec->name + " needs a value");
@@ -164,15 +165,16 @@ Status parse_shape_flag(const std::string& flag, std::map<std::string, std::vect
     char* end = nullptr;
     const long long v = part.empty() ? 0 : std::strtoll(part.c_str(), &end, 10);
     if (part.empty() || *end != '\0' || v < 1) {
-      return invalid_argument("--shape '" + flag + "': dimension " + std::to_string(dims.size()) +
-                              " ('" + part + "') is not a positive integer");
+      return invalid_argument("--shape " + quote_name(flag) + ": dimension " +
+                              std::to_string(dims.size()) + " (" + quote_name(part) +
+                              ") is not a positive integer");
     }
     dims.push_back(v);
     if (x == std::string::npos) break;
     start = x + 1;
   }
   if (!out->emplace(name, std::move(dims)).second)
-    return invalid_argument("--shape given twice for input '" + name + "'");
+    return invalid_argument("--shape given twice for input " + quote_name(name));
   return Status();
 }
 

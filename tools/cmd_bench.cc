@@ -201,8 +201,8 @@ int cmd_bench_pack(int argc, char** argv) {
       for (ValueId v : (*program)->input_values()) {
         auto it = values.find(v);
         if (it == values.end()) {
-          return report_error("bench pack",
-                              internal_error("tensor '" + g.value(v).name + "' was not computed"));
+          return report_error("bench pack", internal_error("tensor " + quote_name(g.value(v).name) +
+                                                           " was not computed"));
         }
         in.push_back(it->second);
       }

@@ -68,7 +68,8 @@ int cmd_bench_cuts(int argc, char** argv) {
       const long v = std::strtol(b.c_str(), &end, 10);
       if (b.empty() || *end != '\0' || v < 2 || v > 16 ||
           !pack_bits_supported(static_cast<int>(v))) {
-        return report_error(cmd, invalid_argument("--bits: '" + b + "' is not 2..8 or 16"));
+        return report_error(cmd,
+                            invalid_argument("--bits: " + quote_name(b) + " is not 2..8 or 16"));
       }
       o.bits.push_back(static_cast<int>(v));
     }
@@ -113,8 +114,8 @@ int cmd_bench_cuts(int argc, char** argv) {
     if (parts.size() != 2 || *e1 != '\0' || *e2 != '\0' || k < 1 || k > 10000 || !(sigma > 0) ||
         !std::isfinite(sigma)) {
       return report_error(cmd, invalid_argument("--jitter: expected K,SIGMA (K 1..10000, SIGMA "
-                                                "> 0), got '" +
-                                                args->get("--jitter") + "'"));
+                                                "> 0), got " +
+                                                quote_name(args->get("--jitter"))));
     }
     std::normal_distribution<float> noise(0.0f, static_cast<float>(sigma));
     const size_t base = frames.size();

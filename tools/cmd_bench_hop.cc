@@ -202,7 +202,7 @@ int cmd_bench_hop(int argc, char** argv) {
       auto it = values.find(v);
       if (it == values.end()) {
         return report_error("bench hop",
-                            internal_error("'" + g.value(v).name + "' was not computed"));
+                            internal_error(quote_name(g.value(v).name) + " was not computed"));
       }
       in.push_back(it->second);
     }

@@ -80,8 +80,9 @@ Status calibrate_command(const cli::Args& args) {
   for (const std::string& f : files) {
     ASSIGN_OR_RETURN(Tensor t, read_npy(f));
     if (t.dtype() != d.dtype || t.shape() != d.shape) {
-      return invalid_argument(f + ": input '" + d.name + "' expects " + dtype_name(d.dtype) +
-                              d.shape.to_string() + ", the file holds " + t.describe());
+      return invalid_argument(f + ": input " + quote_name(d.name) + " expects " +
+                              dtype_name(d.dtype) + d.shape.to_string() + ", the file holds " +
+                              t.describe());
     }
     if (count > 0) {
       ASSIGN_OR_RETURN(

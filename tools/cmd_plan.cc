@@ -96,8 +96,8 @@ const std::vector<cli::FlagSpec> kFlags = {
 Result<double> milliseconds(const cli::Args& args, const std::string& flag) {
   ASSIGN_OR_RETURN(double x, args.get_double(flag, kInfiniteCost, 0, kInfiniteCost));
   if (!(x > 0)) {
-    return invalid_argument(flag + " expects a positive number of milliseconds, got '" +
-                            args.get(flag) + "'");
+    return invalid_argument(flag + " expects a positive number of milliseconds, got " +
+                            quote_name(args.get(flag)));
   }
   return x;
 }
@@ -125,7 +125,7 @@ Result<PlanRequest> plan_request(const cli::Args& args) {
     ASSIGN_OR_RETURN(req.ga.objective, parse_ga_objective(args.get("--ga-objective", "balance")));
     const std::string init = args.get("--ga-init", "random");
     if (init != "random" && init != "pipeline") {
-      return invalid_argument("--ga-init '" + init + "': expected random or pipeline");
+      return invalid_argument("--ga-init " + quote_name(init) + ": expected random or pipeline");
     }
     req.ga_seed_with_pipeline = init == "pipeline";
   }

@@ -37,7 +37,8 @@ Result<std::string> chart(const std::string& kind, const std::string& path) {
     if (!svg.ok()) return svg.status().with_context(path);
     return svg;
   }
-  return invalid_argument("unknown chart '" + kind + "': expected profile, plan or trace");
+  return invalid_argument("unknown chart " + quote_name(kind) +
+                          ": expected profile, plan or trace");
 }
 
 }  // namespace

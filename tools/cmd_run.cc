@@ -88,8 +88,9 @@ const std::vector<cli::FlagSpec> kFlags = {
 Result<Tensor> read_input(const TensorDesc& d, const std::string& path) {
   ASSIGN_OR_RETURN(Tensor t, read_npy(path));
   if (t.dtype() != d.dtype || t.shape() != d.shape) {
-    return invalid_argument(path + ": input '" + d.name + "' expects " + dtype_name(d.dtype) +
-                            d.shape.to_string() + ", the file holds " + t.describe());
+    return invalid_argument(path + ": input " + quote_name(d.name) + " expects " +
+                            dtype_name(d.dtype) + d.shape.to_string() + ", the file holds " +
+                            t.describe());
   }
   return t;
 }
@@ -132,7 +133,7 @@ Result<std::vector<std::vector<Tensor>>> gather_frames(const Model& model, const
       path = spec.substr(eq + 1);
       auto it = std::find_if(descs.begin(), descs.end(),
                              [&](const TensorDesc& d) { return d.name == name; });
-      if (it == descs.end()) return not_found("the model has no input '" + name + "'");
+      if (it == descs.end()) return not_found("the model has no input " + quote_name(name));
       index = static_cast<size_t>(it - descs.begin());
     } else {
       ++next_positional;

@@ -18,7 +18,7 @@ Status ActivationPass::bind(const float* in, float* out, size_t rows, size_t cha
   n_ = rows * channels;
   if (!active() || n_ == 0) return Status();
   RETURN_IF_ERROR(ensure_xnnpack());
-  const std::string what = "node '" + node_ + "' activation " + activation_name(a_.kind);
+  const std::string what = "node " + quote_name(node_) + " activation " + activation_name(a_.kind);
   xnn_operator_t op = nullptr;
   switch (a_.kind) {
     case ActivationKind::kRelu:
@@ -56,7 +56,7 @@ Status ActivationPass::bind(const float* in, float* out, size_t rows, size_t cha
 Status ActivationPass::run(ThreadPool& pool) {
   if (!active() || n_ == 0) return Status();
   if (op_)
-    return xnn_check(xnn_run_operator(op_.get(), pool.pthreadpool()), "node '" + node_ + "'");
+    return xnn_check(xnn_run_operator(op_.get(), pool.pthreadpool()), "node " + quote_name(node_));
   const Activation a = a_;
   const float* in = in_;
   float* out = out_;

@@ -93,7 +93,7 @@ Result<std::unique_ptr<Kernel>> make_xnn_conv(const KernelRequest& req) {
   if (!setup || !(setup->clamp.min < setup->clamp.max)) return decline();
   const ConvSetup& s = *setup;
   const Node& n = req.node;
-  auto k = std::make_unique<XnnConvKernel>(s, "node '" + n.name + "' (Conv)");
+  auto k = std::make_unique<XnnConvKernel>(s, "node " + quote_name(n.name) + " (Conv)");
   RETURN_IF_ERROR(k->create(s.cout));
   if (!activation_is_clamp(s.act)) {
     ASSIGN_OR_RETURN(k->post_, ActivationPass::create(s.act, n.name));

@@ -49,19 +49,19 @@ std::string describe_cores(const CoreSet& cores) {
 Result<std::unique_ptr<CpuDevice>> CpuDevice::open(const std::string& name, const CoreSet& cores,
                                                    Precision precision) {
   if (precision != Precision::kF32 && !onednn_available()) {
-    return unimplemented("device '" + name + "': " + precision_name(precision) +
+    return unimplemented("device " + quote_name(name) + ": " + precision_name(precision) +
                          " needs oneDNN: " + onednn_note());
   }
   const Topology& topo = machine_topology();
   for (int c : cores.cores()) {
     if (!topo.online.contains(c)) {
-      return not_found("device '" + name + "': core " + std::to_string(c) +
+      return not_found("device " + quote_name(name) + ": core " + std::to_string(c) +
                        " is not online (online cores: " + topo.online.to_string() + ")");
     }
   }
   RETURN_IF_ERROR(ensure_xnnpack());
   Result<std::unique_ptr<ThreadPool>> pool = ThreadPool::create(cores);
-  if (!pool.ok()) return pool.status().with_context("device '" + name + "'");
+  if (!pool.ok()) return pool.status().with_context("device " + quote_name(name));
   return std::unique_ptr<CpuDevice>(
       new CpuDevice(name, std::shared_ptr<ThreadPool>(std::move(*pool)), precision));
 }
@@ -120,7 +120,8 @@ Result<std::unique_ptr<Buffer>> CpuDevice::upload(const Tensor& host) {
 
 Status CpuDevice::download(const Buffer& device, Tensor* host) {
   const auto* hb = dynamic_cast<const HostBuffer*>(&device);
-  if (hb == nullptr) return invalid_argument("buffer does not belong to device '" + name_ + "'");
+  if (hb == nullptr)
+    return invalid_argument("buffer does not belong to device " + quote_name(name_));
   ASSIGN_OR_RETURN(*host, hb->tensor().clone());
   return Status();
 }
@@ -170,7 +171,7 @@ Result<std::unique_ptr<Device>> open_cpu(const DeviceName& name) {
     cores = CoreSet(std::move(c));
   } else {
     Result<CoreSet> parsed = CoreSet::parse(name.spec);
-    if (!parsed.ok()) return parsed.status().with_context("device '" + name.to_string() + "'");
+    if (!parsed.ok()) return parsed.status().with_context("device " + quote_name(name.to_string()));
     cores = *parsed;
   }
   ASSIGN_OR_RETURN(std::unique_ptr<CpuDevice> d,

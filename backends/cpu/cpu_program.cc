@@ -43,7 +43,7 @@ class FusedAddKernel final : public Kernel {
     return Status();
   }
   Status run(ThreadPool&) override { return Status(); }
-  std::string describe() const override { return "residual add fused into '" + into_ + "'"; }
+  std::string describe() const override { return "residual add fused into " + quote_name(into_); }
 
  private:
   std::string into_;
@@ -78,7 +78,7 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& g,
     const Node& node = g.node(id);
     for (ValueId v : node.inputs) {
       if (v != kNoValue && !g.value(v).has_info && !g.value(v).is_constant) {
-        return failed_precondition("node '" + node.name + "': input '" + g.value(v).name +
+        return failed_precondition("node " + quote_name(node.name) + ": input '" + g.value(v).name +
                                    "' has no inferred shape (run shape inference first)");
       }
     }
@@ -92,7 +92,8 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& g,
     if (k.ok() && *k == nullptr)
       k = p->measured_ ? build_measured_kernel(req) : build_kernel(req, variant);
     if (!k.ok())
-      return k.status().with_context("node '" + node.name + "' (" + op_name(node.kind) + ")");
+      return k.status().with_context("node " + quote_name(node.name) + " (" + op_name(node.kind) +
+                                     ")");
     kernels.push_back(std::move(*k));
   }
   fuse_channel_shuffles(g, layers, p->outputs_, &kernels);
@@ -559,9 +560,9 @@ Status CpuProgram::allocate_and_bind() {
     }
     Status st = s.kernel->bind(ins, outs, *pool_);
     if (!st.ok()) {
-      return node != nullptr
-                 ? st.with_context("node '" + node->name + "' (" + op_name(node->kind) + ")")
-                 : st;
+      return node != nullptr ? st.with_context("node " + quote_name(node->name) + " (" +
+                                               op_name(node->kind) + ")")
+                             : st;
     }
   }
   return Status();
@@ -598,8 +599,9 @@ Status CpuProgram::check_and_allocate(std::span<const Tensor> inputs, std::span<
     const Value& v = g_.value(inputs_[i]);
     if (inputs[i].dtype() != v.info.dtype || inputs[i].shape() != v.info.shape ||
         !inputs[i].defined()) {
-      return invalid_argument("input '" + v.name + "' expects " + dtype_name(v.info.dtype) +
-                              v.info.shape.to_string() + ", got " + inputs[i].describe());
+      return invalid_argument("input " + quote_name(v.name) + " expects " +
+                              dtype_name(v.info.dtype) + v.info.shape.to_string() + ", got " +
+                              inputs[i].describe());
     }
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -634,7 +636,7 @@ Status CpuProgram::run_steps(std::span<const Tensor> inputs, std::span<Tensor> o
   bool parked = false;  // the pthreadpool workers sleep while OpenMP kernels run
   for (Step& s : steps_) {
     if (s.node != kNoNode && options.stop_requested()) {
-      return options.check("node '" + g_.node(s.node).name + "'");
+      return options.check("node " + quote_name(g_.node(s.node).name));
     }
     const bool openmp = s.kernel->runs_on_openmp();
     if (openmp && !parked) pool.park_workers();
@@ -648,7 +650,7 @@ Status CpuProgram::run_steps(std::span<const Tensor> inputs, std::span<Tensor> o
     if (!st.ok()) {
       if (s.node == kNoNode) return st;
       const Node& n = g_.node(s.node);
-      return st.with_context("node '" + n.name + "' (" + op_name(n.kind) + ")");
+      return st.with_context("node " + quote_name(n.name) + " (" + op_name(n.kind) + ")");
     }
   }
   for (size_t i = 0; i < outputs.size(); ++i) {

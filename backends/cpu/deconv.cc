@@ -74,7 +74,7 @@ Result<std::unique_ptr<Kernel>> make_deconv(const KernelRequest& req) {
     }
   }
   auto k = std::make_unique<XnnDeconvKernel>();
-  k->what_ = "node '" + n.name + "' (ConvTranspose)";
+  k->what_ = "node " + quote_name(n.name) + " (ConvTranspose)";
   k->adjust_[0] = adjust[0];
   k->adjust_[1] = adjust[1];
   RETURN_IF_ERROR(ensure_xnnpack());

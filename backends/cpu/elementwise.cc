@@ -208,7 +208,7 @@ Result<std::unique_ptr<Kernel>> make_binary(const KernelRequest& req) {
     k->in_shape_[i] = ctx.input(i).shape;
     k->is_const_[i] = ctx.constant(i) != nullptr;
   }
-  k->what_ = "node '" + node.name + "' (" + op_name(node.kind) + ")";
+  k->what_ = "node " + quote_name(node.name) + " (" + op_name(node.kind) + ")";
   k->clamp_ = clamp;
   xnn_operator_t op = nullptr;
   RETURN_IF_ERROR(xnn_check(create_binary_op(node.kind, clamp, &op), k->what_));
@@ -453,7 +453,7 @@ Result<std::unique_ptr<Kernel>> make_softmax(const KernelRequest& req) {
   auto k = std::make_unique<XnnSoftmaxKernel>();
   k->rank_ = rank;
   k->axis_ = static_cast<int>(axis);
-  k->what_ = "node '" + req.node.name + "' (Softmax)";
+  k->what_ = "node " + quote_name(req.node.name) + " (Softmax)";
   return std::unique_ptr<Kernel>(std::move(k));
 }
 
@@ -591,7 +591,7 @@ Result<std::unique_ptr<Kernel>> make_channel_prelu(const KernelRequest& req) {
 }  // namespace
 
 std::unique_ptr<Kernel> make_fused_silu(int x_input, const std::string& mul_name) {
-  return std::make_unique<FusedSiluKernel>(x_input, "node '" + mul_name + "' (SiLU)");
+  return std::make_unique<FusedSiluKernel>(x_input, "node " + quote_name(mul_name) + " (SiLU)");
 }
 
 const KernelEntry kElementwiseKernels[] = {

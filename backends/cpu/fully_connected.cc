@@ -113,7 +113,7 @@ Result<std::unique_ptr<Kernel>> make_fc(const Node& node, const FcParams& p) {
   if (!(clamp.min < clamp.max)) return decline();
   RETURN_IF_ERROR(ensure_xnnpack());
   auto kern = std::make_unique<XnnFullyConnectedKernel>();
-  kern->what_ = "node '" + node.name + "' (" + op_name(node.kind) + ")";
+  kern->what_ = "node " + quote_name(node.name) + " (" + op_name(node.kind) + ")";
   xnn_operator_t op = nullptr;
   RETURN_IF_ERROR(
       xnn_check(xnn_create_fully_connected_nc_f32(

@@ -109,8 +109,8 @@ Result<std::unique_ptr<Kernel>> build_kernel(const KernelRequest& req, const cha
       forced.any_config = true;
       ASSIGN_OR_RETURN(std::unique_ptr<Kernel> k, e->make(forced));
       if (k) return k;
-      return unimplemented(std::string("kernel variant ") + variant + " cannot run node '" +
-                           req.node.name + "'");
+      return unimplemented(std::string("kernel variant ") + variant + " cannot run node " +
+                           quote_name(req.node.name));
     }
   }
   for (const KernelEntry& e : all_kernel_entries()) {

@@ -310,7 +310,7 @@ Result<std::unique_ptr<Kernel>> make_conv(const KernelRequest& req) {
   ASSIGN_OR_RETURN(std::optional<ConvSetup> setup, conv_setup(req));
   if (!setup) return decline();
   auto k = std::make_unique<ConvKernel>(std::move(*setup));
-  k->what_ = "node '" + req.node.name + "' (Conv)";
+  k->what_ = "node " + quote_name(req.node.name) + " (Conv)";
   k->shape_ = req.ctx.input(0).shape;
   ASSIGN_OR_RETURN(bool ok, k->create(k->shape_));
   if (!ok) return decline();
@@ -373,7 +373,7 @@ Result<std::unique_ptr<Kernel>> make_pool(const KernelRequest& req) {
   if (act.kind != ActivationKind::kNone) return decline();
   const Shape& xs = ctx.input(0).shape;
   auto k = std::make_unique<PoolKernel>();
-  k->what_ = "node '" + n.name + "' (" + op_name(n.kind) + ")";
+  k->what_ = "node " + quote_name(n.name) + " (" + op_name(n.kind) + ")";
   if (n.kind == OpKind::kGlobalAveragePool) {
     WindowGeometry g;
     g.rank = 2;
@@ -462,7 +462,7 @@ Result<std::unique_ptr<Kernel>> make_matmul(const KernelRequest& req) {
   dnnl::primitive_attr attr = owned_scratchpad_attr();
   attr.set_post_ops(ops);
   auto k = std::make_unique<MatMulKernel>();
-  k->what_ = "node '" + n.name + "' (" + op_name(n.kind) + ")";
+  k->what_ = "node " + quote_name(n.name) + " (" + op_name(n.kind) + ")";
   const auto m = static_cast<int64_t>(p->batch), kk = static_cast<int64_t>(p->k),
              nn = static_cast<int64_t>(p->n);
   RETURN_IF_ERROR(guarded(k->what_, [&] {
@@ -691,7 +691,7 @@ Result<std::unique_ptr<Kernel>> make_int8_conv(const KernelRequest& req,
   ASSIGN_OR_RETURN(std::optional<ConvSetup> setup, conv_setup(req));
   if (!setup) return decline();
   auto k = std::make_unique<Int8ConvKernel>(std::move(*setup), in, out);
-  k->what_ = "node '" + req.node.name + "' (Conv)";
+  k->what_ = "node " + quote_name(req.node.name) + " (Conv)";
   k->shape_ = req.ctx.input(0).shape;
   ASSIGN_OR_RETURN(bool ok, k->create(k->shape_));
   if (!ok) return decline();
@@ -812,7 +812,7 @@ Result<std::unique_ptr<Kernel>> make_int8_matmul(const KernelRequest& req,
   attr.set_output_scales(1 << 1, scales);
   attr.set_post_ops(ops);
   auto k = std::make_unique<Int8MatMulKernel>(in);
-  k->what_ = "node '" + n.name + "' (" + op_name(n.kind) + ")";
+  k->what_ = "node " + quote_name(n.name) + " (" + op_name(n.kind) + ")";
   RETURN_IF_ERROR(guarded(k->what_, [&] {
     const memory::desc src_md(dims_of({m, kk}), int8_type(in), tag::ab);
     const memory::desc w_any(dims_of({kk, nn}), dt::s8, tag::any);

@@ -105,7 +105,7 @@ Result<std::unique_ptr<Kernel>> make_window_pool(const KernelRequest& req, PoolK
   RETURN_IF_ERROR(ensure_xnnpack());
   auto k = std::make_unique<XnnPoolKernel>();
   k->kind_ = kind;
-  k->what_ = "node '" + n.name + "' (" + op_name(n.kind) + ")";
+  k->what_ = "node " + quote_name(n.name) + " (" + op_name(n.kind) + ")";
   const size_t c = static_cast<size_t>(xs[1]);
   const auto u = [](int64_t v) { return static_cast<uint32_t>(v); };
   const uint32_t top = u(geo.pads_begin[0]), right = u(pe[1]), bottom = u(pe[0]),
@@ -147,7 +147,7 @@ Result<std::unique_ptr<Kernel>> make_global_average_pool(const KernelRequest& re
   RETURN_IF_ERROR(ensure_xnnpack());
   auto k = std::make_unique<XnnPoolKernel>();
   k->kind_ = PoolKind::kGlobalAverage;
-  k->what_ = "node '" + req.node.name + "' (GlobalAveragePool)";
+  k->what_ = "node " + quote_name(req.node.name) + " (GlobalAveragePool)";
   const size_t c = static_cast<size_t>(ctx.input(0).shape[1]);
   xnn_operator_t op = nullptr;
   RETURN_IF_ERROR(xnn_check(

@@ -614,7 +614,7 @@ void fuse_silu(const Graph& g, std::span<const NodeId> layers,
                                                                    : -1;
     if (x_input < 0) continue;
     (*kernels)[a] = std::make_unique<AliasKernel>(AliasKernel::Input::kKeep,
-                                                  "sigmoid, fused into '" + mul.name + "'");
+                                                  "sigmoid, fused into " + quote_name(mul.name));
     (*kernels)[static_cast<size_t>(m)] = make_fused_silu(x_input, mul.name);
   }
 }

@@ -23,12 +23,13 @@ namespace {
 Result<int> parse_core_id(const std::string& spec, const std::string& part) {
   if (part.empty() || part.size() > 4 ||
       part.find_first_not_of("0123456789") != std::string::npos) {
-    return invalid_argument("core set '" + spec + "': '" + part + "' is not a core number");
+    return invalid_argument("core set " + quote_name(spec) + ": " + quote_name(part) +
+                            " is not a core number");
   }
   const int v = std::stoi(part);
   if (v >= CoreSet::kMaxCore) {
-    return invalid_argument("core set '" + spec + "': core " + part + " is out of range (max " +
-                            std::to_string(CoreSet::kMaxCore - 1) + ")");
+    return invalid_argument("core set " + quote_name(spec) + ": core " + part +
+                            " is out of range (max " + std::to_string(CoreSet::kMaxCore - 1) + ")");
   }
   return v;
 }
@@ -52,12 +53,13 @@ Result<CoreSet> CoreSet::parse(const std::string& spec) {
     ASSIGN_OR_RETURN(int lo, parse_core_id(spec, item.substr(0, dash)));
     ASSIGN_OR_RETURN(int hi, parse_core_id(spec, item.substr(dash + 1)));
     if (hi < lo) {
-      return invalid_argument("core set '" + spec + "': range '" + item + "' is reversed");
+      return invalid_argument("core set " + quote_name(spec) + ": range " + quote_name(item) +
+                              " is reversed");
     }
     for (int c = lo; c <= hi; ++c) cores.push_back(c);
   }
   if (items == 0 || spec.back() == ',') {
-    return invalid_argument("core set '" + spec + "': empty item");
+    return invalid_argument("core set " + quote_name(spec) + ": empty item");
   }
   return CoreSet(std::move(cores));
 }

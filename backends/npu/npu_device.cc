@@ -53,7 +53,8 @@ Status NpuOptions::apply_environment() {
   } else if (s == "fp32") {
     precision = TNPU_PRECISION_F32;
   } else {
-    return invalid_argument("TESSERA_NPU_PRECISION='" + s + "': expected fp16, int8 or fp32");
+    return invalid_argument("TESSERA_NPU_PRECISION=" + quote_name(s) +
+                            ": expected fp16, int8 or fp32");
   }
   return Status();
 }
@@ -239,8 +240,8 @@ class NpuProgramImpl final : public NpuProgram {
             ((d.dtype == TNPU_DTYPE_I8 || d.dtype == TNPU_DTYPE_U8) &&
              !(d.scale > 0 && std::isfinite(d.scale)))) {
           return internal_error(where("get_io_desc") + ": the driver describes " +
-                                (out ? "output '" : "input '") + v.name +
-                                "' inconsistently with its shape " + v.info.shape.to_string());
+                                (out ? "output " : "input ") + quote_name(v.name) +
+                                " inconsistently with its shape " + v.info.shape.to_string());
         }
         descs.push_back(d);
       }
@@ -270,9 +271,9 @@ class NpuProgramImpl final : public NpuProgram {
     std::vector<double>* layer_ms = options.layer_ms;
     if (layer_ms == nullptr) return run_impl(inputs, outputs, nullptr);
     if (!TNPU_HAS_SLOT(&h_->api(), execute_profiled)) {
-      return unimplemented(where("timed run") + ": driver '" + h_->driver->info().name + "' (HAL " +
-                           std::to_string(TNPU_VERSION_MAJOR(h_->api().api_version)) + "." +
-                           std::to_string(TNPU_VERSION_MINOR(h_->api().api_version)) +
+      return unimplemented(where("timed run") + ": driver " + quote_name(h_->driver->info().name) +
+                           " (HAL " + std::to_string(TNPU_VERSION_MAJOR(h_->api().api_version)) +
+                           "." + std::to_string(TNPU_VERSION_MINOR(h_->api().api_version)) +
                            ") has no execute_profiled, so layers cannot be timed inside a run");
     }
     return run_impl(inputs, outputs, layer_ms);
@@ -285,9 +286,9 @@ class NpuProgramImpl final : public NpuProgram {
                   std::vector<double>* layer_ms) {
     if (inputs.size() != in_desc_.size() || outputs.size() != out_desc_.size()) {
       return invalid_argument(
-          "program on '" + device_ + "' takes " + std::to_string(in_desc_.size()) + " inputs and " +
-          std::to_string(out_desc_.size()) + " outputs, got " + std::to_string(inputs.size()) +
-          " and " + std::to_string(outputs.size()));
+          "program on " + quote_name(device_) + " takes " + std::to_string(in_desc_.size()) +
+          " inputs and " + std::to_string(out_desc_.size()) + " outputs, got " +
+          std::to_string(inputs.size()) + " and " + std::to_string(outputs.size()));
     }
     const auto t0 = Clock::now();
     std::vector<tnpu_buffer> in_bufs(inputs.size()), out_bufs(outputs.size());
@@ -297,8 +298,8 @@ class NpuProgramImpl final : public NpuProgram {
       bool same = t.dtype() == DType::kF32 && t.rank() == static_cast<int>(d.rank);
       for (int k = 0; same && k < t.rank(); ++k) same = t.dim(k) == d.dims[k];
       if (!same || t.raw() == nullptr) {
-        return invalid_argument("program on '" + device_ + "': input " + std::to_string(i) +
-                                " is " + t.describe() +
+        return invalid_argument("program on " + quote_name(device_) + ": input " +
+                                std::to_string(i) + " is " + t.describe() +
                                 ", expected f32 with the dims the slice "
                                 "was compiled for");
       }
@@ -371,7 +372,9 @@ class NpuProgramImpl final : public NpuProgram {
     return Status();
   }
 
-  std::string where(const char* call) const { return "device '" + device_ + "': " + call; }
+  std::string where(const char* call) const {
+    return "device " + quote_name(device_) + ": " + call;
+  }
   const char* err() const { return h_->api().prepared_last_error(p_); }
 
   void read_counters() {
@@ -445,9 +448,9 @@ Result<std::vector<std::vector<Tensor>>> calibration_inputs(
     for (size_t i = 0; i < samples[s].size(); ++i) {
       const Value& v = g.value(g.inputs()[i]);
       if (samples[s][i].dtype() != DType::kF32 || samples[s][i].shape() != v.info.shape)
-        return invalid_argument("calibration sample " + std::to_string(s) + " input '" + v.name +
-                                "' is " + samples[s][i].describe() + ", expected f32" +
-                                v.info.shape.to_string());
+        return invalid_argument("calibration sample " + std::to_string(s) + " input " +
+                                quote_name(v.name) + " is " + samples[s][i].describe() +
+                                ", expected f32" + v.info.shape.to_string());
     }
   }
   // The layers the slice inputs depend on.
@@ -523,9 +526,9 @@ Result<std::unique_ptr<NpuDevice>> NpuDevice::open(int index, NpuOptions options
   ASSIGN_OR_RETURN(std::shared_ptr<const NpuDriver> driver, NpuDriver::load(path));
   const std::string name = "npu:" + std::to_string(index);
   if (index < 0 || static_cast<uint32_t>(index) >= driver->info().device_count) {
-    return not_found("device '" + name + "' does not exist: driver '" + driver->info().name +
-                     "' (" + path + ") has " + std::to_string(driver->info().device_count) +
-                     " device(s)");
+    return not_found("device " + quote_name(name) + " does not exist: driver '" +
+                     driver->info().name + "' (" + path + ") has " +
+                     std::to_string(driver->info().device_count) + " device(s)");
   }
   auto handle = std::make_shared<NpuHandle>();
   handle->driver = driver;
@@ -534,7 +537,8 @@ Result<std::unique_ptr<NpuDevice>> NpuDevice::open(int index, NpuOptions options
   if (st != TNPU_OK || handle->device == nullptr) {
     handle->device = nullptr;
     return npu_status(st == TNPU_OK ? TNPU_ERR_INTERNAL : st,
-                      "device '" + name + "': open_device failed", api.driver_last_error());
+                      "device " + quote_name(name) + ": open_device failed",
+                      api.driver_last_error());
   }
   std::unique_ptr<NpuDevice> d(new NpuDevice());
   d->name_ = name;
@@ -542,7 +546,8 @@ Result<std::unique_ptr<NpuDevice>> NpuDevice::open(int index, NpuOptions options
   d->info_.struct_size = sizeof(d->info_);
   st = api.get_device_info(handle->device, &d->info_);
   if (st != TNPU_OK)
-    return npu_status(st, "device '" + name + "': get_device_info", handle->device_error());
+    return npu_status(st, "device " + quote_name(name) + ": get_device_info",
+                      handle->device_error());
   d->info_.name[sizeof(d->info_.name) - 1] = '\0';
   const uint32_t nops = api.get_op_count(handle->device);
   for (uint32_t i = 0; i < nops && i < 4096; ++i) {
@@ -550,24 +555,26 @@ Result<std::unique_ptr<NpuDevice>> NpuDevice::open(int index, NpuOptions options
     s.struct_size = sizeof(s);
     st = api.get_op_support(handle->device, i, &s);
     if (st != TNPU_OK)
-      return npu_status(st, "device '" + name + "': get_op_support(" + std::to_string(i) + ")",
-                        handle->device_error());
+      return npu_status(
+          st, "device " + quote_name(name) + ": get_op_support(" + std::to_string(i) + ")",
+          handle->device_error());
     s.op_type[sizeof(s.op_type) - 1] = '\0';
     d->ops_.push_back(s);
   }
   if (!options.driver_options.empty()) {
     if (!TNPU_HAS_SLOT(&api, set_device_option))
-      return unimplemented("device '" + name + "': driver '" + driver->info().name +
+      return unimplemented("device " + quote_name(name) + ": driver '" + driver->info().name +
                            "' takes no device options");
     for (const auto& [key, value] : options.driver_options) {
       st = api.set_device_option(handle->device, key.c_str(), value.c_str());
       if (st != TNPU_OK)
-        return npu_status(st, "device '" + name + "': option " + key + "=" + value,
+        return npu_status(st, "device " + quote_name(name) + ": option " + key + "=" + value,
                           handle->device_error());
     }
     st = api.get_device_info(handle->device, &d->info_);
     if (st != TNPU_OK)
-      return npu_status(st, "device '" + name + "': get_device_info", handle->device_error());
+      return npu_status(st, "device " + quote_name(name) + ": get_device_info",
+                        handle->device_error());
   }
   if (options.num_cores != 0 && TNPU_HAS_SLOT(&api, set_device_option)) {
     // Cores are also a prepare option; setting the device keeps get_device_info truthful.
@@ -576,12 +583,13 @@ Result<std::unique_ptr<NpuDevice>> NpuDevice::open(int index, NpuOptions options
     if (st == TNPU_OK) {
       st = api.get_device_info(handle->device, &d->info_);
       if (st != TNPU_OK)
-        return npu_status(st, "device '" + name + "': get_device_info", handle->device_error());
+        return npu_status(st, "device " + quote_name(name) + ": get_device_info",
+                          handle->device_error());
     }
   }
   d->precision_ = options.precision != 0 ? options.precision : d->info_.default_precision;
   if ((d->precision_ & d->info_.precisions) == 0 || (d->precision_ & (d->precision_ - 1)) != 0) {
-    return unimplemented("device '" + name + "' does not compute in " +
+    return unimplemented("device " + quote_name(name) + " does not compute in " +
                          npu_precision_name(d->precision_) + " (driver '" + driver->info().name +
                          "')");
   }
@@ -712,7 +720,8 @@ Result<std::unique_ptr<Program>> NpuDevice::compile_program(const Graph& g,
 Result<std::unique_ptr<Program>> NpuDevice::compile_slice(
     const Graph& g, std::span<const NodeId> layers,
     const std::vector<std::vector<Tensor>>* slice_calibration) {
-  if (layers.empty()) return invalid_argument("device '" + name_ + "': nothing to compile");
+  if (layers.empty())
+    return invalid_argument("device " + quote_name(name_) + ": nothing to compile");
   RETURN_IF_ERROR(check_capabilities(*this, g, layers));
   std::vector<ValueId> ins, outs;
   slice_boundary(g, layers, &ins, &outs);
@@ -746,10 +755,10 @@ Result<std::unique_ptr<Program>> NpuDevice::compile_slice(
     const tnpu_status st = handle_->api().prepare(handle_->device, &desc->graph(), &opt, &prepared);
     if (st != TNPU_OK || prepared == nullptr) {
       const std::string slice =
-          "'" + g.node(layers.front()).name + "'" +
-          (layers.size() > 1 ? " .. '" + g.node(layers.back()).name + "'" : "");
+          "" + quote_name(g.node(layers.front()).name) +
+          (layers.size() > 1 ? " .. " + quote_name(g.node(layers.back()).name) : "");
       return npu_status(st == TNPU_OK ? TNPU_ERR_INTERNAL : st,
-                        "device '" + name_ + "' refuses the slice of " +
+                        "device " + quote_name(name_) + " refuses the slice of " +
                             std::to_string(layers.size()) + " layer(s) " + slice,
                         handle_->device_error());
     }
@@ -791,7 +800,8 @@ Result<std::vector<NpuBoundaryRun>> NpuDevice::time_boundary(uint64_t f32_bytes,
                              : program->run(std::span<const Tensor>(&input, 1), outputs));
     const NpuRunStats& st = program->last_run();
     if (!st.driver_counters) {
-      return unimplemented("device '" + name_ + "': driver '" + handle_->driver->info().name +
+      return unimplemented("device " + quote_name(name_) + ": driver '" +
+                           handle_->driver->info().name +
                            "' reports no timings, so the boundary conversion cannot be timed");
     }
     if (r < warmup) continue;
@@ -804,7 +814,8 @@ Result<std::vector<NpuBoundaryRun>> NpuDevice::time_boundary(uint64_t f32_bytes,
 
 Result<std::unique_ptr<Buffer>> NpuDevice::upload(const Tensor& host) {
   if (host.dtype() != DType::kF32)
-    return unimplemented("device '" + name_ + "' uploads f32 tensors, got " + host.describe());
+    return unimplemented("device " + quote_name(name_) + " uploads f32 tensors, got " +
+                         host.describe());
   tnpu_io_desc d{};
   d.struct_size = sizeof(d);
   d.layout = TNPU_LAYOUT_NCHW;
@@ -821,7 +832,8 @@ Result<std::unique_ptr<Buffer>> NpuDevice::upload(const Tensor& host) {
 
 Status NpuDevice::download(const Buffer& device, Tensor* host) {
   const auto* b = dynamic_cast<const NpuBuffer*>(&device);
-  if (b == nullptr) return invalid_argument("buffer does not belong to device '" + name_ + "'");
+  if (b == nullptr)
+    return invalid_argument("buffer does not belong to device " + quote_name(name_));
   ASSIGN_OR_RETURN(*host, Tensor::create(DType::kF32, b->shape()));
   from_driver(b->bytes().data(), host->numel(), b->desc(), host->data<float>());
   return Status();
@@ -840,7 +852,8 @@ void list_npu(std::vector<DeviceListing>* out) {
 
 Result<std::unique_ptr<Device>> open_npu(const DeviceName& name) {
   if (name.mhz != 0) {
-    return unimplemented("device '" + name.to_string() + "': the NPU HAL exposes no DVFS levels");
+    return unimplemented("device " + quote_name(name.to_string()) +
+                         ": the NPU HAL exposes no DVFS levels");
   }
   NpuOptions options;
   RETURN_IF_ERROR(options.apply_environment());

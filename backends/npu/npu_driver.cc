@@ -78,7 +78,7 @@ std::vector<Slot> mandatory_slots(const tnpu_driver_api& a) {
 }
 
 Result<std::shared_ptr<const NpuDriver>> load_uncached(const std::string& path) {
-  const std::string where = "NPU driver '" + path + "'";
+  const std::string where = "NPU driver " + quote_name(path);
   // RTLD_NODELETE: a driver is never unmapped, even when refused, so thread-local state and
   // threads it started stay valid for the life of the process.
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);

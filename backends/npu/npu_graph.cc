@@ -41,7 +41,7 @@ Result<std::unique_ptr<HalSubgraph>> HalSubgraph::build(const Graph& g,
     if (s->index_[static_cast<size_t>(v)] >= 0) return Status();
     const Value& val = g.value(v);
     if (!val.has_info && !val.is_constant) {
-      return failed_precondition("value '" + val.name + "' has no inferred shape");
+      return failed_precondition("value " + quote_name(val.name) + " has no inferred shape");
     }
     const TensorInfo& info =
         val.is_constant ? TensorInfo{val.data.dtype(), val.data.shape()} : val.info;
@@ -49,11 +49,12 @@ Result<std::unique_ptr<HalSubgraph>> HalSubgraph::build(const Graph& g,
     s->strings_.push_back(val.name);
     d.name = s->strings_.back().c_str();
     if (!hal_dtype(info.dtype, &d.dtype)) {
-      return unimplemented("value '" + val.name + "': dtype " + dtype_name(info.dtype) +
+      return unimplemented("value " + quote_name(val.name) + ": dtype " + dtype_name(info.dtype) +
                            " has no HAL equivalent");
     }
     if (info.shape.rank() > TNPU_MAX_RANK) {
-      return unimplemented("value '" + val.name + "': rank above " + std::to_string(TNPU_MAX_RANK));
+      return unimplemented("value " + quote_name(val.name) + ": rank above " +
+                           std::to_string(TNPU_MAX_RANK));
     }
     d.rank = static_cast<uint32_t>(info.shape.rank());
     for (int k = 0; k < info.shape.rank(); ++k) d.dims[k] = info.shape[k];

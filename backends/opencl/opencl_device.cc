@@ -111,7 +111,7 @@ Result<int> OpenCLProgram::constant_storage(ValueId v) {
   if (s >= 0) return s;
   const Value& val = g_.value(v);
   Result<MemHandle> m = rt_->create_buffer_from(val.data.raw(), val.data.byte_size());
-  if (!m.ok()) return m.status().with_context("uploading weight '" + val.name + "'");
+  if (!m.ok()) return m.status().with_context("uploading weight " + quote_name(val.name));
   storages_.push_back(Storage{val.data.byte_size(), val.data.byte_size(), -1, -1, true, m->get()});
   buffers_.push_back(std::move(*m));
   s = static_cast<int>(storages_.size()) - 1;
@@ -142,7 +142,7 @@ Status OpenCLProgram::evaluate_at_compile_time(const Node& n, int layer) {
   RETURN_IF_ERROR(run_reference(nc.ctx(), ins, outs));
   for (size_t o = 0; o < n.outputs.size(); ++o) {
     Result<MemHandle> m = rt_->create_buffer_from(outs[o].raw(), outs[o].byte_size());
-    if (!m.ok()) return m.status().with_context("node '" + n.name + "'");
+    if (!m.ok()) return m.status().with_context("node " + quote_name(n.name));
     storages_.push_back(
         Storage{outs[o].byte_size(), outs[o].byte_size(), layer, layer, true, m->get()});
     buffers_.push_back(std::move(*m));
@@ -162,7 +162,7 @@ Status OpenCLProgram::plan(std::span<const NodeId> layers) {
     const int layer = static_cast<int>(li);
     const Node& n = g_.node(layers[li]);
     const opencl::OpenCLOp* op = opencl::find_opencl_op(n.kind);
-    if (op == nullptr) return internal_error("no OpenCL entry for node '" + n.name + "'");
+    if (op == nullptr) return internal_error("no OpenCL entry for node " + quote_name(n.name));
     for (ValueId v : n.inputs) {
       if (v == kNoValue) continue;
       if (g_.value(v).is_constant) {
@@ -171,7 +171,7 @@ Status OpenCLProgram::plan(std::span<const NodeId> layers) {
       }
       const int s = storage_of_[static_cast<size_t>(v)];
       if (s < 0) {
-        return internal_error("node '" + n.name + "' reads '" + g_.value(v).name +
+        return internal_error("node " + quote_name(n.name) + " reads '" + g_.value(v).name +
                               "' before it is produced");
       }
       storages_[static_cast<size_t>(s)].last =
@@ -196,7 +196,8 @@ Status OpenCLProgram::plan(std::span<const NodeId> layers) {
   }
   for (ValueId v : outputs_) {
     const int s = storage_of_[static_cast<size_t>(v)];
-    if (s < 0) return internal_error("slice output '" + g_.value(v).name + "' has no storage");
+    if (s < 0)
+      return internal_error("slice output " + quote_name(g_.value(v).name) + " has no storage");
     storages_[static_cast<size_t>(s)].pinned = true;
   }
   return Status();
@@ -281,14 +282,15 @@ Status OpenCLProgram::execute(std::span<const Tensor> inputs, std::span<Tensor> 
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Value& v = g_.value(inputs_[i]);
     if (inputs[i].dtype() != v.info.dtype || inputs[i].shape() != v.info.shape) {
-      return invalid_argument("input '" + v.name + "' expects " + dtype_name(v.info.dtype) +
-                              v.info.shape.to_string() + ", got " + inputs[i].describe());
+      return invalid_argument("input " + quote_name(v.name) + " expects " +
+                              dtype_name(v.info.dtype) + v.info.shape.to_string() + ", got " +
+                              inputs[i].describe());
     }
     if (inputs[i].byte_size() == 0) continue;
     const Storage& st = storages_[static_cast<size_t>(storage_of_[inputs_[i]])];
     RETURN_IF_ERROR(cl_check(clEnqueueWriteBuffer(q, st.mem, CL_FALSE, 0, inputs[i].byte_size(),
                                                   inputs[i].raw(), 0, nullptr, nullptr),
-                             "writing input '" + v.name + "' to the device"));
+                             "writing input " + quote_name(v.name) + " to the device"));
   }
   // Clear the run-time check flags.
   static const cl_int kZero = 0;
@@ -338,7 +340,8 @@ Status OpenCLProgram::execute(std::span<const Tensor> inputs, std::span<Tensor> 
                                            nullptr, nullptr);
     if (err != CL_SUCCESS) {
       clFinish(q);
-      return cl_check(err, "reading output '" + g_.value(outputs_[i]).name + "' from the device");
+      return cl_check(
+          err, "reading output " + quote_name(g_.value(outputs_[i]).name) + " from the device");
     }
   }
   RETURN_IF_ERROR(cl_check(clFinish(q), "clFinish"));
@@ -368,9 +371,10 @@ Result<std::unique_ptr<OpenCLDevice>> OpenCLDevice::open(int index) {
 
 std::string OpenCLDevice::description() const {
   const opencl::DeviceInfo& i = rt_->info();
-  return "OpenCL " + i.type_name() + " '" + i.name + "' (" + i.platform_name + ", driver " +
-         i.driver_version + "), " + mib(i.global_mem_bytes) + " memory, max allocation " +
-         mib(i.max_alloc_bytes) + ", " + std::to_string(i.compute_units) + " compute units";
+  return "OpenCL " + i.type_name() + " " + quote_name(i.name) + " (" + i.platform_name +
+         ", driver " + i.driver_version + "), " + mib(i.global_mem_bytes) +
+         " memory, max allocation " + mib(i.max_alloc_bytes) + ", " +
+         std::to_string(i.compute_units) + " compute units";
 }
 
 uint64_t OpenCLDevice::memory_capacity() const {
@@ -480,7 +484,7 @@ Result<std::unique_ptr<Device>> open_opencl(const DeviceName& name) {
   Result<std::unique_ptr<OpenCLDevice>> d = OpenCLDevice::open(index);
   if (!d.ok()) {
     const Status& s = d.status();
-    return Status(s.code(), "device '" + name.to_string() + "': " + s.message());
+    return Status(s.code(), "device " + quote_name(name.to_string()) + ": " + s.message());
   }
   return std::unique_ptr<Device>(std::move(*d));
 }

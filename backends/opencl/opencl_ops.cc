@@ -73,7 +73,7 @@ Result<cl_mem> Lowering::scratch(size_t bytes) {
 Result<cl_mem> Lowering::run_check(const std::string& what) {
   ASSIGN_OR_RETURN(cl_mem flag, scratch(sizeof(cl_int)));
   checks_->push_back(
-      RunCheck{flag, "node '" + node_.name + "' (" + op_name(node_.kind) + "): " + what});
+      RunCheck{flag, "node " + quote_name(node_.name) + " (" + op_name(node_.kind) + "): " + what});
   return flag;
 }
 
@@ -87,7 +87,7 @@ Result<cl_mem> Lowering::dummy() {
 
 Result<LaunchBuilder> Lowering::kernel(const char* family, const char* kernel_name) {
   const std::string label =
-      "node '" + node_.name + "' (" + op_name(node_.kind) + "): " + kernel_name;
+      "node " + quote_name(node_.name) + " (" + op_name(node_.kind) + "): " + kernel_name;
   Result<KernelHandle> k = rt_.kernel(family, kernel_name);
   if (!k.ok()) return k.status().with_context(label);
   return LaunchBuilder(std::move(*k), label);

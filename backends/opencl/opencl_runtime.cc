@@ -377,8 +377,8 @@ Result<ProgramHandle> build_program(cl_context context, cl_device_id device, con
       cl_check(err, "clCreateProgramWithSource for kernel program '" + std::string(name) + "'"));
   err = clBuildProgram(p.get(), 1, &device, options.c_str(), nullptr, nullptr);
   if (err != CL_SUCCESS) {
-    return internal_error("OpenCL kernel program '" + std::string(name) + "' failed to build on '" +
-                          info.name + "' (" + cl_error_name(err) + "); build log:\n" +
+    return internal_error("OpenCL kernel program '" + std::string(name) + "' failed to build on " +
+                          quote_name(info.name) + " (" + cl_error_name(err) + "); build log:\n" +
                           build_log(p.get(), device));
   }
   // Phase 3: keep the binary for next time.

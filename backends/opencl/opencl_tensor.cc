@@ -384,7 +384,7 @@ Result<float> source_coordinate(const OpContext& ctx, const std::string& mode, i
   }
   if (mode == "asymmetric") return xf / scale;
   if (mode == "tf_half_pixel_for_nn") return (xf + 0.5f) / scale;
-  return ctx.unsupported("coordinate_transformation_mode '" + mode + "'");
+  return ctx.unsupported("coordinate_transformation_mode " + quote_name(mode));
 }
 
 Capability check_resize(const OpContext& ctx) {

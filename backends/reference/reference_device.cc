@@ -57,8 +57,9 @@ class ReferenceProgram final : public Program {
     for (size_t i = 0; i < inputs.size(); ++i) {
       const Value& v = g_.value(inputs_[i]);
       if (inputs[i].dtype() != v.info.dtype || inputs[i].shape() != v.info.shape) {
-        return invalid_argument("input '" + v.name + "' expects " + dtype_name(v.info.dtype) +
-                                v.info.shape.to_string() + ", got " + inputs[i].describe());
+        return invalid_argument("input " + quote_name(v.name) + " expects " +
+                                dtype_name(v.info.dtype) + v.info.shape.to_string() + ", got " +
+                                inputs[i].describe());
       }
       table[static_cast<size_t>(inputs_[i])] = inputs[i];
     }
@@ -66,7 +67,7 @@ class ReferenceProgram final : public Program {
     for (size_t li = 0; li < layers_.size(); ++li) {
       const Clock::time_point t0 = layer_ms != nullptr ? Clock::now() : Clock::time_point();
       const Node& n = g_.node(layers_[li]);
-      if (li > 0 && options.stop_requested()) return options.check("node '" + n.name + "'");
+      if (li > 0 && options.stop_requested()) return options.check("node " + quote_name(n.name));
       ins.clear();
       outs.clear();
       for (ValueId v : n.inputs) {

@@ -93,7 +93,7 @@ class RemoteProgram final : public Program {
       const Value& v = g_.value(outputs_[i]);
       Tensor& t = r.tensors[i];
       if (v.has_info && (t.dtype() != v.info.dtype || t.shape() != v.info.shape)) {
-        return invalid_argument("remote program: output '" + v.name + "' came back " +
+        return invalid_argument("remote program: output " + quote_name(v.name) + " came back " +
                                 dtype_name(t.dtype()) + t.shape().to_string() + ", expected " +
                                 dtype_name(v.info.dtype) + v.info.shape.to_string());
       }

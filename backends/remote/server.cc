@@ -298,10 +298,10 @@ Result<std::vector<uint8_t>> RemoteServer::on_run(Session& s, uint64_t id,
     const Value& v = graph_.value(ins[i]);
     if (v.has_info &&
         (r.tensors[i].dtype() != v.info.dtype || r.tensors[i].shape() != v.info.shape)) {
-      return invalid_argument("Run: input " + std::to_string(i) + " ('" + v.name + "') is " +
-                              dtype_name(r.tensors[i].dtype()) + r.tensors[i].shape().to_string() +
-                              ", the graph says " + dtype_name(v.info.dtype) +
-                              v.info.shape.to_string());
+      return invalid_argument("Run: input " + std::to_string(i) + " (" + quote_name(v.name) +
+                              ") is " + dtype_name(r.tensors[i].dtype()) +
+                              r.tensors[i].shape().to_string() + ", the graph says " +
+                              dtype_name(v.info.dtype) + v.info.shape.to_string());
     }
   }
   // Decoded and checked: the run's own failures (deadline, a kernel error) keep the session.

@@ -110,13 +110,14 @@ Result<CurveKeyPair> read_key_file(const std::string& path) {
     std::string field, value;
     ls >> field >> value;
     if (field.empty() || field[0] == '#') continue;
-    if (!is_z85_key(value)) return invalid_argument(path + ": '" + field + "' is not a z85 key");
+    if (!is_z85_key(value))
+      return invalid_argument(path + ": " + quote_name(field) + " is not a z85 key");
     if (field == "public")
       k.public_key = value;
     else if (field == "secret")
       k.secret_key = value;
     else
-      return invalid_argument(path + ": unknown field '" + field + "'");
+      return invalid_argument(path + ": unknown field " + quote_name(field));
   }
   if (k.public_key.empty()) return invalid_argument(path + ": no public key");
   return k;

@@ -304,10 +304,11 @@ Result<std::unique_ptr<Device>> open_split_device(const SplitSpec& spec, const D
   std::vector<std::unique_ptr<Device>> members;
   for (const std::string& d : spec.devices) {
     if (d.rfind("split:", 0) == 0) {
-      return invalid_argument("split member '" + d + "': a split cannot nest another split");
+      return invalid_argument("split member " + quote_name(d) +
+                              ": a split cannot nest another split");
     }
     auto dev = open(d);
-    if (!dev.ok()) return dev.status().with_context("split member '" + d + "'");
+    if (!dev.ok()) return dev.status().with_context("split member " + quote_name(d));
     members.push_back(std::move(*dev));
   }
   return std::unique_ptr<Device>(new SplitDevice(spec, std::move(members)));

@@ -52,8 +52,8 @@ std::string VulkanDevice::description() const {
   const VulkanPhysicalDevice& p = gpu_->physical();
   const uint32_t v = p.properties.apiVersion;
   return "Vulkan " + std::to_string(VK_API_VERSION_MAJOR(v)) + "." +
-         std::to_string(VK_API_VERSION_MINOR(v)) + " " + p.type_name() + " '" + p.name() + "', " +
-         limits_summary();
+         std::to_string(VK_API_VERSION_MINOR(v)) + " " + p.type_name() + " " +
+         quote_name(p.name()) + ", " + limits_summary();
 }
 
 Capability VulkanDevice::capabilities(const Graph& g, const Node& node) const {
@@ -66,20 +66,21 @@ Capability VulkanDevice::capabilities(const Graph& g, const Node& node) const {
   const uint64_t max_bytes = gpu_->max_buffer_bytes();
   auto check_value = [&](ValueId v, bool data_input) -> Capability {
     const Value& val = g.value(v);
-    if (!val.has_info) return Capability::no("value '" + val.name + "' has no inferred shape");
+    if (!val.has_info)
+      return Capability::no("value " + quote_name(val.name) + " has no inferred shape");
     if (!k->alias && !k->any_dtype && data_input && val.info.dtype != DType::kF32) {
-      return Capability::no("value '" + val.name + "' is " + dtype_name(val.info.dtype) +
+      return Capability::no("value " + quote_name(val.name) + " is " + dtype_name(val.info.dtype) +
                             "; the vulkan kernels compute f32 only");
     }
     if (val.info.byte_size() > max_bytes) {
       return Capability::no(
-          "tensor '" + val.name + "' (" + std::to_string(val.info.byte_size()) +
+          "tensor " + quote_name(val.name) + " (" + std::to_string(val.info.byte_size()) +
           " bytes) exceeds the largest buffer this device can bind (" + std::to_string(max_bytes) +
           " bytes: maxStorageBufferRange " +
           std::to_string(gpu_->physical().properties.limits.maxStorageBufferRange) + ")");
     }
     if (val.info.shape.numel() >= (int64_t{1} << 31)) {
-      return Capability::no("tensor '" + val.name + "' has 2^31 or more elements");
+      return Capability::no("tensor " + quote_name(val.name) + " has 2^31 or more elements");
     }
     return Capability::yes();
   };
@@ -128,7 +129,8 @@ Result<std::unique_ptr<Buffer>> VulkanDevice::upload(const Tensor& host) {
 
 Status VulkanDevice::download(const Buffer& device, Tensor* host) {
   const auto* vb = dynamic_cast<const VulkanBuffer*>(&device);
-  if (vb == nullptr) return invalid_argument("buffer does not belong to device '" + name_ + "'");
+  if (vb == nullptr)
+    return invalid_argument("buffer does not belong to device " + quote_name(name_));
   ASSIGN_OR_RETURN(Tensor t, Tensor::create(vb->info().dtype, vb->info().shape));
   RETURN_IF_ERROR(gpu_->read_buffer(vb->buffer(), 0, t.raw(), t.byte_size()));
   *host = std::move(t);
@@ -156,7 +158,7 @@ Result<std::unique_ptr<Device>> open_vulkan(const DeviceName& name) {
   }
   const int index = name.spec.empty() ? 0 : std::stoi(name.spec);
   Result<std::shared_ptr<VulkanContext>> ctx = VulkanContext::get();
-  if (!ctx.ok()) return ctx.status().with_context("device '" + name.to_string() + "'");
+  if (!ctx.ok()) return ctx.status().with_context("device " + quote_name(name.to_string()));
   ASSIGN_OR_RETURN(std::shared_ptr<VulkanGpu> gpu, VulkanGpu::open(*ctx, index));
   return std::unique_ptr<Device>(new VulkanDevice(std::move(gpu)));
 }

@@ -72,7 +72,7 @@ class Builder final : public KernelBuilder {
     if (impl_.fault == nullptr) {
       ASSIGN_OR_RETURN(impl_.fault, gpu_.create_buffer(16, true));
     }
-    impl_.fault_messages.push_back("node '" + node_->name + "' (" + op_name(node_->kind) +
+    impl_.fault_messages.push_back("node " + quote_name(node_->name) + " (" + op_name(node_->kind) +
                                    "): " + what);
     return FaultSlot{BufferRef{impl_.fault->handle(), impl_.fault->size()},
                      static_cast<uint32_t>(impl_.fault_messages.size())};
@@ -88,7 +88,7 @@ class Builder final : public KernelBuilder {
   Status ensure_constant(ValueId v) {
     if (impl_.buffer_of[v] >= 0) return Status();
     const Value& val = g_.value(v);
-    if (!val.is_constant) return internal_error("value '" + val.name + "' has no buffer");
+    if (!val.is_constant) return internal_error("value " + quote_name(val.name) + " has no buffer");
     ASSIGN_OR_RETURN(BufferRef r, upload(val.data.raw(), val.data.byte_size()));
     (void)r;
     impl_.buffer_of[v] = static_cast<int>(impl_.buffers.size()) - 1;
@@ -153,7 +153,7 @@ Result<std::unique_ptr<VulkanProgram>> VulkanProgram::create(std::shared_ptr<Vul
   for (size_t li = 0; li < layers.size(); ++li) {
     const Node& n = g.node(layers[li]);
     const VulkanKernel* k = find_vulkan_kernel(n.kind);
-    if (k == nullptr) return internal_error("no vulkan kernel for node '" + n.name + "'");
+    if (k == nullptr) return internal_error("no vulkan kernel for node " + quote_name(n.name));
     const int step = static_cast<int>(li) + 1;
     for (ValueId v : n.inputs) use(v, step);
     if (k->alias) {
@@ -409,8 +409,9 @@ Status VulkanProgram::run_untimed(std::span<const Tensor> inputs, std::span<Tens
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Value& v = g_.value(inputs_[i]);
     if (inputs[i].dtype() != v.info.dtype || inputs[i].shape() != v.info.shape) {
-      return invalid_argument("input '" + v.name + "' expects " + dtype_name(v.info.dtype) +
-                              v.info.shape.to_string() + ", got " + inputs[i].describe());
+      return invalid_argument("input " + quote_name(v.name) + " expects " +
+                              dtype_name(v.info.dtype) + v.info.shape.to_string() + ", got " +
+                              inputs[i].describe());
     }
     std::memcpy(static_cast<char*>(impl.input_staging->mapped()) + impl.input_offsets[i],
                 inputs[i].raw(), inputs[i].byte_size());

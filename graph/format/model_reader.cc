@@ -602,11 +602,11 @@ Result<FileBytes> read_whole_file(int fd, uint64_t size, const std::string& path
     const ssize_t r = ::pread(fd, f.data + done, want, static_cast<off_t>(done));
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) {
-      return io_error("reading '" + path + "' failed at offset " + std::to_string(done) + ": " +
-                      errno_text());
+      return io_error("reading " + quote_name(path) + " failed at offset " + std::to_string(done) +
+                      ": " + errno_text());
     }
     if (r == 0) {
-      return io_error("'" + path + "' ended at offset " + std::to_string(done) +
+      return io_error(quote_name(path) + " ended at offset " + std::to_string(done) +
                       " while reading it (was it truncated?)");
     }
     done += static_cast<uint64_t>(r);
@@ -633,16 +633,17 @@ Result<FileBytes> map_file(int fd, uint64_t size) {
 Result<FileBytes> open_file(const std::string& path, const LoadOptions& options) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    if (errno == ENOENT) return not_found("model file '" + path + "' does not exist");
-    return io_error("cannot open model file '" + path + "': " + errno_text());
+    if (errno == ENOENT) return not_found("model file " + quote_name(path) + " does not exist");
+    return io_error("cannot open model file " + quote_name(path) + ": " + errno_text());
   }
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
   struct stat st;
-  if (::fstat(fd, &st) != 0) return io_error("cannot stat '" + path + "': " + errno_text());
-  if (!S_ISREG(st.st_mode)) return invalid_argument("'" + path + "' is not a regular file");
+  if (::fstat(fd, &st) != 0)
+    return io_error("cannot stat " + quote_name(path) + ": " + errno_text());
+  if (!S_ISREG(st.st_mode)) return invalid_argument(quote_name(path) + " is not a regular file");
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size == 0) return FileBytes{};  // check_envelope reports the empty file
   if (options.use_mmap) {
@@ -657,7 +658,7 @@ Result<FileBytes> open_file(const std::string& path, const LoadOptions& options)
 Result<LoadedModel> load_model_file(const std::string& path, const LoadOptions& options) {
   ASSIGN_OR_RETURN(FileBytes f, open_file(path, options));
   Result<LoadedModel> m = parse(f);
-  if (!m.ok()) return m.status().with_context("model file '" + path + "'");
+  if (!m.ok()) return m.status().with_context("model file " + quote_name(path));
   return m;
 }
 

@@ -264,15 +264,15 @@ Status save_model(const Graph& graph, const std::string& path, const ModelMetada
 
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return io_error("cannot create '" + tmp + "': " + errno_text());
+  if (fd < 0) return io_error("cannot create " + quote_name(tmp) + ": " + errno_text());
   uint64_t written = 0;
   Status s = emit(h, [&](const uint8_t* p, size_t n) -> Status {
     while (n > 0) {
       const ssize_t w = ::write(fd, p, n);
       if (w < 0 && errno == EINTR) continue;
       if (w <= 0) {
-        return io_error("writing '" + tmp + "' failed at offset " + std::to_string(written) + ": " +
-                        errno_text());
+        return io_error("writing " + quote_name(tmp) + " failed at offset " +
+                        std::to_string(written) + ": " + errno_text());
       }
       p += w;
       n -= static_cast<size_t>(w);
@@ -280,10 +280,13 @@ Status save_model(const Graph& graph, const std::string& path, const ModelMetada
     }
     return Status();
   });
-  if (s.ok() && ::fsync(fd) != 0) s = io_error("flushing '" + tmp + "' failed: " + errno_text());
-  if (::close(fd) != 0 && s.ok()) s = io_error("closing '" + tmp + "' failed: " + errno_text());
+  if (s.ok() && ::fsync(fd) != 0)
+    s = io_error("flushing " + quote_name(tmp) + " failed: " + errno_text());
+  if (::close(fd) != 0 && s.ok())
+    s = io_error("closing " + quote_name(tmp) + " failed: " + errno_text());
   if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
-    s = io_error("renaming '" + tmp + "' to '" + path + "' failed: " + errno_text());
+    s = io_error("renaming " + quote_name(tmp) + " to " + quote_name(path) +
+                 " failed: " + errno_text());
   }
   if (!s.ok()) ::unlink(tmp.c_str());
   return s;

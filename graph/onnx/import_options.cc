@@ -44,8 +44,8 @@ Status parse_entry(std::string_view entry, std::map<std::string, std::vector<int
     const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
     if (part.empty() || ec != std::errc() || end != part.data() + part.size() || v < 1 ||
         v > kMaxDim) {
-      return invalid_argument(quoted + ": dimension " + std::to_string(dims.size()) + " ('" +
-                              std::string(part) + "') is not an integer in 1.." +
+      return invalid_argument(quoted + ": dimension " + std::to_string(dims.size()) + " (" +
+                              quote_name(part) + ") is not an integer in 1.." +
                               std::to_string(kMaxDim));
     }
     dims.push_back(v);
@@ -57,7 +57,8 @@ Status parse_entry(std::string_view entry, std::map<std::string, std::vector<int
                             " dimensions exceed the rank limit " + std::to_string(kMaxRank));
   }
   if (!out->emplace(name, std::move(dims)).second) {
-    return invalid_argument(quoted + ": a shape for input '" + name + "' was already given");
+    return invalid_argument(quoted + ": a shape for input " + quote_name(name) +
+                            " was already given");
   }
   return Status();
 }

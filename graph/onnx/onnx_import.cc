@@ -257,7 +257,8 @@ Result<AttributeValue> attribute_from_onnx(const onnx::AttributeProto& a,
       std::string joined;
       for (const std::string& x : a.strings()) {
         if (x.find(',') != std::string::npos) {
-          return unimplemented(what + " holds the string '" + x + "', which contains a ','");
+          return unimplemented(what + " holds the string " + quote_name(x) +
+                               ", which contains a ','");
         }
         joined += (joined.empty() ? "" : ",") + x;
       }
@@ -527,7 +528,8 @@ class GraphBuilder {
   Result<int64_t> input_dim(const std::string& input, int index,
                             const onnx::TensorShapeProto::Dimension& d,
                             const std::vector<int64_t>* given) {
-    const std::string what = "graph input '" + input + "' dimension " + std::to_string(index);
+    const std::string what =
+        "graph input " + quote_name(input) + " dimension " + std::to_string(index);
     if (d.has_dim_value() && d.dim_value() >= 0) {
       const int64_t fixed = d.dim_value();
       if (given != nullptr && (*given)[static_cast<size_t>(index)] != fixed) {
@@ -542,7 +544,7 @@ class GraphBuilder {
     int64_t v = options_.default_dim_value;
     bool set = false;
     if (d.has_dim_param() && !d.dim_param().empty()) {
-      why = "is symbolic ('" + d.dim_param() + "')";
+      why = "is symbolic (" + quote_name(d.dim_param()) + ")";
       auto it = options_.dim_params.find(d.dim_param());
       if (it != options_.dim_params.end()) {
         v = it->second;
@@ -780,7 +782,7 @@ class GraphBuilder {
     }
     if (mode == "bilinear") mode = "linear";  // opset 7 spelled it both ways
     if (mode != "nearest" && mode != "linear") {
-      return unimplemented(where + ": mode '" + mode + "' (supported: nearest, linear)");
+      return unimplemented(where + ": mode " + quote_name(mode) + " (supported: nearest, linear)");
     }
     node.attrs.set("mode", mode);
     node.attrs.set("coordinate_transformation_mode", std::string("asymmetric"));
@@ -911,7 +913,7 @@ Result<std::vector<uint8_t>> read_file_bytes(const std::string& path, const std:
 }  // namespace
 
 Result<ImportedModel> import_onnx(const std::string& path, const ImportOptions& options) {
-  const std::string where = "ONNX file '" + path + "'";
+  const std::string where = "ONNX file " + quote_name(path);
   ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, read_file_bytes(path, where));
   Result<ImportedModel> r = import_onnx_from_memory(bytes, options);
   if (!r.ok()) return r.status().with_context(where);
@@ -933,7 +935,7 @@ Result<Tensor> import_onnx_tensor(std::span<const uint8_t> bytes, std::string* n
 }
 
 Result<Tensor> import_onnx_tensor_file(const std::string& path, std::string* name) {
-  const std::string where = "ONNX tensor file '" + path + "'";
+  const std::string where = "ONNX tensor file " + quote_name(path);
   ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, read_file_bytes(path, where));
   Result<Tensor> r = import_onnx_tensor(bytes, name);
   if (!r.ok()) return r.status().with_context(where);

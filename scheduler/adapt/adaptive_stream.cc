@@ -34,7 +34,7 @@ Result<std::unique_ptr<AdaptiveStream>> AdaptiveStream::create(
     return invalid_argument(
         "adaptation moves the cut of a streaming plan of two contiguous stages on single "
         "devices (seed 001 Algorithm 2); this plan is " +
-        std::string(plan_mode_name(plan.mode)) + " '" + plan.notation() + "'");
+        std::string(plan_mode_name(plan.mode)) + " " + quote_name(plan.notation()));
   }
   if (options.window < 2 || options.window > 100000) {
     return invalid_argument("adaptation window: " + std::to_string(options.window) +

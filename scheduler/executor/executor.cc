@@ -106,8 +106,9 @@ struct Executor::Impl {
     for (size_t i = 0; i < inputs.size(); ++i) {
       const Value& v = g.value(g.inputs()[i]);
       if (inputs[i].dtype() != v.info.dtype || inputs[i].shape() != v.info.shape) {
-        return invalid_argument("input '" + v.name + "': expected " + dtype_name(v.info.dtype) +
-                                v.info.shape.to_string() + ", got " + inputs[i].describe());
+        return invalid_argument("input " + quote_name(v.name) + ": expected " +
+                                dtype_name(v.info.dtype) + v.info.shape.to_string() + ", got " +
+                                inputs[i].describe());
       }
     }
     return Status();
@@ -143,7 +144,7 @@ struct Executor::Impl {
         const Value& val = g.value(v);
         Tensor t = val.is_constant ? val.data : s.table[static_cast<size_t>(v)];
         if (!t.defined()) {
-          r.status = internal_error("model output '" + val.name + "' was not produced");
+          r.status = internal_error("model output " + quote_name(val.name) + " was not produced");
           r.outputs.clear();
           break;
         }

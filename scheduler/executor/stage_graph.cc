@@ -19,9 +19,9 @@ Status check_stage_order(const LayerGraph& lg, const Plan& plan) {
       for (ValueId v : lg.layer(l).inputs) {
         const int p = lg.producer_layer(v);
         if (p >= 0 && stage_of[static_cast<size_t>(p)] > static_cast<int>(i)) {
-          return invalid_argument(plan.stage_name(i) + ": layer " + std::to_string(l) + " reads '" +
-                                  g.value(v).name + "', produced by layer " + std::to_string(p) +
-                                  " in the later stage " +
+          return invalid_argument(plan.stage_name(i) + ": layer " + std::to_string(l) + " reads " +
+                                  quote_name(g.value(v).name) + ", produced by layer " +
+                                  std::to_string(p) + " in the later stage " +
                                   std::to_string(stage_of[static_cast<size_t>(p)]));
         }
       }

@@ -13,14 +13,15 @@ namespace tessera {
 Result<GaComm> parse_ga_comm(const std::string& name) {
   if (name == "all") return GaComm::kAll;
   if (name == "cross") return GaComm::kCross;
-  return invalid_argument("GA communication charge '" + name + "': expected all or cross");
+  return invalid_argument("GA communication charge " + quote_name(name) +
+                          ": expected all or cross");
 }
 
 Result<GaObjective> parse_ga_objective(const std::string& name) {
   if (name == "balance") return GaObjective::kBalance;
   if (name == "max") return GaObjective::kMaxLoad;
   if (name == "period") return GaObjective::kPeriod;
-  return invalid_argument("GA objective '" + name + "': expected balance, max or period");
+  return invalid_argument("GA objective " + quote_name(name) + ": expected balance, max or period");
 }
 
 const char* ga_comm_name(GaComm c) {
@@ -508,7 +509,7 @@ Result<GaProblem> ga_problem(const CostModel& cm, const LayerGraph& lg, const Sd
   for (size_t i = 0; i < devices.size(); ++i) {
     ASSIGN_OR_RETURN(int vd, cm.find(devices[i]));
     if (std::find(vds.begin(), vds.end(), vd) != vds.end()) {
-      return invalid_argument("GA: device '" + devices[i] + "' is listed twice");
+      return invalid_argument("GA: device " + quote_name(devices[i]) + " is listed twice");
     }
     vds.push_back(vd);
   }
@@ -537,7 +538,7 @@ Result<GaProblem> ga_problem(const CostModel& cm, const LayerGraph& lg, const Sd
       std::string names;
       for (const std::string& d : devices) names += (names.empty() ? "" : ", ") + d;
       return invalid_argument("GA: none of the devices (" + names + ") can run layer " +
-                              std::to_string(l) + " '" + lg.layer(l).name + "'");
+                              std::to_string(l) + " " + quote_name(lg.layer(l).name));
     }
   }
   RETURN_IF_ERROR(pr.validate());

@@ -32,7 +32,7 @@ Result<double> parse_number(std::string_view text, std::string_view what) {
   char* end = nullptr;
   const double v = std::strtod(s.c_str(), &end);
   if (s.empty() || *end != '\0' || !std::isfinite(v)) {
-    return invalid_argument(std::string(what) + ": '" + s + "' is not a finite number");
+    return invalid_argument(std::string(what) + ": " + quote_name(s) + " is not a finite number");
   }
   return v;
 }
@@ -125,8 +125,8 @@ Result<std::vector<OffloadOption>> offload_options(const CostModel& cm, const La
   auto remote = cm.find(request.remote);
   if (!remote.ok()) return remote.status().with_context("offload: remote device");
   if (*client == *remote) {
-    return invalid_argument("offload: the client and the remote device are both '" +
-                            request.device + "'");
+    return invalid_argument("offload: the client and the remote device are both " +
+                            quote_name(request.device));
   }
 
   std::vector<OffloadOption> out;

@@ -547,7 +547,8 @@ Result<PipelineObjective> parse_pipeline_objective(const std::string& name) {
   if (name == "throughput") return PipelineObjective::kThroughput;
   if (name == "energy") return PipelineObjective::kEnergy;
   if (name == "latency") return PipelineObjective::kLatency;
-  return invalid_argument("objective '" + name + "' is not throughput, energy or latency");
+  return invalid_argument("objective " + quote_name(name) +
+                          " is not throughput, energy or latency");
 }
 
 const char* pipeline_objective_name(PipelineObjective o) {

@@ -220,7 +220,8 @@ Result<PlanOutcome> run_planner(const CostModel& cm, const LayerGraph& lg,
   if (std::find(names.begin(), names.end(), request.planner) == names.end()) {
     std::string known;
     for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
-    return invalid_argument("unknown planner '" + request.planner + "': expected " + known);
+    return invalid_argument("unknown planner " + quote_name(request.planner) + ": expected " +
+                            known);
   }
   PlanOutcome out;
   if (request.planner == "pipeline") {

@@ -265,7 +265,7 @@ Slicing plan_slice_preferred(const SliceTable& table, const std::vector<int>& or
 Result<Objective> parse_objective(const std::string& name) {
   if (name == "latency") return Objective::kLatency;
   if (name == "energy") return Objective::kEnergy;
-  return invalid_argument("objective '" + name + "' is not latency or energy");
+  return invalid_argument("objective " + quote_name(name) + " is not latency or energy");
 }
 
 const char* objective_name(Objective o) {

@@ -65,6 +65,27 @@ TEST(Session, RejectsBadInputsClearly) {
   EXPECT_EQ((*s)->output("nope").status().code(), StatusCode::kNotFound);
 }
 
+// Names from the caller or the model reach messages through quote_name: control bytes are
+// escaped, so a hostile name cannot rewrite the terminal or forge log lines.
+TEST(Session, MessagesEscapeNames) {
+  Graph g = two_output_graph();
+  g.value(g.inputs()[0]).name = "x\n[forged]";
+  auto model = Model::from_graph(std::move(g));
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  auto s = Session::create(*model, "reference");
+  ASSERT_TRUE(s.ok());
+  Tensor x = Tensor::create(DType::kF32, Shape{2, 3}).value();
+  const Status st = (*s)->set_input("\x1b[2Jnope", x);
+  EXPECT_EQ(st.code(), StatusCode::kNotFound);
+  EXPECT_NE(st.message().find("'\\x1b[2Jnope'"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("'x\\n[forged]'"), std::string::npos) << st.message();
+  for (char c : st.message()) EXPECT_GE(static_cast<unsigned char>(c), 0x20) << st.message();
+  const Status wrong =
+      (*s)->set_input("x\n[forged]", Tensor::create(DType::kI64, Shape{2, 3}).value());
+  EXPECT_EQ(wrong.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(wrong.message().find('\n'), std::string::npos) << wrong.message();
+}
+
 TEST(Session, DeviceNames) {
   auto model = Model::from_graph(two_output_graph());
   EXPECT_EQ(Session::create(*model, "gpu").status().code(), StatusCode::kInvalidArgument);

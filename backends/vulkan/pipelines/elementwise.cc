@@ -13,7 +13,8 @@ constexpr uint32_t kLocal = 256;
 Result<Activation> node_activation(const Graph& g, const Node& node) {
   NodeContext nc(g, node);
   ASSIGN_OR_RETURN(std::optional<Activation> a, activation_of_node(nc.ctx()));
-  if (!a.has_value()) return internal_error("node '" + node.name + "' is not an activation");
+  if (!a.has_value())
+    return internal_error("node " + quote_name(node.name) + " is not an activation");
   return *a;
 }
 

@@ -47,7 +47,8 @@ Result<GemmPlan> parse_gemm(const Graph& g, const Node& node) {
   }
   // MatMul: [..., M, K] x [..., K, N] with the batch dims equal, or one side without them.
   if (a.rank() < 2 || bs.rank() < 2) {
-    return unimplemented("node '" + node.name + "' (MatMul): 1-D operands are not supported");
+    return unimplemented("node " + quote_name(node.name) +
+                         " (MatMul): 1-D operands are not supported");
   }
   p.m = static_cast<uint32_t>(a[a.rank() - 2]);
   p.k = static_cast<uint32_t>(a[a.rank() - 1]);
@@ -57,8 +58,8 @@ Result<GemmPlan> parse_gemm(const Graph& g, const Node& node) {
   const bool same =
       a.rank() == bs.rank() && std::equal(a.dims().begin(), a.dims().end() - 2, bs.dims().begin());
   if (!(same || bs.rank() == 2 || a.rank() == 2)) {
-    return unimplemented("node '" + node.name +
-                         "' (MatMul): batch dims that broadcast partially are not supported");
+    return unimplemented("node " + quote_name(node.name) +
+                         " (MatMul): batch dims that broadcast partially are not supported");
   }
   p.batch = static_cast<uint32_t>(std::max(batch_a, batch_b));
   p.batch_a = batch_a > 1 ? p.m * p.k : 0;
@@ -78,7 +79,8 @@ Capability supports_gemm(const Graph& g, const Node& node, const VulkanGpu& gpu)
     const Value& w = g.value(node.inputs[1]);
     const uint64_t limit = gpu.max_buffer_bytes();
     if (w.info.byte_size() > limit) {
-      const std::string why = "tensor '" + w.name + "' (" + std::to_string(w.info.byte_size()) +
+      const std::string why = "tensor " + quote_name(w.name) + " (" +
+                              std::to_string(w.info.byte_size()) +
                               " bytes) exceeds the largest buffer this device can bind (" +
                               std::to_string(limit) + " bytes: maxStorageBufferRange)";
       if (!uses_gemv(node, *p) || !w.is_constant) {

@@ -10,7 +10,8 @@ const Tensor* KernelBuilder::constant(int i) const {
 }
 
 Status KernelBuilder::error(const std::string& msg) const {
-  return unimplemented("node '" + node().name + "' (" + op_name(node().kind) + "): " + msg);
+  return unimplemented("node " + quote_name(node().name) + " (" + op_name(node().kind) +
+                       "): " + msg);
 }
 
 void append_activation_spec(const Activation& a, std::vector<uint32_t>* spec) {
