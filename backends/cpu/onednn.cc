@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -203,10 +204,12 @@ dnnl::convolution_forward::desc conv_desc(const ConvSetup& s, const memory::desc
              : dnnl::convolution_forward::desc(prop, direct, src, w_any, dst, strides, dil, pl, pr);
 }
 
-// Conv: NHWC bf16 in and out, weights reordered to the implementation's format at build time.
-class ConvKernel final : public OneDnnKernel {
+// What the bf16 and int8 convolutions share: NHWC in and out, the primitive created for the
+// node's input shape with weights reordered into the implementation's format, a fused residual
+// copied into the output before a sum post-op, and the label of the kernel.
+class ConvPrimitiveKernel : public OneDnnKernel {
  public:
-  explicit ConvKernel(ConvSetup s) : s_(std::move(s)) {}
+  explicit ConvPrimitiveKernel(ConvSetup s) : s_(std::move(s)) {}
 
   void choose_layouts(std::span<const Layout> available, std::span<Layout> wanted,
                       std::span<Layout> produced) const override {
@@ -215,52 +218,68 @@ class ConvKernel final : public OneDnnKernel {
     produced[0] = Layout::kNHWC;
   }
 
-  // Creates the primitive for the node's input shape (and residual when fused) and reorders
-  // the weights into its format. False when oneDNN has no post-op for the activation.
-  Result<bool> create(const Shape& x) {
+  Status run(ThreadPool& pool) override {
+    if (residual_src_ != nullptr) {
+      std::memcpy(dst_, residual_src_, pd_.dst_desc().get_size());
+    }
+    return OneDnnKernel::run(pool);
+  }
+
+  // (Re)creates the primitive for input shape x from the kernel's state; false when oneDNN has
+  // no post-op for the activation.
+  virtual Result<bool> create(const Shape& x) = 0;
+
+ protected:
+  // Creates the convolution from src (elements `src_type`) to dst (`dst_type`) with weights
+  // of `weight_type` and `attr`; reorders `user_weights` (oihw / goihw of `user_weight_type`)
+  // into the chosen format; stores the bias as fill_bias writes it (given s_.cout floats).
+  Status create_primitive(const Shape& x, dt src_type, dt dst_type, dt weight_type,
+                          dt user_weight_type, const void* user_weights,
+                          const dnnl::primitive_attr& attr,
+                          const std::function<void(float*)>& fill_bias) {
     const ConvSetup& s = s_;
     const WindowGeometry& g = s.geo;
-    dnnl::post_ops ops;
-    const memory::desc dst_md(dims_of({x[0], s.cout, g.output[0], g.output[1]}), dt::bf16,
+    const memory::desc src_md(dims_of({x[0], s.cin, x[2], x[3]}), src_type, tag::nhwc);
+    const memory::desc dst_md(dims_of({x[0], s.cout, g.output[0], g.output[1]}), dst_type,
                               tag::nhwc);
-    // The residual as a sum post-op (dst += conv): run() copies it into dst first. oneDNN's
-    // brgemm convolutions take a sum but not a binary add, which costs 2-8x on these layers.
-    if (residual_) ops.append_sum(1.f);
-    if (!append_activation(s.act, &ops)) return false;
-    dnnl::primitive_attr attr = owned_scratchpad_attr();
-    attr.set_post_ops(ops);
-    const memory::desc src_md(dims_of({x[0], s.cin, x[2], x[3]}), dt::bf16, tag::nhwc);
-    const bool grouped = s.group > 1;
-    const memory::dims wdims = conv_weight_dims(s);
     const memory::desc bias_md = conv_bias_desc(s);
     RETURN_IF_ERROR(guarded(what_, [&] {
-      const dnnl::convolution_forward::desc d = conv_desc(s, src_md, dt::bf16, dst_md);
+      const dnnl::convolution_forward::desc d = conv_desc(s, src_md, weight_type, dst_md);
       pd_ = dnnl::convolution_forward::primitive_desc(d, attr, cpu_engine());
       prim_ = dnnl::convolution_forward(pd_);
       own_scratchpad(pd_);
-      memory user_w(memory::desc(wdims, dt::f32, grouped ? tag::goihw : tag::oihw), cpu_engine(),
-                    const_cast<float*>(s.weight->data<float>()));
+      memory user_w(
+          memory::desc(conv_weight_dims(s), user_weight_type, s.group > 1 ? tag::goihw : tag::oihw),
+          cpu_engine(), const_cast<void*>(user_weights));
       weights_ = memory(pd_.weights_desc(), cpu_engine());
       dnnl::reorder(user_w, weights_).execute(stream_, user_w, weights_);
       if (s.bias != nullptr) {
         bias_ = memory(bias_md, cpu_engine());
-        std::memcpy(bias_.get_data_handle(), s.bias->raw(), s.bias->byte_size());
+        fill_bias(static_cast<float*>(bias_.get_data_handle()));
       }
       stream_.wait();
     }));
     owned_bytes_ = pd_.weights_desc().get_size() + (s.bias != nullptr ? bias_md.get_size() : 0);
-    const bool dw = s.group > 1 && s.cin_g == 1;
-    name("conv " + std::to_string(s.kh) + "x" + std::to_string(s.kw) + "/" +
-             std::to_string(g.strides[0]) +
-             (dw        ? " depthwise"
-              : grouped ? " grouped"
-                        : "") +
-             activation_suffix(s.act) + (residual_ ? " +residual" : ""),
-         pd_);
-    return true;
+    return Status();
   }
 
-  bool fuse_residual(const Activation& act) override {
+  // "conv 3x3/2 depthwise +relu +residual".
+  std::string label() const {
+    const ConvSetup& s = s_;
+    const bool dw = s.group > 1 && s.cin_g == 1;
+    return "conv " + std::to_string(s.kh) + "x" + std::to_string(s.kw) + "/" +
+           std::to_string(s.geo.strides[0]) +
+           (dw            ? " depthwise"
+            : s.group > 1 ? " grouped"
+                          : "") +
+           activation_suffix(s.act) + (residual_ ? " +residual" : "");
+  }
+
+  // Fuses a residual add followed by `act`: re-creates the primitive with a sum post-op after
+  // `apply` changed the kernel's own state; when that fails, `undo` restores it and the old
+  // primitive is rebuilt. False when the activation cannot follow the sum.
+  bool fuse_residual_with(const Activation& act, const std::function<void()>& apply,
+                          const std::function<void()>& undo) {
     ConvSetup with = s_;
     if (!with.take_residual_activation(act)) return false;
     dnnl::post_ops probe;
@@ -268,17 +287,20 @@ class ConvKernel final : public OneDnnKernel {
     const ConvSetup before = s_;
     s_ = with;
     residual_ = true;
+    apply();
     Result<bool> ok = create(shape_);
     if (!ok.ok() || !*ok) {
       s_ = before;
       residual_ = false;
+      undo();
       (void)create(shape_);
       return false;
     }
     return true;
   }
 
-  Status bind(std::span<const Operand> in, std::span<const Operand> out, ThreadPool&) override {
+  // Binds source, weights, bias and destination, and a fused residual (the last input).
+  Status bind_conv(std::span<const Operand> in, std::span<const Operand> out) {
     return guarded(what_, [&] {
       args_.clear();
       args_[DNNL_ARG_SRC] = memory(pd_.src_desc(), cpu_engine(), in[0].data);
@@ -290,20 +312,48 @@ class ConvKernel final : public OneDnnKernel {
     });
   }
 
-  Status run(ThreadPool& pool) override {
-    if (residual_src_ != nullptr) {
-      std::memcpy(dst_, residual_src_, pd_.dst_desc().get_size());
-    }
-    return OneDnnKernel::run(pool);
-  }
-
+ public:  // the factories fill these in
   ConvSetup s_;
   Shape shape_;  // the input's
   bool residual_ = false;
+
+ protected:
   const void* residual_src_ = nullptr;
   void* dst_ = nullptr;
   dnnl::convolution_forward::primitive_desc pd_;
   memory weights_, bias_;
+};
+
+// Conv: NHWC bf16 in and out, weights reordered to the implementation's format at build time.
+class ConvKernel final : public ConvPrimitiveKernel {
+ public:
+  using ConvPrimitiveKernel::ConvPrimitiveKernel;
+
+  // Creates the primitive for the node's input shape (and residual when fused) and reorders
+  // the weights into its format. False when oneDNN has no post-op for the activation.
+  Result<bool> create(const Shape& x) override {
+    dnnl::post_ops ops;
+    // The residual as a sum post-op (dst += conv): run() copies it into dst first. oneDNN's
+    // brgemm convolutions take a sum but not a binary add, which costs 2-8x on these layers.
+    if (residual_) ops.append_sum(1.f);
+    if (!append_activation(s_.act, &ops)) return false;
+    dnnl::primitive_attr attr = owned_scratchpad_attr();
+    attr.set_post_ops(ops);
+    RETURN_IF_ERROR(
+        create_primitive(x, dt::bf16, dt::bf16, dt::bf16, dt::f32, s_.weight->data<float>(), attr,
+                         [&](float* b) { std::memcpy(b, s_.bias->raw(), s_.bias->byte_size()); }));
+    name(label(), pd_);
+    return true;
+  }
+
+  bool fuse_residual(const Activation& act) override {
+    return fuse_residual_with(
+        act, [] {}, [] {});
+  }
+
+  Status bind(std::span<const Operand> in, std::span<const Operand> out, ThreadPool&) override {
+    return bind_conv(in, out);
+  }
 };
 
 Result<std::unique_ptr<Kernel>> make_conv(const KernelRequest& req) {
@@ -535,26 +585,18 @@ bool scale_invariant(const Activation& a) {
 }
 
 // The int8 convolution: NHWC int8 in and out.
-class Int8ConvKernel final : public OneDnnKernel {
+class Int8ConvKernel final : public ConvPrimitiveKernel {
  public:
   Int8ConvKernel(ConvSetup s, QuantParam in, QuantParam out)
-      : s_(std::move(s)), in_(in), out_(out) {}
+      : ConvPrimitiveKernel(std::move(s)), in_(in), out_(out) {}
 
   bool bf16_io() const override { return false; }
   bool int8_io() const override { return true; }
 
-  void choose_layouts(std::span<const Layout> available, std::span<Layout> wanted,
-                      std::span<Layout> produced) const override {
-    Kernel::choose_layouts(available, wanted, produced);
-    wanted[0] = Layout::kNHWC;
-    produced[0] = Layout::kNHWC;
-  }
-
   // Quantises the weights (once) and creates the primitive. False when oneDNN has no post-op
   // for the activation.
-  Result<bool> create(const Shape& x) {
+  Result<bool> create(const Shape& x) override {
     const ConvSetup& s = s_;
-    const WindowGeometry& g = s.geo;
     if (wq_.empty()) {
       quantize_weights(s.weight->data<float>(), s.cout, s.cin_g * s.kh * s.kw, &wq_, &wscale_);
     }
@@ -583,64 +625,27 @@ class Int8ConvKernel final : public OneDnnKernel {
     dnnl::primitive_attr attr = owned_scratchpad_attr();
     attr.set_output_scales(1 << 1, scales);
     attr.set_post_ops(ops);
-    const memory::desc src_md(dims_of({x[0], s.cin, x[2], x[3]}), int8_type(in_), tag::nhwc);
-    const memory::desc dst_md(dims_of({x[0], s.cout, g.output[0], g.output[1]}), int8_type(out_),
-                              tag::nhwc);
-    const bool grouped = s.group > 1;
-    const memory::dims wdims = conv_weight_dims(s);
-    const memory::desc bias_md = conv_bias_desc(s);
-    RETURN_IF_ERROR(guarded(what_, [&] {
-      const dnnl::convolution_forward::desc d = conv_desc(s, src_md, dt::s8, dst_md);
-      pd_ = dnnl::convolution_forward::primitive_desc(d, attr, cpu_engine());
-      prim_ = dnnl::convolution_forward(pd_);
-      own_scratchpad(pd_);
-      memory user_w(memory::desc(wdims, dt::s8, grouped ? tag::goihw : tag::oihw), cpu_engine(),
-                    wq_.data());
-      weights_ = memory(pd_.weights_desc(), cpu_engine());
-      dnnl::reorder(user_w, weights_).execute(stream_, user_w, weights_);
-      if (s.bias != nullptr) {
-        bias_ = memory(bias_md, cpu_engine());
-        auto* b = static_cast<float*>(bias_.get_data_handle());
-        const float* src = s.bias->data<float>();
-        for (int64_t oc = 0; oc < s.cout; ++oc) {
-          b[oc] = src[oc] / (in_.scale * wscale_[static_cast<size_t>(oc)]);
-        }
-      }
-      stream_.wait();
-    }));
-    owned_bytes_ = pd_.weights_desc().get_size() + (s.bias != nullptr ? bias_md.get_size() : 0);
-    const bool dw = s.group > 1 && s.cin_g == 1;
-    desc_ = std::string("onednn int8 conv ") + std::to_string(s.kh) + "x" + std::to_string(s.kw) +
-            "/" + std::to_string(g.strides[0]) +
-            (dw        ? " depthwise"
-             : grouped ? " grouped"
-                       : "") +
-            activation_suffix(s.act) + (residual_ ? " +residual" : "") +
-            (in_.is_unsigned ? " u8" : " s8") + "->" + (out_.is_unsigned ? "u8" : "s8") + " (" +
-            pd_.impl_info_str() + ")";
+    RETURN_IF_ERROR(create_primitive(
+        x, int8_type(in_), int8_type(out_), dt::s8, dt::s8, wq_.data(), attr, [&](float* b) {
+          const float* src = s.bias->data<float>();
+          for (int64_t oc = 0; oc < s.cout; ++oc) {
+            b[oc] = src[oc] / (in_.scale * wscale_[static_cast<size_t>(oc)]);
+          }
+        }));
+    desc_ = "onednn int8 " + label() + (in_.is_unsigned ? " u8" : " s8") + "->" +
+            (out_.is_unsigned ? "u8" : "s8") + " (" + pd_.impl_info_str() + ")";
     return true;
   }
 
   bool fuse_residual_int8(const Activation& act, QuantParam residual, QuantParam out) override {
-    ConvSetup with = s_;
-    if (!with.take_residual_activation(act)) return false;
-    dnnl::post_ops probe;
-    if (!append_activation(with.act, &probe)) return false;
-    const ConvSetup before = s_;
     const QuantParam out_before = out_;
-    s_ = with;
-    residual_ = true;
-    res_ = residual;
-    out_ = out;
-    Result<bool> ok = create(shape_);
-    if (!ok.ok() || !*ok) {
-      s_ = before;
-      out_ = out_before;
-      residual_ = false;
-      (void)create(shape_);
-      return false;
-    }
-    return true;
+    return fuse_residual_with(
+        act,
+        [&] {
+          res_ = residual;
+          out_ = out;
+        },
+        [&] { out_ = out_before; });
   }
 
   Status bind(std::span<const Operand> in, std::span<const Operand> out, ThreadPool&) override {
@@ -648,34 +653,12 @@ class Int8ConvKernel final : public OneDnnKernel {
         (residual_ && !(in.back().int8 && in.back().quant == res_))) {
       return internal_error(what_ + ": bound to tensors of another quantisation");
     }
-    return guarded(what_, [&] {
-      args_.clear();
-      args_[DNNL_ARG_SRC] = memory(pd_.src_desc(), cpu_engine(), in[0].data);
-      args_[DNNL_ARG_WEIGHTS] = weights_;
-      if (s_.bias != nullptr) args_[DNNL_ARG_BIAS] = bias_;
-      args_[DNNL_ARG_DST] = memory(pd_.dst_desc(), cpu_engine(), out[0].data);
-      residual_src_ = residual_ ? in.back().data : nullptr;
-      dst_ = out[0].data;
-    });
+    return bind_conv(in, out);
   }
 
-  Status run(ThreadPool& pool) override {
-    if (residual_src_ != nullptr) {
-      std::memcpy(dst_, residual_src_, pd_.dst_desc().get_size());
-    }
-    return OneDnnKernel::run(pool);
-  }
-
-  ConvSetup s_;
   QuantParam in_, out_, res_;
-  Shape shape_;
-  bool residual_ = false;
-  const void* residual_src_ = nullptr;
-  void* dst_ = nullptr;
   std::vector<int8_t> wq_;
   std::vector<float> wscale_;
-  dnnl::convolution_forward::primitive_desc pd_;
-  memory weights_, bias_;
 };
 
 QuantParam quant_of(const std::vector<QuantParam>& quant, ValueId v) {
