@@ -549,11 +549,12 @@ Status CpuProgram::allocate_and_bind() {
       outs.push_back(o);
     }
     if (s.kernel == nullptr) {
-      if (ins[0].int8 != outs[0].int8) {
-        s.kernel = std::make_unique<QuantConversion>(s.in_layouts[0], outs[0].layout, outs[0].int8);
-      } else if (ins[0].bf16 != outs[0].bf16) {
+      using Reduced = PrecisionConversion::Reduced;
+      if (ins[0].int8 != outs[0].int8 || ins[0].bf16 != outs[0].bf16) {
+        const Reduced r = ins[0].int8 != outs[0].int8 ? Reduced::kInt8 : Reduced::kBf16;
+        const bool to_reduced = outs[0].int8 || outs[0].bf16;
         s.kernel =
-            std::make_unique<PrecisionConversion>(s.in_layouts[0], outs[0].layout, outs[0].bf16);
+            std::make_unique<PrecisionConversion>(s.in_layouts[0], outs[0].layout, r, to_reduced);
       } else {
         s.kernel = std::make_unique<LayoutConversion>(s.in_layouts[0], outs[0].layout);
       }

@@ -304,9 +304,17 @@ void nhwc_bf16_to_nchw_f32(const uint16_t* src, float* dst, int64_t n, int64_t c
 
 Status PrecisionConversion::bind(std::span<const Operand> in, std::span<const Operand> out,
                                  ThreadPool&) {
-  if (in[0].bf16 == to_bf16_ || out[0].bf16 != to_bf16_ || in[0].dtype != DType::kF32) {
-    return internal_error("precision conversion bound to operands of the wrong precision");
+  const bool int8 = reduced_ == Reduced::kInt8;
+  const Operand& reduced = to_reduced_ ? out[0] : in[0];
+  const Operand& full = to_reduced_ ? in[0] : out[0];
+  if (in[0].dtype != DType::kF32 || full.bf16 || full.int8 || reduced.bf16 == int8 ||
+      reduced.int8 != int8) {
+    return internal_error(std::string(int8 ? "int8" : "bf16") +
+                          " conversion bound to operands of the wrong precision");
   }
+  q_ = reduced.quant;
+  if (int8 && !q_.valid())
+    return internal_error("int8 conversion of a tensor without quantisation");
   src_ = in[0].data;
   dst_ = out[0].data;
   count_ = in[0].numel();
@@ -321,34 +329,39 @@ Status PrecisionConversion::bind(std::span<const Operand> in, std::span<const Op
 }
 
 Status PrecisionConversion::run(ThreadPool& pool) {
-  const bool transpose = hw_ > 0;
-  if (to_bf16_) {
+  const bool int8 = reduced_ == Reduced::kInt8;
+  if (hw_ > 0 && to_ != (to_reduced_ ? Layout::kNHWC : Layout::kNCHW)) {
+    return internal_error(std::string("conversion ") + (to_reduced_ ? "to " : "from ") +
+                          (int8 ? "int8" : "bf16") + " NCHW is not supported");
+  }
+  if (to_reduced_) {
     const auto* s = static_cast<const float*>(src_);
-    auto* d = static_cast<uint16_t*>(dst_);
-    if (!transpose) {
-      f32_to_bf16_array(s, d, count_, &pool);
-    } else if (to_ == Layout::kNHWC) {
-      nchw_f32_to_nhwc_bf16(s, d, n_, c_, hw_, &pool);
+    if (int8) {
+      hw_ > 0 ? nchw_f32_to_nhwc_int8(s, dst_, n_, c_, hw_, q_, &pool)
+              : quantize_array(s, dst_, count_, q_, &pool);
     } else {
-      return internal_error("conversion to bf16 NCHW is not supported");
+      auto* d = static_cast<uint16_t*>(dst_);
+      hw_ > 0 ? nchw_f32_to_nhwc_bf16(s, d, n_, c_, hw_, &pool)
+              : f32_to_bf16_array(s, d, count_, &pool);
     }
   } else {
-    const auto* s = static_cast<const uint16_t*>(src_);
     auto* d = static_cast<float*>(dst_);
-    if (!transpose) {
-      bf16_to_f32_array(s, d, count_, &pool);
-    } else if (to_ == Layout::kNCHW) {
-      nhwc_bf16_to_nchw_f32(s, d, n_, c_, hw_, &pool);
+    if (int8) {
+      hw_ > 0 ? nhwc_int8_to_nchw_f32(src_, d, n_, c_, hw_, q_, &pool)
+              : dequantize_array(src_, d, count_, q_, &pool);
     } else {
-      return internal_error("conversion from bf16 NCHW is not supported");
+      const auto* s = static_cast<const uint16_t*>(src_);
+      hw_ > 0 ? nhwc_bf16_to_nchw_f32(s, d, n_, c_, hw_, &pool)
+              : bf16_to_f32_array(s, d, count_, &pool);
     }
   }
   return Status();
 }
 
 std::string PrecisionConversion::describe() const {
-  return std::string("convert ") + layout_name(from_) + (to_bf16_ ? " f32" : " bf16") + "->" +
-         layout_name(to_) + (to_bf16_ ? " bf16" : " f32");
+  const std::string r = reduced_ == Reduced::kBf16 ? " bf16" : q_.is_unsigned ? " u8" : " s8";
+  return std::string("convert ") + layout_name(from_) + (to_reduced_ ? " f32" : r) + "->" +
+         layout_name(to_) + (to_reduced_ ? r : " f32");
 }
 
 QuantParam QuantParam::from_range(float lo, float hi) {
@@ -450,57 +463,6 @@ void nhwc_int8_to_nchw_f32(const void* src, float* dst, int64_t n, int64_t c, in
   } else {
     nhwc_q_to_nchw(static_cast<const int8_t*>(src), dst, n, c, hw, q.scale, pool);
   }
-}
-
-Status QuantConversion::bind(std::span<const Operand> in, std::span<const Operand> out,
-                             ThreadPool&) {
-  if (in[0].int8 == to_int8_ || out[0].int8 != to_int8_ || in[0].dtype != DType::kF32 ||
-      in[0].bf16 || out[0].bf16) {
-    return internal_error("int8 conversion bound to operands of the wrong precision");
-  }
-  q_ = to_int8_ ? out[0].quant : in[0].quant;
-  if (!q_.valid()) return internal_error("int8 conversion of a tensor without quantisation");
-  src_ = in[0].data;
-  dst_ = out[0].data;
-  count_ = in[0].numel();
-  const Shape& s = in[0].shape;
-  n_ = c_ = hw_ = 0;
-  if (s.rank() == 4 && from_ != to_ && !layout_trivial(s)) {
-    n_ = s[0];
-    c_ = s[1];
-    hw_ = s[2] * s[3];
-  }
-  return Status();
-}
-
-Status QuantConversion::run(ThreadPool& pool) {
-  const bool transpose = hw_ > 0;
-  if (to_int8_) {
-    const auto* s = static_cast<const float*>(src_);
-    if (!transpose) {
-      quantize_array(s, dst_, count_, q_, &pool);
-    } else if (to_ == Layout::kNHWC) {
-      nchw_f32_to_nhwc_int8(s, dst_, n_, c_, hw_, q_, &pool);
-    } else {
-      return internal_error("conversion to int8 NCHW is not supported");
-    }
-  } else {
-    auto* d = static_cast<float*>(dst_);
-    if (!transpose) {
-      dequantize_array(src_, d, count_, q_, &pool);
-    } else if (to_ == Layout::kNCHW) {
-      nhwc_int8_to_nchw_f32(src_, d, n_, c_, hw_, q_, &pool);
-    } else {
-      return internal_error("conversion from int8 NCHW is not supported");
-    }
-  }
-  return Status();
-}
-
-std::string QuantConversion::describe() const {
-  const std::string q = q_.is_unsigned ? " u8" : " s8";
-  return std::string("convert ") + layout_name(from_) + (to_int8_ ? " f32" : q) + "->" +
-         layout_name(to_) + (to_int8_ ? q : " f32");
 }
 
 }  // namespace tessera::cpu

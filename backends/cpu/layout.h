@@ -30,24 +30,6 @@ void nchw_f32_to_nhwc_bf16(const float* src, uint16_t* dst, int64_t n, int64_t c
 void nhwc_bf16_to_nchw_f32(const uint16_t* src, float* dst, int64_t n, int64_t c, int64_t hw,
                            ThreadPool* pool);
 
-// A step converting one bound tensor between f32 and bf16, and between layouts at the same
-// time when they differ (a rank-4 tensor: NCHW f32 <-> NHWC bf16).
-class PrecisionConversion final : public Kernel {
- public:
-  PrecisionConversion(Layout from, Layout to, bool to_bf16)
-      : from_(from), to_(to), to_bf16_(to_bf16) {}
-  Status bind(std::span<const Operand> in, std::span<const Operand> out, ThreadPool& pool) override;
-  Status run(ThreadPool& pool) override;
-  std::string describe() const override;
-
- private:
-  Layout from_, to_;
-  bool to_bf16_;
-  const void* src_ = nullptr;
-  void* dst_ = nullptr;
-  int64_t count_ = 0, n_ = 0, c_ = 0, hw_ = 0;
-};
-
 // f32 <-> int8 conversions of the int8 path (docs/precision.md): q = saturate(round-to-nearest-
 // even(x / scale)) into u8 or s8 as `q` says (NaN -> 0), and x = scale * q. Split over the pool
 // from 64 K elements on; `pool` may be null. The NCHW <-> NHWC variants transpose in the same pass.
@@ -58,19 +40,24 @@ void nchw_f32_to_nhwc_int8(const float* src, void* dst, int64_t n, int64_t c, in
 void nhwc_int8_to_nchw_f32(const void* src, float* dst, int64_t n, int64_t c, int64_t hw,
                            QuantParam q, ThreadPool* pool);
 
-// A step converting one bound tensor between f32 and int8 (the value's QuantParam), and between
-// layouts at the same time when they differ (rank 4: NCHW f32 <-> NHWC int8).
-class QuantConversion final : public Kernel {
+// A step converting one bound tensor between f32 and a reduced precision (bf16, or int8 with the
+// value's QuantParam), and between layouts at the same time when they differ (a rank-4 tensor:
+// NCHW f32 <-> NHWC reduced).
+class PrecisionConversion final : public Kernel {
  public:
-  QuantConversion(Layout from, Layout to, bool to_int8) : from_(from), to_(to), to_int8_(to_int8) {}
+  enum class Reduced : uint8_t { kBf16, kInt8 };
+  // `to_reduced`: f32 -> reduced; else reduced -> f32.
+  PrecisionConversion(Layout from, Layout to, Reduced reduced, bool to_reduced)
+      : from_(from), to_(to), reduced_(reduced), to_reduced_(to_reduced) {}
   Status bind(std::span<const Operand> in, std::span<const Operand> out, ThreadPool& pool) override;
   Status run(ThreadPool& pool) override;
   std::string describe() const override;
 
  private:
   Layout from_, to_;
-  bool to_int8_;
-  QuantParam q_;
+  Reduced reduced_;
+  bool to_reduced_;
+  QuantParam q_;  // int8 only
   const void* src_ = nullptr;
   void* dst_ = nullptr;
   int64_t count_ = 0, n_ = 0, c_ = 0, hw_ = 0;
