@@ -14,6 +14,15 @@
 #                              reference kernels, core, the cpu device and the NPU reference
 #                              driver, with the libraries and driver it needs), run under
 #                              qemu-aarch64
+#   scripts/aarch64.sh insns MODEL [DEVICE] [K]
+#                              guest instructions per inference of MODEL (.onnx or .tsr) on
+#                              DEVICE (default cpu) under qemu-aarch64: `tessera run` with 1 and
+#                              1+K runs (K default 2), each counted from qemu's block log
+#                              (scripts/qemu_insn_count.awk); the difference over K. Kernels
+#                              by the rules (TESSERA_CPU_KERNELS=rules: timing kernels under an
+#                              emulator would measure the emulator). An emulator's instruction
+#                              count, a rough guide to the work per inference: not a
+#                              performance figure.
 # (no argument: build). Extra arguments after `test` / `ci` go to ctest (e.g. -R Conv).
 #
 # Dependencies: crossbuild-essential-arm64, qemu-user, and the arm64 multiarch packages of
@@ -124,8 +133,36 @@ case "$cmd" in
     cmake --build "$build" -j "$jobs" --target tessera_device_tests
     ctest --test-dir "$build" -L device -j "$jobs" --timeout 300 --output-on-failure "$@"
     ;;
+  insns)
+    [ $# -ge 1 ] || { echo "usage: scripts/aarch64.sh insns MODEL [DEVICE] [K]" >&2; exit 2; }
+    model=$1 device=${2:-cpu} k=${3:-2}
+    build=${TESSERA_AARCH64_CI_BUILD:-build-aarch64-ci}
+    deps
+    configure -DTESSERA_BUILD_BENCHMARKS=OFF -DTESSERA_DEVICE_TESTS=ON
+    cmake --build "$build" -j "$jobs" --target tessera
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+    qemu=(qemu-aarch64 -E "LD_LIBRARY_PATH=$prefix/usr/lib/aarch64-linux-gnu"
+          -E TESSERA_CPU_KERNELS=rules)
+    run=("$build/tools/tessera" run "$model" --device "$device" --warmup 0)
+    count() {  # instructions of `tessera run ... --repeat $1`
+      mkfifo "$work/log"
+      awk -f scripts/qemu_insn_count.awk "$work/log" >"$work/count" &
+      local awk_pid=$!
+      "${qemu[@]}" -d in_asm,exec,nochain -D "$work/log" "${run[@]}" --repeat "$1" >/dev/null
+      wait "$awk_pid"
+      rm -f "$work/log"
+      awk '$6 > 0 {print "aarch64.sh: " $6 " runs of blocks the log did not list" >"/dev/stderr"}
+           {print $2}' "$work/count"
+    }
+    one=$(count 1)
+    more=$(count $((k + 1)))
+    echo "$model on $device (aarch64, qemu-aarch64 $(qemu-aarch64 --version | awk 'NR==1{print $3}')):"
+    echo "  instructions: $one for 1 run, $more for $((k + 1)) runs"
+    echo "  per inference: $(((more - one) / k)) (emulated count, not a performance figure)"
+    ;;
   *)
-    echo "usage: scripts/aarch64.sh [deps|build|test|ci] [ctest arguments]" >&2
+    echo "usage: scripts/aarch64.sh [deps|build|test|ci|insns] [arguments]" >&2
     exit 2
     ;;
 esac

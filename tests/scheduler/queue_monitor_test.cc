@@ -224,21 +224,32 @@ TEST(QueueMonitorTest, FindsTheSlowedDeviceAndMovesItsWork) {
 
 TEST(QueueMonitorTest, SplitsALayerWhenNoCutBalances) {
   // b 1.5x slower: cut 3 gives a 9 / b 13.5 ms, cut 4 a 12 / b 9 ms; sharing one layer between
-  // them (Step 2, speed-balanced ratios) gets both to about 10.8 ms.
-  Rig rig;
-  rig.b->factor = 1.5;
-  RebalanceReport rep;
-  auto plan = rig.run(test_options(), &rep);
-  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
-  print(rep);
-  ASSERT_GE(rep.iterations.size(), 2u);
-  const RebalanceIteration& last = rep.iterations.back();
-  bool split = false;
-  for (const Stage& s : last.plan.stages) split = split || !s.placement.single();
-  EXPECT_TRUE(split) << last.plan.notation();
-  EXPECT_GT(layers_on(last.plan, "cpu:0"), layers_on(last.plan, "cpu:1"));
-  EXPECT_LT(last.window.period_ms, 0.95 * rep.iterations[0].window.period_ms);
-  EXPECT_EQ(rig.wrong, 0);
+  // them (Step 2, speed-balanced ratios) gets both to about 10.8 ms. The sleep devices measure
+  // wall time, and on a loaded machine (parallel tests) a late wake-up can make the faster
+  // device look slow for a whole window; so the scenario gets up to three tries, each of which
+  // must compute every frame right, and one must end in the split.
+  std::string outcome;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    Rig rig;
+    rig.b->factor = 1.5;
+    RebalanceReport rep;
+    auto plan = rig.run(test_options(), &rep);
+    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+    print(rep);
+    ASSERT_EQ(rig.wrong, 0);
+    ASSERT_GE(rep.iterations.size(), 2u);
+    const RebalanceIteration& last = rep.iterations.back();
+    bool split = false;
+    for (const Stage& s : last.plan.stages) split = split || !s.placement.single();
+    if (split && layers_on(last.plan, "cpu:0") > layers_on(last.plan, "cpu:1") &&
+        last.window.period_ms < 0.95 * rep.iterations[0].window.period_ms) {
+      return;
+    }
+    outcome += "try " + std::to_string(attempt) + ": " + last.plan.notation() + ", period " +
+               std::to_string(rep.iterations[0].window.period_ms) + " -> " +
+               std::to_string(last.window.period_ms) + " ms\n";
+  }
+  ADD_FAILURE() << "no try split the layer towards the faster device:\n" << outcome;
 }
 
 TEST(QueueMonitorTest, RefusesBadOptions) {
