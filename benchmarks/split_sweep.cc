@@ -77,7 +77,7 @@ int run(int argc, char** argv) {
     }
   }
   std::vector<std::string> variants = {members[0], "cpu"};
-  const char* methods[] = {"conv-channel", "conv-spatial", "conv-filter"};
+  const char* methods[] = {"conv-channel", "conv-spatial", "conv-filter", "conv-grid"};
   for (const char* m : methods) {
     SplitSpec spec;
     spec.method = *parse_split_method(m);

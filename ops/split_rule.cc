@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include "ops/conv_pool_util.h"
 
@@ -12,8 +14,8 @@ namespace tessera {
 
 namespace {
 
-constexpr const char* kMethodNames[] = {"fc-out", "fc-in", "conv-channel", "conv-spatial",
-                                        "conv-filter"};
+constexpr const char* kMethodNames[] = {"fc-out",       "fc-in",       "conv-channel",
+                                        "conv-spatial", "conv-filter", "conv-grid"};
 
 bool is_unary_activation(OpKind k) {
   switch (k) {
@@ -129,32 +131,72 @@ void narrow(Region* r, int axis, int64_t begin, int64_t end) {
   r->end[static_cast<size_t>(axis)] = end;
 }
 
-// Spatial rows [r0, r1) of a window op: the input rows its windows touch (clamped to the input)
-// and the explicit pads that stand for the part of the window outside the input.
-Status spatial_piece(const OpContext& ctx, const WindowGeometry& geo, int64_t r0, int64_t r1,
-                     SplitPiece* p) {
-  const int64_t s = geo.strides[0];
-  const int64_t lo = r0 * s - geo.pads_begin[0];
-  const int64_t hi = (r1 - 1) * s - geo.pads_begin[0] + geo.effective_kernel(0);
-  const int64_t clo = std::max<int64_t>(lo, 0);
-  const int64_t chi = std::min<int64_t>(hi, geo.input[0]);
-  if (chi <= clo) {
-    return ctx.unsupported("cannot split with conv-spatial: output rows [" + std::to_string(r0) +
+// Outputs [r0, r1) along spatial axis `d` (0: rows, 1: columns) of a window op: the input range
+// its windows touch (clamped to the input) and, in *pads (the ONNX pads of every spatial axis,
+// begins then ends), the explicit pads that stand for the part of the window outside the input.
+Status spatial_piece(const OpContext& ctx, SplitMethod method, const WindowGeometry& geo, int d,
+                     int64_t r0, int64_t r1, SplitPiece* p, std::vector<int64_t>* pads) {
+  const size_t a = static_cast<size_t>(d);
+  const int64_t s = geo.strides[a], dil = geo.dilations[a], k = geo.kernel[a], n = geo.input[a];
+  const int64_t lo = r0 * s - geo.pads_begin[a];
+  const int64_t hi = (r1 - 1) * s - geo.pads_begin[a] + geo.effective_kernel(d);
+  // The first and last input positions a tap of these windows reads (with dilation, a window
+  // reaching into the padding may skip the input's first or last positions): the exact halo.
+  int64_t clo = INT64_MAX, chi = INT64_MIN;
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t start = r * s - geo.pads_begin[a];
+    if (start >= 0) {
+      clo = std::min(clo, start);
+      break;  // later windows start further on
+    }
+    const int64_t j = (-start + dil - 1) / dil;  // the first tap at or past 0
+    if (j < k) clo = std::min(clo, start + j * dil);
+  }
+  for (int64_t r = r1 - 1; r >= r0; --r) {
+    const int64_t start = r * s - geo.pads_begin[a];
+    const int64_t end = start + (k - 1) * dil;  // the last tap
+    if (end < n) {
+      chi = std::max(chi, end + 1);
+      break;  // earlier windows end before
+    }
+    if (start < n) chi = std::max(chi, start + (n - 1 - start) / dil * dil + 1);
+  }
+  if (clo == INT64_MAX || chi == INT64_MIN || chi <= clo) {
+    return ctx.unsupported(std::string("cannot split with ") + split_method_name(method) +
+                           ": output " + (d == 0 ? "rows" : "columns") + " [" + std::to_string(r0) +
                            ", " + std::to_string(r1) +
                            ") read only padding; use fewer pieces or other ratios");
   }
-  narrow(&p->inputs[0], 2, clo, chi);
-  std::vector<int64_t> pads;
-  pads.insert(pads.end(), geo.pads_begin.begin(), geo.pads_begin.end());
-  pads.insert(pads.end(), geo.pads_end.begin(), geo.pads_end.end());
-  pads[0] = clo - lo;
-  pads[static_cast<size_t>(geo.rank)] = hi - chi;
-  p->attrs.set("pads", pads);
-  p->attrs.set("auto_pad", std::string("NOTSET"));
-  // The piece's window count is exact without ceil_mode: (hi - lo - ek) / s + 1 = r1 - r0.
-  p->attrs.erase("ceil_mode");
-  narrow(&p->output, 2, r0, r1);
+  narrow(&p->inputs[0], 2 + d, clo, chi);
+  (*pads)[a] = clo - lo;
+  (*pads)[static_cast<size_t>(geo.rank) + a] = hi - chi;
+  narrow(&p->output, 2 + d, r0, r1);
   return Status();
+}
+
+// The explicit pads a window op's pieces start from (the layer's own, begins then ends).
+std::vector<int64_t> layer_pads(const WindowGeometry& geo) {
+  std::vector<int64_t> pads(geo.pads_begin.begin(), geo.pads_begin.end());
+  pads.insert(pads.end(), geo.pads_end.begin(), geo.pads_end.end());
+  return pads;
+}
+
+// Sets a window piece's pads; its window count is exact without ceil_mode:
+// (hi - lo - ek) / s + 1 = r1 - r0 along every split axis.
+void set_piece_pads(SplitPiece* p, std::vector<int64_t> pads) {
+  p->attrs.set("pads", std::move(pads));
+  p->attrs.set("auto_pad", std::string("NOTSET"));
+  p->attrs.erase("ceil_mode");
+}
+
+// The grid of conv-grid for n pieces: rows x cols with rows the largest divisor of n not above
+// sqrt(n) (2 -> 1x2, 4 -> 2x2, 6 -> 2x3, 9 -> 3x3; a prime n is one row of n columns).
+std::pair<int64_t, int64_t> grid_of(int64_t n) {
+  int64_t rows = 1;
+  for (int64_t r = 1; r * r <= n; ++r) {
+    if (n % r == 0) rows = r;
+  }
+  return {rows, n / rows};
 }
 
 }  // namespace
@@ -168,7 +210,8 @@ Result<SplitMethod> parse_split_method(std::string_view name) {
     if (name == split_method_name(m)) return m;
   }
   return invalid_argument("unknown split method " + quote_name(name) +
-                          ": expected fc-out, fc-in, conv-channel, conv-spatial or conv-filter");
+                          ": expected fc-out, fc-in, conv-channel, conv-spatial, conv-filter or "
+                          "conv-grid");
 }
 
 Region Region::whole(const Shape& s) {
@@ -287,6 +330,11 @@ Result<int64_t> split_extent(const OpContext& ctx, SplitMethod method) {
       }
       return no_rule(ctx, method, "no spatial rule for this op");
     }
+    case SplitMethod::kConvGrid: {
+      if (out.shape.rank() != 4) return no_rule(ctx, method, "the output has not 2 spatial axes");
+      ASSIGN_OR_RETURN(const int64_t rows, split_extent(ctx, SplitMethod::kConvSpatial));
+      return rows * out.shape[3];
+    }
     case SplitMethod::kConvFilter: {
       if (k != OpKind::kConv) return no_rule(ctx, method, "only Conv has a filter rule");
       if (ctx.constant(1) == nullptr) return no_rule(ctx, method, "W is not a constant");
@@ -321,9 +369,55 @@ Result<SplitRule> split_node(const OpContext& ctx, SplitMethod method,
   // Window geometry for spatial pieces (Conv and pools).
   WindowGeometry geo;
   const bool windowed = k == OpKind::kConv || k == OpKind::kMaxPool || k == OpKind::kAveragePool;
-  if (method == SplitMethod::kConvSpatial && windowed) {
+  const bool spatial = method == SplitMethod::kConvSpatial || method == SplitMethod::kConvGrid;
+  if (spatial && windowed) {
     bool ceil_mode = false;
     ASSIGN_OR_RETURN(geo, window_of(ctx, &ceil_mode));
+  }
+
+  if (method == SplitMethod::kConvGrid) {
+    // Piece i is the cell (i / cols, i % cols) of the grid: each band of rows gets the summed
+    // ratios of its row of cells, each band of columns those of its column (equal ratios give
+    // the paper's equal d x d cells; unequal ones shift the bands, not single cells).
+    rule.axis = 2;  // concatenated along H and W
+    const auto [rows, cols] = grid_of(static_cast<int64_t>(ratios.size()));
+    std::vector<double> row_w(static_cast<size_t>(rows), 0.0),
+        col_w(static_cast<size_t>(cols), 0.0);
+    for (size_t i = 0; i < ratios.size(); ++i) {
+      row_w[i / static_cast<size_t>(cols)] += ratios[i];
+      col_w[i % static_cast<size_t>(cols)] += ratios[i];
+    }
+    Result<std::vector<int64_t>> hs = apportion(rule.output.shape[2], row_w);
+    Result<std::vector<int64_t>> ws = apportion(rule.output.shape[3], col_w);
+    if (!hs.ok() || !ws.ok()) {
+      return no_rule(ctx, method,
+                     "a " + std::to_string(rows) + "x" + std::to_string(cols) + " grid of " +
+                         rule.output.shape.to_string() + ": " +
+                         (hs.ok() ? ws.status() : hs.status()).message());
+    }
+    std::vector<int64_t> row0 = {0}, col0 = {0};
+    for (int64_t h : *hs) row0.push_back(row0.back() + h);
+    for (int64_t w : *ws) col0.push_back(col0.back() + w);
+    for (size_t i = 0; i < ratios.size(); ++i) {
+      const size_t r = i / static_cast<size_t>(cols), c = i % static_cast<size_t>(cols);
+      SplitPiece p = whole_piece(ctx, rule.output);
+      if (windowed) {
+        std::vector<int64_t> pads = layer_pads(geo);
+        RETURN_IF_ERROR(spatial_piece(ctx, method, geo, 0, row0[r], row0[r + 1], &p, &pads));
+        RETURN_IF_ERROR(spatial_piece(ctx, method, geo, 1, col0[c], col0[c + 1], &p, &pads));
+        set_piece_pads(&p, std::move(pads));
+      } else {
+        for (int j = 0; j < ctx.num_inputs(); ++j) {
+          if (!ctx.has_input(j)) continue;
+          narrow(&p.inputs[static_cast<size_t>(j)], 2, row0[r], row0[r + 1]);
+          narrow(&p.inputs[static_cast<size_t>(j)], 3, col0[c], col0[c + 1]);
+        }
+        narrow(&p.output, 2, row0[r], row0[r + 1]);
+        narrow(&p.output, 3, col0[c], col0[c + 1]);
+      }
+      rule.pieces.push_back(std::move(p));
+    }
+    return rule;
   }
 
   int64_t u0 = 0;
@@ -390,7 +484,9 @@ Result<SplitRule> split_node(const OpContext& ctx, SplitMethod method,
       case SplitMethod::kConvSpatial: {
         rule.axis = 2;
         if (windowed) {
-          RETURN_IF_ERROR(spatial_piece(ctx, geo, u0, u1, &p));
+          std::vector<int64_t> pads = layer_pads(geo);
+          RETURN_IF_ERROR(spatial_piece(ctx, method, geo, 0, u0, u1, &p, &pads));
+          set_piece_pads(&p, std::move(pads));
         } else {
           for (int j = 0; j < ctx.num_inputs(); ++j) {
             if (ctx.has_input(j)) narrow(&p.inputs[static_cast<size_t>(j)], 2, u0, u1);
@@ -399,6 +495,8 @@ Result<SplitRule> split_node(const OpContext& ctx, SplitMethod method,
         }
         break;
       }
+      case SplitMethod::kConvGrid:
+        break;  // built above
       case SplitMethod::kConvFilter: {
         narrow(&p.inputs[0], 1, u0, u1);
         narrow(&p.inputs[1], 1, u0, u1);

@@ -20,15 +20,22 @@
 //                 rows (the first spatial dim), reading the exact input rows those rows' windows
 //                 touch for any kernel, stride, dilation and padding (the halo); pieces get
 //                 explicit pads where a window reaches into the layer's own padding. Merge concat
-//                 along H. (1-D row strips, which suit unequal ratios; not the paper's d x d grid.)
+//                 along H. (1-D row strips, which suit unequal ratios.)
 //   conv-filter   Conv with group 1: a range of input channels across all filters; partial sums,
 //                 merge sum then the activation.
+//   conv-grid     The ops of conv-spatial with 2 spatial dims: the paper's grid. n pieces form
+//                 rows x cols cells (rows the largest divisor of n <= sqrt(n): 4 -> 2x2, 9 -> 3x3,
+//                 6 -> 2x3, a prime n one row); each cell is a band of output rows times a band of
+//                 output columns, reading its exact halo along both axes (and the corners). Bands
+//                 take the summed ratios of their row / column of cells. Merge concat along H, W.
 // Ops and methods without a rule cannot be split; the error names the node and the rule missing.
 //
 // Bytes moved per inference (split_traffic): the scatter is every piece's input regions of the
 // non-constant inputs, the gather every piece's output. For the Table I/II cases these are:
 //   fc-out n*d_i + d_o, fc-in d_i + n*d_o, conv-channel (n*C_i + k)*H_i*W_i,
-//   conv-filter (C_i + n*k)*H_i*W_i, conv-spatial the strips with their exact halos + k*H_o*W_o.
+//   conv-filter (C_i + n*k)*H_i*W_i, conv-spatial the strips with their exact halos + k*H_o*W_o;
+//   conv-grid d x d with same padding, stride 1 and f x f kernels:
+//   C_i*(H_i + 2*floor(f/2)*(d-1))*(W_i + 2*floor(f/2)*(d-1)) + k*H_o*W_o.
 //
 // Everything here is pure geometry on shapes and host tensors; thread-safe (no shared state).
 #pragma once
@@ -48,12 +55,19 @@
 
 namespace tessera {
 
-enum class SplitMethod : uint8_t { kFcOut, kFcIn, kConvChannel, kConvSpatial, kConvFilter };
+enum class SplitMethod : uint8_t {
+  kFcOut,
+  kFcIn,
+  kConvChannel,
+  kConvSpatial,
+  kConvFilter,
+  kConvGrid
+};
 inline constexpr SplitMethod kAllSplitMethods[] = {
-    SplitMethod::kFcOut, SplitMethod::kFcIn, SplitMethod::kConvChannel, SplitMethod::kConvSpatial,
-    SplitMethod::kConvFilter};
+    SplitMethod::kFcOut,       SplitMethod::kFcIn,       SplitMethod::kConvChannel,
+    SplitMethod::kConvSpatial, SplitMethod::kConvFilter, SplitMethod::kConvGrid};
 
-// "fc-out", "fc-in", "conv-channel", "conv-spatial", "conv-filter".
+// "fc-out", "fc-in", "conv-channel", "conv-spatial", "conv-filter", "conv-grid".
 const char* split_method_name(SplitMethod m);
 // Parses a method name; the error lists the names accepted.
 Result<SplitMethod> parse_split_method(std::string_view name);

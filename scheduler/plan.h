@@ -58,8 +58,8 @@ struct DeviceShare {
 };
 
 // Where a stage runs. One device share, or a split of the stage's one layer over several devices
-// (seed 004): `split` names the method (fc-out, fc-in, conv-channel, conv-spatial, conv-filter;
-// ops/split_rule.h) and each share's ratio is its part of the layer's work.
+// (seed 004): `split` names the method (fc-out, fc-in, conv-channel, conv-spatial, conv-filter,
+// conv-grid; ops/split_rule.h) and each share's ratio is its part of the layer's work.
 struct Placement {
   std::vector<DeviceShare> devices;
   std::string split;  // "" for a single device

@@ -67,7 +67,8 @@ LayerCase random_layer(std::mt19937& rng) {
     c.inputs = {{rnd(Shape{1, ci, hin, w}), false},
                 {rnd(Shape{co, ci, k, k}), true},
                 {rnd(Shape{co}, -2.f, 2.f), true}};
-    c.methods = {SplitMethod::kConvChannel, SplitMethod::kConvSpatial, SplitMethod::kConvFilter};
+    c.methods = {SplitMethod::kConvChannel, SplitMethod::kConvSpatial, SplitMethod::kConvFilter,
+                 SplitMethod::kConvGrid};
     c.what = "Conv k" + std::to_string(k) + " s" + std::to_string(s) + " pad" +
              std::to_string(pad) + " " + std::to_string(ci) + "x" + std::to_string(hin) + "x" +
              std::to_string(w) + "->" + std::to_string(co);
@@ -92,7 +93,7 @@ LayerCase random_layer(std::mt19937& rng) {
     c.attrs.set("kernel_shape", std::vector<int64_t>{k, k});
     c.attrs.set("strides", std::vector<int64_t>{s, s});
     c.inputs = {{rnd(Shape{1, 8, 13, 127}), false}};
-    c.methods = {SplitMethod::kConvChannel, SplitMethod::kConvSpatial};
+    c.methods = {SplitMethod::kConvChannel, SplitMethod::kConvSpatial, SplitMethod::kConvGrid};
     c.what = std::string(op_name(c.kind)) + " k" + std::to_string(k) + " s" + std::to_string(s);
   }
   return c;
@@ -163,8 +164,9 @@ TEST(SplitDevice, EveryMemberDeviceTakesAPiece) {
     const std::vector<DiffInput> ins = {{random_tensor(Shape{1, 8, 13, 127}, 1), false},
                                         {random_tensor(Shape{16, 8, 3, 3}, 2), true},
                                         {random_tensor(Shape{16}, 3, -2.f, 2.f), true}};
-    for (SplitMethod m :
-         {SplitMethod::kConvChannel, SplitMethod::kConvSpatial, SplitMethod::kConvFilter}) {
+    // conv-grid over two members is a 1x2 grid: column bands, the halo along W.
+    for (SplitMethod m : {SplitMethod::kConvChannel, SplitMethod::kConvSpatial,
+                          SplitMethod::kConvFilter, SplitMethod::kConvGrid}) {
       SplitSpec spec{m, {"cpu:0", member}, {0.7, 0.3}};
       diff_op(split_device_name(spec), OpKind::kConv, a, ins, 1, tol, tol);
     }

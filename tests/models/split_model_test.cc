@@ -22,7 +22,7 @@ TEST_P(SplitModelTest, SplitPlanMatchesPyTorch) {
   const LayerGraph* lg = m->lg.get();
   const Tensor* expected = &m->expected;
 
-  const char* conv_methods[] = {"conv-spatial", "conv-channel", "conv-filter"};
+  const char* conv_methods[] = {"conv-spatial", "conv-channel", "conv-filter", "conv-grid"};
   const char* fc_methods[] = {"fc-out", "fc-in"};
   int convs = 0, fcs = 0;
   Plan plan;
@@ -31,7 +31,7 @@ TEST_P(SplitModelTest, SplitPlanMatchesPyTorch) {
   for (int l = 0; l < lg->num_layers(); ++l) {
     const Node& node = g.node(lg->layer(l).node);
     std::string method;
-    if (node.kind == OpKind::kConv) method = conv_methods[convs++ % 3];
+    if (node.kind == OpKind::kConv) method = conv_methods[convs++ % 4];
     if (node.kind == OpKind::kGemm) method = fc_methods[fcs++ % 2];
     if (!method.empty()) {
       NodeContext nc(g, node);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <set>
 
 #include "graph/split.h"
 #include "tests/ops/op_test_util.h"
@@ -99,8 +100,8 @@ TEST(SplitRule, ConvEveryMethodKernelStridePadding) {
           const Attributes a = conv_attrs(k, s, d, pad, (seed % 2) == 0);
           const std::string what = "k" + std::to_string(k) + " s" + std::to_string(s) + " d" +
                                    std::to_string(d) + " " + pad;
-          for (SplitMethod m :
-               {SplitMethod::kConvChannel, SplitMethod::kConvSpatial, SplitMethod::kConvFilter}) {
+          for (SplitMethod m : {SplitMethod::kConvChannel, SplitMethod::kConvSpatial,
+                                SplitMethod::kConvFilter, SplitMethod::kConvGrid}) {
             const auto& r = kRatios[static_cast<size_t>(seed) % kRatios.size()];
             check_split(OpKind::kConv, a, {in(x), constant(w), constant(b)}, m, r, what);
           }
@@ -118,6 +119,7 @@ TEST(SplitRule, GroupedAndDepthwiseConvChannel) {
   for (const auto& r : kRatios) {
     check_split(OpKind::kConv, a, {in(x), constant(w)}, SplitMethod::kConvChannel, r, "dw");
     check_split(OpKind::kConv, a, {in(x), constant(w)}, SplitMethod::kConvSpatial, r, "dw");
+    check_split(OpKind::kConv, a, {in(x), constant(w)}, SplitMethod::kConvGrid, r, "dw");
   }
   a.set("group", int64_t{3});
   const Tensor w3 = random_tensor(Shape{9, 2, 3, 3}, 3);
@@ -173,6 +175,9 @@ TEST(SplitRule, PoolsAndElementwiseThatFollow) {
             check_split(kind, a, {in(x)}, SplitMethod::kConvChannel, r, op);
             check_split(kind, a, {in(x)}, SplitMethod::kConvSpatial, r, op);
           }
+          for (const auto& r : {kRatios[4], kRatios[5], kRatios[2]}) {
+            check_split(kind, a, {in(x)}, SplitMethod::kConvGrid, r, op);
+          }
         }
       }
     }
@@ -181,6 +186,7 @@ TEST(SplitRule, PoolsAndElementwiseThatFollow) {
   for (OpKind kind : {OpKind::kAdd, OpKind::kMul}) {
     check_split(kind, {}, {in(x), in(y)}, SplitMethod::kConvChannel, {1, 2, 1}, "binary");
     check_split(kind, {}, {in(x), in(y)}, SplitMethod::kConvSpatial, {1, 2, 1}, "binary");
+    check_split(kind, {}, {in(x), in(y)}, SplitMethod::kConvGrid, {1, 2, 1, 3}, "binary");
   }
   check_split(OpKind::kRelu, {}, {in(x)}, SplitMethod::kConvSpatial, {3, 1}, "relu");
   check_split(OpKind::kGlobalAveragePool, {}, {in(x)}, SplitMethod::kConvChannel, {3, 1}, "gap");
@@ -264,7 +270,103 @@ TEST(SplitRule, BytesEqualTheCorrectedTables) {
         traffic_scatter(OpKind::kConv, ca, cins, SplitMethod::kConvSpatial, r, &gather);
     EXPECT_EQ(scatter, 4u * static_cast<uint64_t>(ci * wi * (hi + 2 * (f / 2) * (n - 1))));
     EXPECT_EQ(gather, 4u * static_cast<uint64_t>(k) * hw);
+    // Grid of d x d equal cells: the exact total halo of wave2-spec.md Sect. 4.2,
+    // 2*floor(f/2)*C_i*(d-1)*(H_i + W_i) + 4*floor(f/2)^2*C_i*(d-1)^2 over the input.
+    for (int64_t d : {2, 3}) {
+      if (wi < d * f) continue;
+      const std::vector<double> equal(static_cast<size_t>(d * d), 1.0);
+      const int64_t h = f / 2;
+      const uint64_t grid =
+          traffic_scatter(OpKind::kConv, ca, cins, SplitMethod::kConvGrid, equal, &gather);
+      EXPECT_EQ(grid, 4u * static_cast<uint64_t>(ci * (hi * wi + 2 * h * (d - 1) * (hi + wi) +
+                                                       4 * h * h * (d - 1) * (d - 1))));
+      EXPECT_EQ(gather, 4u * static_cast<uint64_t>(k) * hw);
+    }
   }
+}
+
+// conv-grid against a brute-force oracle: each cell reads exactly the bounding box of the input
+// positions its output windows touch, whatever the kernel, stride, dilation and padding.
+TEST(SplitRule, GridCellsReadTheBoxTheirWindowsTouch) {
+  uint32_t seed = 300;
+  int cells = 0;
+  for (int64_t k : {1, 2, 3, 5}) {
+    for (int64_t s : {1, 2, 3}) {
+      for (int64_t dil : {1, 2}) {
+        const Attributes a = conv_attrs(k, s, dil, "explicit", false);
+        const int64_t hi = 13 + (k - 1) * dil, wi = 11 + (k - 1) * dil;
+        const std::vector<OpInput> ins = {in(random_tensor(Shape{1, 2, hi, wi}, seed++)),
+                                          constant(random_tensor(Shape{3, 2, k, k}, seed++))};
+        Graph g = single_node_graph(OpKind::kConv, a, ins, 1);
+        ASSERT_TRUE(g.infer_shapes().ok());
+        NodeContext nc(g, g.node(0));
+        const std::vector<int64_t> pads = *a.get_ints("pads");
+        for (const auto& r : {kRatios[4], kRatios[5], kRatios[2]}) {
+          auto rule = split_node(nc.ctx(), SplitMethod::kConvGrid, r);
+          if (!rule.ok()) {  // a cell may read only padding with large strides
+            EXPECT_NE(rule.status().message().find("padding"), std::string::npos)
+                << rule.status().message();
+            continue;
+          }
+          for (const SplitPiece& p : rule->pieces) {
+            int64_t lo[2] = {INT64_MAX, INT64_MAX}, hi_[2] = {-1, -1};
+            for (int64_t oy = p.output.begin[2]; oy < p.output.end[2]; ++oy) {
+              for (int64_t ox = p.output.begin[3]; ox < p.output.end[3]; ++ox) {
+                for (int64_t ky = 0; ky < k; ++ky) {
+                  for (int64_t kx = 0; kx < k; ++kx) {
+                    const int64_t iy = oy * s - pads[0] + ky * dil;
+                    const int64_t ix = ox * s - pads[1] + kx * dil;
+                    if (iy < 0 || iy >= hi || ix < 0 || ix >= wi) continue;
+                    lo[0] = std::min(lo[0], iy);
+                    hi_[0] = std::max(hi_[0], iy + 1);
+                    lo[1] = std::min(lo[1], ix);
+                    hi_[1] = std::max(hi_[1], ix + 1);
+                  }
+                }
+              }
+            }
+            EXPECT_EQ(p.inputs[0].begin[2], lo[0]);
+            EXPECT_EQ(p.inputs[0].end[2], hi_[0]);
+            EXPECT_EQ(p.inputs[0].begin[3], lo[1]);
+            EXPECT_EQ(p.inputs[0].end[3], hi_[1]);
+            ++cells;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(cells, 24 * 11);  // 24 layers, each split into 4, 4 and 3 cells
+}
+
+TEST(SplitRule, GridShapes) {
+  const Tensor x = random_tensor(Shape{1, 3, 9, 7}, 1);
+  Graph g = single_node_graph(OpKind::kRelu, {}, {in(x)}, 1);
+  ASSERT_TRUE(g.infer_shapes().ok());
+  NodeContext nc(g, g.node(0));
+  // n -> rows x cols of cells, read off the pieces' output boxes.
+  const std::pair<int, std::pair<int, int>> cases[] = {
+      {2, {1, 2}}, {3, {1, 3}}, {4, {2, 2}}, {6, {2, 3}}, {9, {3, 3}}};
+  for (const auto& [n, grid] : cases) {
+    auto rule = split_node(nc.ctx(), SplitMethod::kConvGrid, std::vector<double>(n, 1.0));
+    ASSERT_TRUE(rule.ok()) << rule.status().to_string();
+    std::set<int64_t> rows, cols;
+    for (const SplitPiece& p : rule->pieces) {
+      rows.insert(p.output.begin[2]);
+      cols.insert(p.output.begin[3]);
+    }
+    EXPECT_EQ(static_cast<int>(rows.size()), grid.first) << n;
+    EXPECT_EQ(static_cast<int>(cols.size()), grid.second) << n;
+  }
+  // More columns of cells than output columns: refused, naming the grid.
+  auto wide = split_node(nc.ctx(), SplitMethod::kConvGrid, std::vector<double>(11, 1.0));
+  ASSERT_FALSE(wide.ok());
+  EXPECT_NE(wide.status().message().find("1x11 grid"), std::string::npos)
+      << wide.status().message();
+  // A rank-3 output has no grid.
+  Graph g3 = single_node_graph(OpKind::kRelu, {}, {in(random_tensor(Shape{1, 3, 9}, 2))}, 1);
+  ASSERT_TRUE(g3.infer_shapes().ok());
+  NodeContext nc3(g3, g3.node(0));
+  EXPECT_FALSE(split_extent(nc3.ctx(), SplitMethod::kConvGrid).ok());
 }
 
 TEST(SplitRule, Apportion) {

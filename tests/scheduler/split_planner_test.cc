@@ -75,7 +75,7 @@ TEST(SplitPricer, SplitStageIsTheSlowestPiecePlusMerge) {
   auto base = plan_from_slices(4, {{0, "cpu:0"}});
   ASSERT_TRUE(base.ok());
   ASSERT_TRUE(price_plan(*cm, lg, &*base).ok());
-  for (const char* method : {"conv-channel", "conv-spatial", "conv-filter"}) {
+  for (const char* method : {"conv-channel", "conv-spatial", "conv-filter", "conv-grid"}) {
     SCOPED_TRACE(method);
     auto split = split_layer_in_plan(*base, 1, method,
                                      {DeviceShare{"cpu:0", 0, 0.5}, DeviceShare{"cpu:1", 0, 0.5}});
