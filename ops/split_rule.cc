@@ -132,8 +132,9 @@ void narrow(Region* r, int axis, int64_t begin, int64_t end) {
 }
 
 // Outputs [r0, r1) along spatial axis `d` (0: rows, 1: columns) of a window op: the input range
-// its windows touch (clamped to the input) and, in *pads (the ONNX pads of every spatial axis,
-// begins then ends), the explicit pads that stand for the part of the window outside the input.
+// from the first to the last position a tap of its windows reads and, in *pads (the ONNX pads of
+// every spatial axis, begins then ends), the explicit pads that stand for the part of the window
+// outside the input.
 Status spatial_piece(const OpContext& ctx, SplitMethod method, const WindowGeometry& geo, int d,
                      int64_t r0, int64_t r1, SplitPiece* p, std::vector<int64_t>* pads) {
   const size_t a = static_cast<size_t>(d);
@@ -352,7 +353,6 @@ Result<int64_t> split_extent(const OpContext& ctx, SplitMethod method) {
 Result<SplitRule> split_node(const OpContext& ctx, SplitMethod method,
                              std::span<const double> ratios) {
   ASSIGN_OR_RETURN(const int64_t extent, split_extent(ctx, method));
-  ASSIGN_OR_RETURN(std::vector<int64_t> shares, apportion(extent, ratios));
   SplitRule rule;
   rule.method = method;
   ASSIGN_OR_RETURN(rule.output, output_of(ctx));
@@ -375,51 +375,59 @@ Result<SplitRule> split_node(const OpContext& ctx, SplitMethod method,
     ASSIGN_OR_RETURN(geo, window_of(ctx, &ceil_mode));
   }
 
-  if (method == SplitMethod::kConvGrid) {
-    // Piece i is the cell (i / cols, i % cols) of the grid: each band of rows gets the summed
-    // ratios of its row of cells, each band of columns those of its column (equal ratios give
-    // the paper's equal d x d cells; unequal ones shift the bands, not single cells).
-    rule.axis = 2;  // concatenated along H and W
-    const auto [rows, cols] = grid_of(static_cast<int64_t>(ratios.size()));
+  if (spatial) {
+    // Piece i is the cell (i / cols, i % cols) of a rows x cols grid over the output's spatial
+    // axes: conv-spatial is n x 1 (row strips, any spatial rank), conv-grid the paper's grid.
+    // Each band of rows gets the summed ratios of its row of cells, each band of columns those
+    // of its column (equal ratios give equal cells; unequal ones shift bands, not single cells).
+    rule.axis = 2;  // concatenated along H (and W for conv-grid)
+    const bool grid = method == SplitMethod::kConvGrid;
+    const auto [rows, cols] =
+        grid ? grid_of(static_cast<int64_t>(ratios.size()))
+             : std::pair<int64_t, int64_t>{static_cast<int64_t>(ratios.size()), 1};
     std::vector<double> row_w(static_cast<size_t>(rows), 0.0),
         col_w(static_cast<size_t>(cols), 0.0);
     for (size_t i = 0; i < ratios.size(); ++i) {
       row_w[i / static_cast<size_t>(cols)] += ratios[i];
       col_w[i % static_cast<size_t>(cols)] += ratios[i];
     }
-    Result<std::vector<int64_t>> hs = apportion(rule.output.shape[2], row_w);
-    Result<std::vector<int64_t>> ws = apportion(rule.output.shape[3], col_w);
-    if (!hs.ok() || !ws.ok()) {
-      return no_rule(ctx, method,
-                     "a " + std::to_string(rows) + "x" + std::to_string(cols) + " grid of " +
-                         rule.output.shape.to_string() + ": " +
-                         (hs.ok() ? ws.status() : hs.status()).message());
-    }
-    std::vector<int64_t> row0 = {0}, col0 = {0};
-    for (int64_t h : *hs) row0.push_back(row0.back() + h);
-    for (int64_t w : *ws) col0.push_back(col0.back() + w);
-    for (size_t i = 0; i < ratios.size(); ++i) {
-      const size_t r = i / static_cast<size_t>(cols), c = i % static_cast<size_t>(cols);
-      SplitPiece p = whole_piece(ctx, rule.output);
-      if (windowed) {
-        std::vector<int64_t> pads = layer_pads(geo);
-        RETURN_IF_ERROR(spatial_piece(ctx, method, geo, 0, row0[r], row0[r + 1], &p, &pads));
-        RETURN_IF_ERROR(spatial_piece(ctx, method, geo, 1, col0[c], col0[c + 1], &p, &pads));
-        set_piece_pads(&p, std::move(pads));
-      } else {
-        for (int j = 0; j < ctx.num_inputs(); ++j) {
-          if (!ctx.has_input(j)) continue;
-          narrow(&p.inputs[static_cast<size_t>(j)], 2, row0[r], row0[r + 1]);
-          narrow(&p.inputs[static_cast<size_t>(j)], 3, col0[c], col0[c + 1]);
-        }
-        narrow(&p.output, 2, row0[r], row0[r + 1]);
-        narrow(&p.output, 3, col0[c], col0[c + 1]);
+    // Band starts along each split axis (axis 2 + d of the output).
+    std::vector<std::vector<int64_t>> starts;
+    for (const std::vector<double>& w : {row_w, col_w}) {
+      if (starts.size() == 1 && !grid) break;
+      Result<std::vector<int64_t>> bands =
+          apportion(rule.output.shape[2 + static_cast<int>(starts.size())], w);
+      if (!bands.ok()) {
+        return no_rule(ctx, method,
+                       "a " + std::to_string(rows) + "x" + std::to_string(cols) + " grid of " +
+                           rule.output.shape.to_string() + ": " + bands.status().message());
       }
+      starts.push_back({0});
+      for (int64_t b : *bands) starts.back().push_back(starts.back().back() + b);
+    }
+    for (size_t i = 0; i < ratios.size(); ++i) {
+      const size_t cell[2] = {i / static_cast<size_t>(cols), i % static_cast<size_t>(cols)};
+      SplitPiece p = whole_piece(ctx, rule.output);
+      std::vector<int64_t> pads = windowed ? layer_pads(geo) : std::vector<int64_t>{};
+      for (size_t d = 0; d < starts.size(); ++d) {
+        const int64_t b0 = starts[d][cell[d]], b1 = starts[d][cell[d] + 1];
+        const int axis = 2 + static_cast<int>(d);
+        if (windowed) {
+          RETURN_IF_ERROR(spatial_piece(ctx, method, geo, static_cast<int>(d), b0, b1, &p, &pads));
+          continue;
+        }
+        for (int j = 0; j < ctx.num_inputs(); ++j) {
+          if (ctx.has_input(j)) narrow(&p.inputs[static_cast<size_t>(j)], axis, b0, b1);
+        }
+        narrow(&p.output, axis, b0, b1);
+      }
+      if (windowed) set_piece_pads(&p, std::move(pads));
       rule.pieces.push_back(std::move(p));
     }
     return rule;
   }
 
+  ASSIGN_OR_RETURN(std::vector<int64_t> shares, apportion(extent, ratios));
   int64_t u0 = 0;
   for (size_t i = 0; i < shares.size(); ++i) {
     const int64_t u1 = u0 + shares[i];
@@ -481,22 +489,9 @@ Result<SplitRule> split_node(const OpContext& ctx, SplitMethod method,
         }
         break;
       }
-      case SplitMethod::kConvSpatial: {
-        rule.axis = 2;
-        if (windowed) {
-          std::vector<int64_t> pads = layer_pads(geo);
-          RETURN_IF_ERROR(spatial_piece(ctx, method, geo, 0, u0, u1, &p, &pads));
-          set_piece_pads(&p, std::move(pads));
-        } else {
-          for (int j = 0; j < ctx.num_inputs(); ++j) {
-            if (ctx.has_input(j)) narrow(&p.inputs[static_cast<size_t>(j)], 2, u0, u1);
-          }
-          narrow(&p.output, 2, u0, u1);
-        }
-        break;
-      }
+      case SplitMethod::kConvSpatial:
       case SplitMethod::kConvGrid:
-        break;  // built above
+        break;  // built above, with the bands of both
       case SplitMethod::kConvFilter: {
         narrow(&p.inputs[0], 1, u0, u1);
         narrow(&p.inputs[1], 1, u0, u1);
