@@ -121,6 +121,12 @@ struct RunOptions {
   // the program's inputs in and outputs out is the slice boundary and charged to no layer. A
   // backend that cannot time layers inside a run returns Unimplemented.
   std::vector<double>* layer_ms = nullptr;
+  // When set, a program that spans several devices (the composite split device,
+  // backends/split/split_device.h) sets (*member_ms)[i] to the wall-clock milliseconds member
+  // device i spent on its part of this run (its piece: scatter, execution and gather), in member
+  // order; a program on one device does not touch it. What tells a slow member of a split apart
+  // (scheduler/adapt/queue_monitor.h).
+  std::vector<double>* member_ms = nullptr;
 
   static RunOptions timed(std::vector<double>* layer_ms) {
     RunOptions o;

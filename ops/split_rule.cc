@@ -252,21 +252,30 @@ Result<std::vector<int64_t>> apportion(int64_t total, std::span<const double> ra
     return invalid_argument("cannot cut " + std::to_string(total) + " units into " +
                             std::to_string(n) + " pieces");
   }
-  // Each piece first gets 1 unit, then the remaining units by largest remainder.
-  const int64_t rest = total - n;
-  std::vector<int64_t> share(static_cast<size_t>(n), 1);
+  // Largest remainder on total x ratio (each piece its exact share rounded down, the units
+  // left to the largest fractions), then every empty piece takes one unit from the largest.
+  std::vector<int64_t> share(static_cast<size_t>(n), 0);
   std::vector<std::pair<double, int64_t>> frac;
   int64_t given = 0;
   for (int64_t i = 0; i < n; ++i) {
-    const double exact = static_cast<double>(rest) * ratios[static_cast<size_t>(i)] / sum;
-    const int64_t whole = static_cast<int64_t>(std::floor(exact));
-    share[static_cast<size_t>(i)] += whole;
+    const double exact = static_cast<double>(total) * ratios[static_cast<size_t>(i)] / sum;
+    const int64_t whole = std::min(total, static_cast<int64_t>(std::floor(exact)));
+    share[static_cast<size_t>(i)] = whole;
     given += whole;
     frac.emplace_back(exact - static_cast<double>(whole), i);
   }
   std::stable_sort(frac.begin(), frac.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });
-  for (int64_t j = 0; given < rest; ++j, ++given) ++share[static_cast<size_t>(frac[j].second)];
+  for (int64_t j = 0; given < total; ++j, ++given) {
+    ++share[static_cast<size_t>(frac[static_cast<size_t>(j % n)].second)];
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    while (share[static_cast<size_t>(i)] == 0) {
+      const auto largest = std::max_element(share.begin(), share.end());
+      --*largest;
+      ++share[static_cast<size_t>(i)];
+    }
+  }
   return share;
 }
 

@@ -557,6 +557,31 @@ Result<CostModel> CostModel::build(const Profile& profile, const LayerGraph& lg)
       m.unsupported_prefix_[v][i + 1] = m.unsupported_prefix_[v][i] + (ok ? 0 : 1);
     }
   }
+
+  // Split calibration points per virtual device: its level's piece runs, or else those of its
+  // device's level nearest in frequency (a piece's time relative to its layer hardly depends on
+  // the clock).
+  for (size_t v = 0; v < V; ++v) {
+    const VirtualDevice& vd = m.vds_[v];
+    const DeviceProfile& dp = profile.devices[static_cast<size_t>(vd.device_index)];
+    const LevelProfile* src = nullptr;
+    for (const LevelProfile& lp : dp.levels) {
+      if (lp.piece_runs.empty()) continue;
+      if (src == nullptr || std::abs(lp.mhz - vd.mhz) < std::abs(src->mhz - vd.mhz)) src = &lp;
+    }
+    if (src == nullptr) continue;
+    for (const PieceRun& r : src->piece_runs) {
+      auto method = parse_split_method(r.method);
+      if (!method.ok() || r.layer < 0 || r.layer >= L || r.whole_ms <= 0) continue;
+      const double ratio = m.regression_ratio(static_cast<int>(v), r.layer, r.flops, r.bytes);
+      if (!(ratio > 0)) continue;
+      const double share = m.piece_share(r.layer, r.flops, r.bytes);
+      if (!(share > 0 && share < 1)) continue;
+      m.piece_points_[{static_cast<int>(v), r.layer, static_cast<int>(*method)}].emplace_back(
+          share, (r.ms / r.whole_ms) / ratio);
+    }
+  }
+  for (auto& [key, pts] : m.piece_points_) std::sort(pts.begin(), pts.end());
   return m;
 }
 
@@ -596,21 +621,59 @@ double CostModel::exec_ms(int vd, int layer) const {
   return exec_ms_[cell(vd, layer)];
 }
 
-double CostModel::piece_exec_ms(int vd, int layer, double piece_flops, double piece_bytes) const {
-  const double whole = exec_ms(vd, layer);
-  if (!std::isfinite(whole)) return whole;
+double CostModel::piece_share(int layer, double flops, double bytes) const {
   const ProfileLayer& pl = profile_.layers[static_cast<size_t>(layer)];
   const double layer_bytes =
       static_cast<double>(pl.input_bytes + pl.weight_bytes + pl.output_bytes);
+  return pl.flops > 0 ? flops / pl.flops : (layer_bytes > 0 ? bytes / layer_bytes : 1.0);
+}
+
+double CostModel::regression_ratio(int vd, int layer, double flops, double bytes) const {
+  const ProfileLayer& pl = profile_.layers[static_cast<size_t>(layer)];
   const auto& fits = regression_[static_cast<size_t>(vds_[static_cast<size_t>(vd)].device_index)];
-  if (fits.empty()) {
-    // No regression on this device: the piece's share of the FLOPs (or bytes for FLOP-free ops).
-    const double share =
-        pl.flops > 0 ? piece_flops / pl.flops : (layer_bytes > 0 ? piece_bytes / layer_bytes : 1.0);
-    return whole * share;
-  }
+  // No regression on this device: the piece's share of the FLOPs (or bytes for FLOP-free ops).
+  if (fits.empty()) return piece_share(layer, flops, bytes);
+  const double layer_bytes =
+      static_cast<double>(pl.input_bytes + pl.weight_bytes + pl.output_bytes);
   const RegressionFit& f = choose(fits, pl.op);
-  return whole * predict(f, piece_flops, piece_bytes) / predict(f, pl.flops, layer_bytes);
+  const double whole = predict(f, pl.flops, layer_bytes);
+  if (!(whole > 0)) return piece_share(layer, flops, bytes);
+  return predict(f, flops, bytes) / whole;
+}
+
+const std::vector<std::pair<double, double>>& CostModel::piece_corrections(
+    int vd, int layer, SplitMethod method) const {
+  static const std::vector<std::pair<double, double>> kNone;
+  auto it = piece_points_.find({vd, layer, static_cast<int>(method)});
+  return it == piece_points_.end() ? kNone : it->second;
+}
+
+double CostModel::piece_exec_ms(int vd, int layer, SplitMethod method, double piece_flops,
+                                double piece_bytes) const {
+  const double whole = exec_ms(vd, layer);
+  if (!std::isfinite(whole)) return whole;
+  double ms = whole * regression_ratio(vd, layer, piece_flops, piece_bytes);
+  const auto& pts = piece_corrections(vd, layer, method);
+  if (pts.empty()) return ms;
+  const double share = piece_share(layer, piece_flops, piece_bytes);
+  double c;
+  if (share <= pts.front().first) {
+    c = pts.front().second;
+  } else {
+    // Between the two measured shares around it, the whole layer (1, 1) closing the list.
+    double s0 = pts.back().first, c0 = pts.back().second, s1 = 1.0, c1 = 1.0;
+    for (size_t i = 0; i + 1 < pts.size(); ++i) {
+      if (share <= pts[i + 1].first) {
+        s0 = pts[i].first;
+        c0 = pts[i].second;
+        s1 = pts[i + 1].first;
+        c1 = pts[i + 1].second;
+        break;
+      }
+    }
+    c = share >= s1 ? c1 : c0 + (c1 - c0) * (share - s0) / std::max(1e-12, s1 - s0);
+  }
+  return ms * c;
 }
 
 bool CostModel::estimated(int vd, int layer) const {

@@ -40,11 +40,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/status.h"
 #include "graph/layer_graph.h"
+#include "ops/split_rule.h"
 #include "scheduler/profile.h"
 
 namespace tessera {
@@ -125,11 +128,21 @@ class CostModel {
   bool can_run(int vd, int layer) const;
   // e_{l,d,f}: execution without transfers, ms; kInfiniteCost when the layer cannot run.
   double exec_ms(int vd, int layer) const;
-  // A piece of a split layer (seed 004): the layer's exec_ms scaled by the per-op regression's
-  // ratio of the piece's FLOPs and bytes to the whole layer's, so that the profiled layer
-  // calibrates the regression on this device ("the database"). kInfiniteCost when the layer
-  // cannot run.
-  double piece_exec_ms(int vd, int layer, double piece_flops, double piece_bytes) const;
+  // A piece of a split layer (seed 004), cut by `method`: the layer's exec_ms scaled by the
+  // per-op regression's ratio of the piece's FLOPs and bytes to the whole layer's (the profiled
+  // layer calibrates the regression on this device), times the correction the profile's split
+  // calibration measured for the layer and method ("the database", LevelProfile::piece_runs):
+  // at each measured piece, correction = (measured piece / whole) / (the regression's ratio);
+  // between measured shares (share = the piece's FLOPs over the layer's, or bytes for FLOP-free
+  // ops) it is interpolated linearly, towards 1 at the whole layer, and held below the
+  // smallest. Without runs for the layer and method the correction is 1. kInfiniteCost when the
+  // layer cannot run.
+  double piece_exec_ms(int vd, int layer, SplitMethod method, double piece_flops,
+                       double piece_bytes) const;
+  // The split calibration points of (vd, layer, method): (share, correction) by share; empty
+  // when none was measured. Measured on vd's level, or else on its device's nearest level.
+  const std::vector<std::pair<double, double>>& piece_corrections(int vd, int layer,
+                                                                  SplitMethod method) const;
   // Whether exec_ms(vd, layer) comes from the regression (the layer was not measured).
   bool estimated(int vd, int layer) const;
   // Eq. 4-5, watts.
@@ -204,6 +217,10 @@ class CostModel {
   double exec_after(int vd, int first, int last, double evicted) const;
   // Uploads + downloads + per-slice overhead of [first, last) on vd, in ms.
   double slice_transfer_ms(int vd, int first, int last) const;
+  // The share of layer `layer` a piece of `flops` and `bytes` computes (see piece_exec_ms).
+  double piece_share(int layer, double flops, double bytes) const;
+  // The regression's piece / whole ratio on vd's device (the share when it has no regression).
+  double regression_ratio(int vd, int layer, double flops, double bytes) const;
 
   friend class SliceTable;
 
@@ -233,6 +250,8 @@ class CostModel {
   double inv_touched_total_ = 0;        // 1 / touched_prefix_[L], 0 when that is 0
   std::vector<std::vector<RegressionFit>> regression_;
   std::vector<double> regression_error_;
+  // Split calibration: (vd, layer, method) -> (share, correction) sorted by share.
+  std::map<std::tuple<int, int, int>, std::vector<std::pair<double, double>>> piece_points_;
 };
 
 // A CostModel's eq. 8 for one objective over a set of virtual devices (the options), laid out

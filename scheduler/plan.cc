@@ -418,6 +418,7 @@ std::string Plan::to_json_text() const {
     js["estimate"] = {{"exec_ms", s.estimate.exec_ms},
                       {"transfer_ms", s.estimate.transfer_ms},
                       {"energy_mj", s.estimate.energy_mj}};
+    if (!s.estimate.member_ms.empty()) js["estimate"]["member_ms"] = s.estimate.member_ms;
     st.push_back(std::move(js));
   }
   j["stages"] = std::move(st);
@@ -526,6 +527,22 @@ Result<Plan> parse_plan(const Json& j) {
                        json::number_field(*e, ep, "transfer_ms", 0, 1e12, false));
       ASSIGN_OR_RETURN(s.estimate.energy_mj,
                        json::number_field(*e, ep, "energy_mj", 0, 1e15, false));
+      ASSIGN_OR_RETURN(const Json* members, json::array_field(*e, ep, "member_ms", false));
+      if (members != nullptr) {
+        const std::string mp = json::member_path(ep, "member_ms");
+        if (members->size() != s.placement.devices.size()) {
+          return invalid_argument(mp + ": " + std::to_string(members->size()) + " entries for " +
+                                  std::to_string(s.placement.devices.size()) + " devices");
+        }
+        for (size_t k = 0; k < members->size(); ++k) {
+          const Json& x = (*members)[k];
+          if (!x.is_number() || !std::isfinite(x.get<double>()) || x.get<double>() < 0 ||
+              x.get<double>() > 1e12) {
+            return invalid_argument(json::index_path(mp, k) + ": expected ms in [0, 1e12]");
+          }
+          s.estimate.member_ms.push_back(x.get<double>());
+        }
+      }
     }
     p.stages.push_back(std::move(s));
   }

@@ -80,6 +80,9 @@ struct StageEstimate {
   double exec_ms = 0;
   double transfer_ms = 0;  // inputs in plus outputs out (eq. 1-2)
   double energy_mj = 0;
+  // A split stage: each member's busy ms (its piece's scatter, execution and gather), in
+  // placement order; empty for a stage on one device.
+  std::vector<double> member_ms = {};
   bool operator==(const StageEstimate&) const = default;
 };
 

@@ -100,11 +100,9 @@ Result<StagePrice> price_single(const CostModel& cm, const Stage& st, const std:
   return p;
 }
 
-// A split stage (seed 004; wave2-spec Sect. 6.3): each piece's execution from the per-op
-// regression on its FLOPs and bytes, calibrated by the profiled layer (piece_exec_ms); its
-// scatter and gather from the exact byte counts through the member's transfer fits (eq. 1-2);
-// the stage = max over pieces (scatter + exec + gather) + the host merge, priced as a download of
-// the bytes it touches on the first member's fit.
+// A split stage (seed 004; wave2-spec Sect. 6.3): the pieces as price_split_pieces prices them;
+// the stage = max over pieces (scatter + exec + gather) + the host merge, each member loaded
+// with its own piece.
 Result<StagePrice> price_split(const CostModel& cm, const LayerGraph& lg, const Stage& st,
                                const std::string& where) {
   if (st.layers.size() != 1) {
@@ -126,31 +124,22 @@ Result<StagePrice> price_split(const CostModel& cm, const LayerGraph& lg, const 
     vds.push_back(*vd);
     ratios.push_back(d.ratio);
   }
-  const Graph& g = lg.graph();
-  NodeContext nc(g, g.node(lg.layer(layer).node));
-  auto rule = split_node(nc.ctx(), *method, ratios);
-  if (!rule.ok()) return rule.status().with_context(where);
-  const SplitTraffic traffic = split_traffic(nc.ctx(), *rule);
+  auto priced = price_split_pieces(cm, lg, layer, *method, vds, ratios);
+  if (!priced.ok()) return priced.status().with_context(where);
   StagePrice p;
   double slowest = 0, slowest_exec = 0;
   for (size_t i = 0; i < vds.size(); ++i) {
-    const OpCost c = split_piece_cost(nc.ctx(), *rule, i);
-    const double exec =
-        cm.piece_exec_ms(vds[i], layer, c.flops,
-                         static_cast<double>(c.input_bytes + c.weight_bytes + c.output_bytes));
-    const double moved = cm.upload_ms(vds[i], traffic.piece_scatter_bytes[i]) +
-                         cm.download_ms(vds[i], traffic.piece_gather_bytes[i]);
-    p.vd_busy.emplace_back(vds[i], exec + moved);
-    p.estimate.energy_mj += cm.power_w(vds[i], layer) * exec;
-    if (exec + moved > slowest) {
-      slowest = exec + moved;
-      slowest_exec = exec;
+    const SplitPiecePrice& piece = priced->pieces[i];
+    p.vd_busy.emplace_back(vds[i], piece.busy_ms());
+    p.estimate.energy_mj += cm.power_w(vds[i], layer) * piece.exec_ms;
+    if (piece.busy_ms() > slowest) {
+      slowest = piece.busy_ms();
+      slowest_exec = piece.exec_ms;
     }
   }
-  const double merge = cm.download_ms(vds[0], split_merge_bytes(*rule));
   p.estimate.exec_ms = slowest_exec;
-  p.estimate.transfer_ms = slowest - slowest_exec + merge;
-  p.busy_ms = slowest + merge;
+  p.estimate.transfer_ms = slowest - slowest_exec + priced->merge_ms;
+  p.busy_ms = slowest + priced->merge_ms;
   return p;
 }
 
@@ -199,6 +188,9 @@ Status price_plan(const CostModel& cm, const LayerGraph& lg, Plan* plan, const C
     }
   }
   for (size_t i = 0; i < n; ++i) {
+    if (!plan->stages[i].placement.single()) {
+      for (const auto& [vd, ms] : prices[i].vd_busy) prices[i].estimate.member_ms.push_back(ms);
+    }
     plan->stages[i].estimate = prices[i].estimate;
     busy[i] = prices[i].busy_ms;
     plan->estimated_energy_mj += prices[i].estimate.energy_mj;
@@ -270,6 +262,45 @@ Status price_plan(const CostModel& cm, const LayerGraph& lg, Plan* plan, const C
     plan->estimated_energy_mj += pd.dvfs[static_cast<size_t>(level)].static_w * idle;
   }
   return Status();
+}
+
+double SplitPrice::stage_ms() const {
+  double slowest = 0;
+  for (const SplitPiecePrice& p : pieces) slowest = std::max(slowest, p.busy_ms());
+  return slowest + merge_ms;
+}
+
+// Each piece's execution from CostModel::piece_exec_ms (the regression on its FLOPs and bytes,
+// calibrated by the profiled layer and the split calibration); its scatter and gather from the
+// exact byte counts through the member's transfer fits (eq. 1-2); the merge priced as a download
+// of the bytes it touches on the first member's fit.
+Result<SplitPrice> price_split_pieces(const CostModel& cm, const LayerGraph& lg, int layer,
+                                      SplitMethod method, const std::vector<int>& vds,
+                                      const std::vector<double>& ratios) {
+  if (layer < 0 || layer >= lg.num_layers()) {
+    return invalid_argument("layer " + std::to_string(layer) + " is not a layer of the model");
+  }
+  if (vds.empty() || vds.size() != ratios.size()) {
+    return invalid_argument("a split needs one ratio per device, got " +
+                            std::to_string(ratios.size()) + " for " + std::to_string(vds.size()));
+  }
+  const Graph& g = lg.graph();
+  NodeContext nc(g, g.node(lg.layer(layer).node));
+  ASSIGN_OR_RETURN(SplitRule rule, split_node(nc.ctx(), method, ratios));
+  const SplitTraffic traffic = split_traffic(nc.ctx(), rule);
+  SplitPrice out;
+  for (size_t i = 0; i < vds.size(); ++i) {
+    const OpCost c = split_piece_cost(nc.ctx(), rule, i);
+    SplitPiecePrice piece;
+    piece.exec_ms =
+        cm.piece_exec_ms(vds[i], layer, method, c.flops,
+                         static_cast<double>(c.input_bytes + c.weight_bytes + c.output_bytes));
+    piece.moved_ms = cm.upload_ms(vds[i], traffic.piece_scatter_bytes[i]) +
+                     cm.download_ms(vds[i], traffic.piece_gather_bytes[i]);
+    out.pieces.push_back(piece);
+  }
+  out.merge_ms = cm.download_ms(vds[0], split_merge_bytes(rule));
+  return out;
 }
 
 }  // namespace tessera

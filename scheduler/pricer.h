@@ -5,7 +5,8 @@
 //     (seed 000 eq. 8; a stage whose layers are not one range is priced as the sum of its
 //     maximal ranges, each with its own boundary), and its energy;
 //   - a split stage (one layer over several devices, seed 004): each piece's execution from the
-//     per-op regression on its FLOPs and bytes, calibrated by the profiled layer; its scatter and
+//     per-op regression on its FLOPs and bytes, calibrated by the profiled layer and by the
+//     profile's split calibration (CostModel::piece_exec_ms); its scatter and
 //     gather from the exact byte counts (ops/split_rule.h) through the member's transfer fits;
 //     the stage is the slowest piece (scatter + exec + gather) plus the host merge, and each
 //     member device is loaded with its own piece;
@@ -49,5 +50,22 @@ std::vector<std::vector<int>> stage_dependencies(const LayerGraph& lg, const Pla
 // prices packed hops; a packed stage whose cut and bitwidth it lacks is an error naming both.
 Status price_plan(const CostModel& cm, const LayerGraph& lg, Plan* plan,
                   const CutProfile* cuts = nullptr);
+
+// The pieces of layer `layer` split by `method` over virtual devices `vds` with `ratios`, as a
+// split stage is priced: each piece's execution and its scatter + gather, and the host merge.
+struct SplitPiecePrice {
+  double exec_ms = 0;
+  double moved_ms = 0;
+  double busy_ms() const { return exec_ms + moved_ms; }
+};
+struct SplitPrice {
+  std::vector<SplitPiecePrice> pieces;
+  double merge_ms = 0;
+  // The slowest piece plus the merge: the stage's time alone.
+  double stage_ms() const;
+};
+Result<SplitPrice> price_split_pieces(const CostModel& cm, const LayerGraph& lg, int layer,
+                                      SplitMethod method, const std::vector<int>& vds,
+                                      const std::vector<double>& ratios);
 
 }  // namespace tessera

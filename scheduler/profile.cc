@@ -10,6 +10,7 @@
 #include "backends/registry.h"
 #include "core/json.h"
 #include "ops/op.h"
+#include "ops/split_rule.h"
 
 namespace tessera {
 
@@ -203,6 +204,37 @@ Result<std::vector<std::optional<double>>> read_optional_array(const Json& obj,
   return out;
 }
 
+Result<std::vector<PieceRun>> read_piece_runs(const Json& obj, const std::string& path,
+                                              const std::vector<ProfileLayer>& layers) {
+  std::vector<PieceRun> out;
+  ASSIGN_OR_RETURN(const Json* a, json::array_field(obj, path, "piece_runs", false));
+  if (a == nullptr) return out;
+  const int64_t n = static_cast<int64_t>(layers.size());
+  for (size_t i = 0; i < a->size(); ++i) {
+    const Json& r = (*a)[i];
+    const std::string rp = json::index_path(path + ".piece_runs", i);
+    RETURN_IF_ERROR(json::require_object(r, rp));
+    PieceRun run;
+    ASSIGN_OR_RETURN(int64_t layer, json::int_field(r, rp, "layer", 0, n - 1));
+    run.layer = static_cast<int>(layer);
+    ASSIGN_OR_RETURN(run.method, json::string_field(r, rp, "method"));
+    if (!parse_split_method(run.method).ok()) {
+      return invalid_argument(json::member_path(rp, "method") + ": " + quote_name(run.method) +
+                              " is not a split method");
+    }
+    const ProfileLayer& pl = layers[static_cast<size_t>(layer)];
+    const double layer_bytes =
+        static_cast<double>(pl.input_bytes + pl.weight_bytes + pl.output_bytes);
+    // A piece reads a halo beyond its share, never more than the whole layer touches twice.
+    ASSIGN_OR_RETURN(run.flops, json::number_field(r, rp, "flops", 0, std::max(pl.flops, 0.0)));
+    ASSIGN_OR_RETURN(run.bytes, json::number_field(r, rp, "bytes", 0, 2 * layer_bytes));
+    ASSIGN_OR_RETURN(run.ms, json::number_field(r, rp, "ms", 1e-9, 1e9));
+    ASSIGN_OR_RETURN(run.whole_ms, json::number_field(r, rp, "whole_ms", 1e-9, 1e9));
+    out.push_back(std::move(run));
+  }
+  return out;
+}
+
 Result<std::vector<SliceRun>> read_slice_runs(const Json& obj, const std::string& path, size_t n) {
   std::vector<SliceRun> out;
   ASSIGN_OR_RETURN(const Json* a, json::array_field(obj, path, "slice_runs", false));
@@ -298,6 +330,18 @@ std::string Profile::to_json_text() const {
                                          : Json{r.first, r.last, r.ms});
       }
       jl["slice_runs"] = runs;
+      if (!l.piece_runs.empty()) {
+        Json pieces = Json::array();
+        for (const PieceRun& r : l.piece_runs) {
+          pieces.push_back(Json{{"layer", r.layer},
+                                {"method", r.method},
+                                {"flops", r.flops},
+                                {"bytes", r.bytes},
+                                {"ms", r.ms},
+                                {"whole_ms", r.whole_ms}});
+        }
+        jl["piece_runs"] = pieces;
+      }
       if (!l.layer_dynamic_w.empty()) jl["layer_dynamic_w"] = optional_array(l.layer_dynamic_w);
       jl["upload"] = fit_json(l.upload);
       jl["download"] = fit_json(l.download);
@@ -474,6 +518,7 @@ Result<Profile> parse_profile(const Json& j, const std::string& expected_hash) {
       ASSIGN_OR_RETURN(l.layer_dynamic_w,
                        read_optional_array(jl, lp, "layer_dynamic_w", n, 1000, false));
       ASSIGN_OR_RETURN(l.slice_runs, read_slice_runs(jl, lp, n));
+      ASSIGN_OR_RETURN(l.piece_runs, read_piece_runs(jl, lp, p.layers));
       ASSIGN_OR_RETURN(const Json* up, json::object_field(jl, lp, "upload"));
       ASSIGN_OR_RETURN(l.upload, read_fit(*up, lp + ".upload"));
       ASSIGN_OR_RETURN(const Json* down, json::object_field(jl, lp, "download"));

@@ -22,6 +22,12 @@
 //                       copy and layout conversion of the boundary tensors) is measured directly,
 //                       and the same layers' sum in the chain runs right before (chain_ms), which
 //                       the cost model's cold_scale is fitted against;
+//   piece_runs          split calibration (seed 004's "database", docs/split.md): for the
+//                       heaviest layers with a split rule, one piece of the layer per split
+//                       method and share (a program of the piece graph, graph/split.h) timed
+//                       alone, interleaved with the whole layer timed alone the same way, so the
+//                       ratio ms / whole_ms is what the piece costs relative to its layer on
+//                       this device; the cost model corrects its FLOP/byte regression with it;
 //   layer_dynamic_w[l]  dynamic power of layer l (eq. 4) where a power meter exists;
 //   upload, download    the transfer microbenchmark and its least-squares fit (eq. 1-2).
 // Per device, `unsupported` names the layers it cannot run (op support, memory), each with why:
@@ -41,7 +47,8 @@
 // "unsupported": {"<layer>": "why"}, optional "corun_scale", optional "layer_error": [..|null],
 // optional "model_error", "levels": [{"mhz", "set_by_governor",
 // "energy_source", "layer_ms": [..|null], "layer_chain_ms": [..|null], "layer_dynamic_w":
-// [..|null], "slice_runs": [[first, last, ms(, layers_ms(, chain_ms))]..], "upload": {fit},
+// [..|null], "slice_runs": [[first, last, ms(, layers_ms(, chain_ms))]..], optional "piece_runs":
+// [{"layer", "method", "flops", "bytes", "ms", "whole_ms"}..], "upload": {fit},
 // "download": {fit}}]}]}. (layers_ms and chain_ms, the fourth and fifth elements, are optional:
 // profiles without them still load.) Version 2 (no layer_error) still loads. Version 1 (layers
 // timed alone only) is refused: its times underpredict chained runs. Loading refuses other
@@ -108,6 +115,18 @@ struct SliceRun {
   double chain_ms = 0;
 };
 
+// One split calibration run: a piece of layer `layer` cut by split method `method` (its name,
+// ops/split_rule.h), of `flops` and `bytes` (activations read + weights + activations written),
+// timed alone (`ms`) in rounds alternating with the whole layer timed alone (`whole_ms`).
+struct PieceRun {
+  int layer = 0;
+  std::string method;
+  double flops = 0;
+  double bytes = 0;
+  double ms = 0;
+  double whole_ms = 0;
+};
+
 struct LevelProfile {
   int mhz = 0;                   // 0: the frequency is unknown (no DVFS control or reading)
   bool set_by_governor = false;  // the governor put the device at mhz; else it ran as it was
@@ -116,6 +135,7 @@ struct LevelProfile {
   std::vector<std::optional<double>> layer_chain_ms;   // in a chained run; empty or one per layer
   std::vector<std::optional<double>> layer_dynamic_w;  // empty, or one per layer
   std::vector<SliceRun> slice_runs;
+  std::vector<PieceRun> piece_runs;  // empty: the layers' splits were not calibrated
   TransferFit upload;
   TransferFit download;
 };

@@ -19,6 +19,8 @@
 #include "energy/governor.h"
 #include "energy/meter.h"
 #include "energy/power_model.h"
+#include "graph/split.h"
+#include "ops/split_rule.h"
 #include "scheduler/fidelity.h"
 
 namespace tessera {
@@ -594,6 +596,122 @@ Result<std::vector<std::vector<double>>> time_interleaved(const std::vector<Time
   return ms;
 }
 
+std::vector<int> split_calibration_layers(const LayerGraph& lg,
+                                          const std::vector<std::optional<double>>& times,
+                                          int count) {
+  const Graph& g = lg.graph();
+  std::vector<std::pair<double, int>> timed;
+  for (int l = 0; l < lg.num_layers() && static_cast<size_t>(l) < times.size(); ++l) {
+    if (!times[static_cast<size_t>(l)]) continue;
+    NodeContext nc(g, g.node(lg.layer(l).node));
+    bool splittable = false;
+    for (SplitMethod m : kAllSplitMethods) {
+      auto extent = split_extent(nc.ctx(), m);
+      if (extent.ok() && *extent >= 2) {
+        splittable = true;
+        break;
+      }
+    }
+    if (splittable) timed.emplace_back(*times[static_cast<size_t>(l)], l);
+  }
+  std::stable_sort(timed.begin(), timed.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<int> out;
+  for (size_t i = 0; i < timed.size() && static_cast<int>(i) < count; ++i) {
+    out.push_back(timed[i].second);
+  }
+  return out;
+}
+
+Result<std::vector<PieceRun>> measure_piece_runs(const LayerGraph& lg, Device& device,
+                                                 const std::vector<int>& layers,
+                                                 const std::vector<double>& shares, int warmup,
+                                                 int repeat, const std::string& statistic,
+                                                 const CompileOptions& options) {
+  for (double s : shares) {
+    if (!(s > 0 && s < 1)) {
+      return invalid_argument("split calibration share " + std::to_string(s) + " is not in (0, 1)");
+    }
+  }
+  if (repeat < 1) return invalid_argument("split calibration needs repeat >= 1");
+  const Stat stat = parse_stat(statistic);
+  const Graph& g = lg.graph();
+  std::mt19937 rng(0x5eed);
+  std::vector<PieceRun> out;
+  // A piece and what it needs alive while it runs: its split layer owns the piece graph.
+  struct Piece {
+    SplitLayer split;
+    PieceRun run;
+    LayerRun program;
+  };
+  for (int l : layers) {
+    if (l < 0 || l >= lg.num_layers()) {
+      return invalid_argument("split calibration layer " + std::to_string(l) +
+                              " is not a layer of the model");
+    }
+    const Layer& layer = lg.layer(l);
+    const NodeId node = layer.node;
+    auto whole_program = device.compile(g, std::span<const NodeId>(&node, 1), options);
+    if (!whole_program.ok()) continue;
+    LayerRun whole;
+    whole.program = std::move(*whole_program);
+    ASSIGN_OR_RETURN(whole.inputs, make_inputs(g, whole.program->input_values()));
+    whole.outputs.resize(whole.program->output_values().size());
+    NodeContext nc(g, g.node(node));
+    std::vector<std::unique_ptr<Piece>> pieces;
+    for (SplitMethod m : kAllSplitMethods) {
+      std::vector<double> seen_flops;
+      for (double s : shares) {
+        const double ratios[2] = {s, 1 - s};
+        auto split = split_layer(g, node, m, ratios);
+        if (!split.ok()) continue;
+        const OpCost c = split_piece_cost(nc.ctx(), split->rule, 0);
+        const double bytes = static_cast<double>(c.input_bytes + c.weight_bytes + c.output_bytes);
+        const double size = c.flops > 0 ? c.flops : bytes;
+        if (std::find(seen_flops.begin(), seen_flops.end(), size) != seen_flops.end()) continue;
+        auto piece = std::make_unique<Piece>();
+        piece->split = std::move(*split);
+        const SplitLayer::Piece& pg = piece->split.pieces[0];
+        auto program = device.compile(pg.graph, std::span<const NodeId>(&pg.node, 1), options);
+        if (!program.ok()) continue;
+        seen_flops.push_back(size);
+        piece->program.program = std::move(*program);
+        ASSIGN_OR_RETURN(piece->program.inputs,
+                         make_inputs(pg.graph, piece->program.program->input_values()));
+        piece->program.outputs.resize(piece->program.program->output_values().size());
+        piece->run = PieceRun{l, split_method_name(m), c.flops, bytes, 0, 0};
+        pieces.push_back(std::move(piece));
+      }
+    }
+    if (pieces.empty()) continue;
+    std::vector<TimedRun> runs;
+    runs.push_back(TimedRun{
+        "layer " + quote_name(layer.name) + " whole", {}, [&whole] { return whole.run(); }});
+    for (const auto& p : pieces) {
+      Piece* piece = p.get();
+      runs.push_back(TimedRun{
+          "layer " + quote_name(layer.name) + " " + piece->run.method + " piece", {}, [piece] {
+            return piece->program.run();
+          }});
+    }
+    for (const TimedRun& r : runs) {
+      for (int i = 0; i < warmup; ++i) {
+        Status st = r.run();
+        if (!st.ok()) return st.with_context(r.name);
+      }
+    }
+    ASSIGN_OR_RETURN(std::vector<std::vector<double>> ms, time_interleaved(runs, repeat, rng));
+    const double whole_ms = std::max(1e-9, summarize(ms[0], stat));
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      PieceRun r = pieces[i]->run;
+      r.ms = std::max(1e-9, summarize(ms[i + 1], stat));
+      r.whole_ms = whole_ms;
+      out.push_back(std::move(r));
+    }
+  }
+  return out;
+}
+
 std::vector<double> layer_statistics(const std::vector<std::vector<double>>& runs,
                                      const std::string& statistic) {
   if (runs.empty()) return {};
@@ -724,8 +842,8 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
   }
 
   // Work units per device and level, for the progress bar: layers, calibration runs, transfers.
-  const int per_level =
-      L + std::max(0, options.calibration_slices) + 2 * static_cast<int>(sizes.size());
+  const int per_level = L + std::max(0, options.calibration_slices) +
+                        2 * static_cast<int>(sizes.size()) + std::max(0, options.split_layers);
   int total = 0;
   for (const PlatformDevice* d : targets) {
     total += static_cast<int>(wanted_levels(*d, options.all_levels).size()) * per_level;
@@ -926,6 +1044,20 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
         for (int i = chain->first; i < chain->last; ++i) {
           lp.layer_chain_ms[static_cast<size_t>(i)] = ms[static_cast<size_t>(i - chain->first)];
         }
+      }
+      // Split calibration: the most expensive splittable layers, by their time here.
+      if (options.split_layers > 0) {
+        std::vector<std::optional<double>> times = lp.layer_ms;
+        for (size_t i = 0; i < lp.layer_chain_ms.size(); ++i) {
+          if (lp.layer_chain_ms[i]) times[i] = lp.layer_chain_ms[i];
+        }
+        const std::vector<int> chosen = split_calibration_layers(lg, times, options.split_layers);
+        auto pieces =
+            measure_piece_runs(lg, device, chosen, options.split_shares, options.warmup,
+                               std::max(1, options.repeat), options.statistic, compile_options);
+        if (!pieces.ok()) return pieces.status().with_context(pd->device + " split calibration");
+        lp.piece_runs = std::move(*pieces);
+        for (int k = 0; k < options.split_layers; ++k) tick(pd->device + " split calibration");
       }
       if (auto* npu = dynamic_cast<NpuDevice*>(&device)) {
         auto fits = npu_boundary_fits(*npu, lg, sizes, stat, options.warmup, options.repeat);

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -53,6 +54,11 @@ struct ProfileOptions {
   bool all_levels = false;  // every DVFS level instead of the minimum and maximum
   // Calibration runs per device and level: random slices timed whole (half of them short).
   int calibration_slices = 8;
+  // Split calibration (seed 004's "database", Profile's piece_runs): per device and level, the
+  // `split_layers` most expensive layers that have a split rule get one piece per split method
+  // and share of `split_shares` timed against the whole layer (measure_piece_runs). 0: none.
+  int split_layers = 0;
+  std::vector<double> split_shares = {0.5, 0.25};
   // Transfer microbenchmark sizes in bytes (default 4 KiB to 16 MiB, x4 steps).
   std::vector<uint64_t> transfer_sizes;
   // Rounds of the co-run measurement (DeviceProfile::corun_scale) where two or more devices are
@@ -158,6 +164,25 @@ struct LayerErrors {
 Result<LayerErrors> measure_layer_errors(const LayerGraph& lg, Device& device, Device& f32_device,
                                          const std::vector<std::vector<Tensor>>& inputs,
                                          const CompileOptions& options);
+
+// Split calibration of `layers` on `device`: for each layer, every split method with a rule for
+// it (ops/split_rule.h) and every share s of `shares` (each in (0, 1)) cut the layer into pieces
+// of ratios {s, 1 - s}; the first piece's graph (graph/split.h) is compiled alone, as the
+// composite split device compiles it, and timed in `repeat` rounds that alternate, in a shuffled
+// order, with the whole layer compiled alone (time_interleaved, after `warmup` runs of each).
+// Pieces of one method that come out equal (a small extent) are timed once. A layer or piece the
+// device cannot compile is left out; a failing run is an error naming it.
+Result<std::vector<PieceRun>> measure_piece_runs(const LayerGraph& lg, Device& device,
+                                                 const std::vector<int>& layers,
+                                                 const std::vector<double>& shares, int warmup,
+                                                 int repeat, const std::string& statistic,
+                                                 const CompileOptions& options = {});
+
+// The `count` layers of `times` (one per layer, unset: not measured) that take longest among
+// those with a split rule for at least one method, most expensive first.
+std::vector<int> split_calibration_layers(const LayerGraph& lg,
+                                          const std::vector<std::optional<double>>& times,
+                                          int count);
 
 // Random inputs with the shapes and dtypes of `values` (floats in [-1, 1], integers 0).
 Result<std::vector<Tensor>> make_inputs(const Graph& g, const std::vector<ValueId>& values);

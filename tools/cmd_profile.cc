@@ -23,6 +23,8 @@
 #include "scheduler/cost_model.h"
 #include "scheduler/executor/executor.h"
 #include "scheduler/plan.h"
+#include "scheduler/planners/split.h"
+#include "scheduler/pricer.h"
 #include "scheduler/profiler.h"
 #include "tools/calibration_file.h"
 #include "tools/cli.h"
@@ -49,6 +51,11 @@ const std::vector<cli::FlagSpec> kFlags = {
      "profile every DVFS level instead of the minimum and maximum"},
     {"--calibration-slices", "", true, false,
      "random slices timed whole per device, to fit the per-slice overhead (default 8)"},
+    {"--split-layers", "", true, false,
+     "split calibration: the N most expensive splittable layers per device get one piece per "
+     "split method and share timed against the whole layer (default 0: none)"},
+    {"--split-shares", "", true, false,
+     "the shares of those pieces, comma-separated, each in (0, 1) (default 0.5,0.25)"},
     {"--calibration", "", true, false,
      "int8 activation ranges for int8 levels such as cpu#int8 (from `tessera calibrate`; "
      "default: MODEL.tsr.calib.json when it exists)"},
@@ -66,6 +73,10 @@ const std::vector<cli::FlagSpec> kFlags = {
     {"--slices", "", true, false,
      "with --check: random slices and split plans per device "
      "(default 10)"},
+    {"--layer-splits", "", true, false,
+     "with --check: the N most expensive splittable layers each split over every profiled "
+     "device by every method, with the split planner's ratios, run through the composite split "
+     "device (default 0)"},
     {"--seed", "", true, false, "with --check: random seed (default 1)"},
     {"--markdown", "", false, false, "with --check: print the table as Markdown"},
     {"--hot", "", false, false,
@@ -132,6 +143,31 @@ void print_summary(const Profile& p, const CostModel& cm) {
                 100 * cm.regression_error(static_cast<int>(di)));
     if (d.corun_scale > 0) {
       std::printf("  co-run factor (the other devices running): %.3f\n", d.corun_scale);
+    }
+    if (!d.levels.empty() && !d.levels.back().piece_runs.empty()) {
+      const auto& runs = d.levels.back().piece_runs;
+      std::set<int> layers;
+      for (const PieceRun& r : runs) layers.insert(r.layer);
+      // How far the measured piece/whole ratios are from the regression's, on average.
+      auto found = cm.find(d.device);
+      const int vd = found.ok() ? *found : -1;
+      int n = 0;
+      double sum = 0;
+      if (vd >= 0) {
+        std::set<std::pair<int, int>> seen;
+        for (const PieceRun& r : runs) {
+          auto method = parse_split_method(r.method);
+          if (!method.ok() || !seen.insert({r.layer, static_cast<int>(*method)}).second) continue;
+          for (const auto& [share, c] : cm.piece_corrections(vd, r.layer, *method)) {
+            sum += std::abs(c - 1);
+            ++n;
+          }
+        }
+      }
+      std::printf(
+          "  split calibration: %zu pieces of %zu layers; measured piece/layer ratios differ from "
+          "the regression's by %.1f%% on average\n",
+          runs.size(), layers.size(), n ? 100 * sum / n : 0.0);
     }
     if (!d.layer_error.empty()) {
       std::vector<double> errors;
@@ -231,8 +267,16 @@ struct CheckConfig {
   std::vector<Tensor> plan_inputs, plan_outputs;
   std::vector<double> ms;  // the timed runs
   bool block = false;      // measured in its own block (memory budget), not interleaved
+  // A layer split: the composite split device and its one-layer program (plan_inputs/outputs
+  // are its inputs and outputs), and its price without the profile's split calibration.
+  std::unique_ptr<Device> split_device;
+  std::unique_ptr<Program> split_program;
+  double predicted_uncalibrated = std::nan("");
 
-  Status run() { return plan ? plan->run(plan_inputs, &plan_outputs) : program->run(); }
+  Status run() {
+    if (split_program) return split_program->run(plan_inputs, plan_outputs);
+    return plan ? plan->run(plan_inputs, &plan_outputs) : program->run();
+  }
 };
 
 // A row of the check's table.
@@ -242,7 +286,9 @@ struct CheckRow {
   double predicted = 0;
   double measured = 0;
   double normalised = std::nan("");  // error normalised by the whole model of the same round
-  bool primary = true;               // false for a plan's sum of slices (for comparison only)
+  bool primary = true;  // false for a comparison row: a plan's sum of slices, or a layer split
+                        // priced without the split calibration
+  std::string group;    // of a comparison row: "sum" or "uncalibrated"
   double error() const { return measured > 0 ? (predicted - measured) / measured : 0; }
 };
 
@@ -331,6 +377,46 @@ class Check {
     return index;
   }
 
+  // Layer `layer` split by `method` over `shares` (virtual devices `vds`, in order), run by the
+  // composite split device as the executor runs a split stage; predicted by the pricer
+  // (price_split_pieces) with this check's cost model and with `uncalibrated` (the profile
+  // without its split calibration). Runs after itself.
+  Result<int> add_layer_split(int layer, SplitMethod method, const std::vector<int>& vds,
+                              const std::vector<DeviceShare>& shares,
+                              const CostModel& uncalibrated) {
+    std::vector<double> ratios;
+    for (const DeviceShare& d : shares) ratios.push_back(d.ratio);
+    ASSIGN_OR_RETURN(SplitPrice price, price_split_pieces(cm_, *m_.lg, layer, method, vds, ratios));
+    ASSIGN_OR_RETURN(SplitPrice plain,
+                     price_split_pieces(uncalibrated, *m_.lg, layer, method, vds, ratios));
+    Placement placement;
+    placement.devices = shares;
+    placement.split = split_method_name(method);
+    ASSIGN_OR_RETURN(std::string name, placement.device_name());
+    auto c = std::make_unique<CheckConfig>();
+    c->device = "split";
+    c->what = "layer " + std::to_string(layer) + " " + placement.split;
+    for (const DeviceShare& d : shares) {
+      char r[32];
+      std::snprintf(r, sizeof r, "%.2f", d.ratio);
+      c->what += std::string(&d == &shares.front() ? " " : "+") + d.label() + "=" + r;
+    }
+    c->predicted = price.stage_ms();
+    c->predicted_uncalibrated = plain.stage_ms();
+    ASSIGN_OR_RETURN(c->split_device, open_device(name));
+    const Graph& g = m_.lg->graph();
+    const NodeId node = m_.lg->layer(layer).node;
+    auto program = c->split_device->compile(g, std::span<const NodeId>(&node, 1), compile_);
+    if (!program.ok()) return program.status().with_context(c->what);
+    c->split_program = std::move(*program);
+    ASSIGN_OR_RETURN(c->plan_inputs, make_inputs(g, c->split_program->input_values()));
+    c->plan_outputs.resize(c->split_program->output_values().size());
+    const int index = static_cast<int>(configs_.size());
+    RETURN_IF_ERROR(admit(std::move(c), false));
+    row_configs_.insert(index);
+    return index;
+  }
+
   // Times every configuration kept (not measured in a block) in `repeat_` shuffled rounds.
   Status measure() {
     std::vector<TimedRun> runs;
@@ -357,11 +443,19 @@ class Check {
                  summarize_ms(c.ms, statistic)};
       if (c.what != "whole model") r.normalised = normalised_error(c.stages, c.ms, c.block);
       out.push_back(r);
+      if (!std::isnan(c.predicted_uncalibrated)) {
+        CheckRow plain{c.device, "  without split calibration", c.predicted_uncalibrated,
+                       r.measured};
+        plain.primary = false;
+        plain.group = "uncalibrated";
+        out.push_back(plain);
+      }
       auto stages = stage_slices_.find(i);
       if (stages == stage_slices_.end()) continue;
       // The same plan as the sum of its slices, each timed alone (after the whole model).
       CheckRow sum{"plan", "  as the sum of its slices", c.predicted, 0};
       sum.primary = false;
+      sum.group = "sum";
       std::vector<double> per_round(static_cast<size_t>(repeat_), 0.0);
       bool block = false;
       for (int s : stages->second) {
@@ -480,7 +574,9 @@ class Check {
   // round (machine drift). NaN where a round's whole model is missing.
   double normalised_error(const std::vector<std::pair<int, double>>& stages,
                           const std::vector<double>& measured, bool block) const {
-    if (block || measured.size() != static_cast<size_t>(repeat_)) return std::nan("");
+    if (block || stages.empty() || measured.size() != static_cast<size_t>(repeat_)) {
+      return std::nan("");
+    }
     std::vector<double> errors;
     for (size_t r = 0; r < measured.size(); ++r) {
       double scaled = 0;
@@ -571,12 +667,22 @@ void print_summary(const std::string& model, const std::vector<CheckRow>& rows, 
                 100 * e, k);
   }
   const auto [sum, sum_n] = mean_abs(
-      rows, [](const CheckRow& r) { return !r.primary; }, abs_error);
+      rows, [](const CheckRow& r) { return r.group == "sum"; }, abs_error);
   if (sum_n > 0) {
     std::printf(
         "%s  split plans as the sum of their slices (each timed alone, not run by the "
         "executor): mean absolute error %.2f%% over %d plans\n",
         model.c_str(), 100 * sum, sum_n);
+  }
+  const auto [split, split_n] = mean_abs(
+      rows, [](const CheckRow& r) { return r.primary && r.device == "split"; }, abs_error);
+  const auto [plain, plain_n] = mean_abs(
+      rows, [](const CheckRow& r) { return r.group == "uncalibrated"; }, abs_error);
+  if (plain_n > 0) {
+    std::printf(
+        "%s  layer splits: mean absolute error %.2f%% with the split calibration, %.2f%% "
+        "without it (the regression's ratio alone), over %d splits\n",
+        model.c_str(), 100 * split, 100 * plain, split_n);
   }
   const auto [norm, norm_n] = mean_abs(rows, primary, normalised);
   if (norm_n > 0) {
@@ -600,7 +706,8 @@ int run_check(const LoadedGraph& m, const cli::Args& args) {
   auto repeat = args.get_int("--repeat", 5, 1, 100000);
   auto warmup = args.get_int("--warmup", 1, 0, 100000);
   auto budget_mib = args.get_int("--interleave-mib", 4096, 0, 1 << 30);
-  for (const auto* r : {&slices, &seed, &repeat, &warmup, &budget_mib}) {
+  auto layer_splits = args.get_int("--layer-splits", 0, 0, 100000);
+  for (const auto* r : {&slices, &seed, &repeat, &warmup, &budget_mib, &layer_splits}) {
     if (!r->ok()) return report_error("profile", r->status());
   }
   const int L = m.lg->num_layers();
@@ -653,6 +760,36 @@ int run_check(const LoadedGraph& m, const cli::Args& args) {
     if (!ok) continue;
     auto plan = check.add_plan(cuts, on);
     if (!plan.ok()) return report_error("profile", plan.status());
+  }
+  // Layer splits over every device, by every method with a rule, the split planner's ratios.
+  if (*layer_splits > 0 && vds.size() >= 2) {
+    Profile plain_profile = *profile;
+    for (DeviceProfile& d : plain_profile.devices) {
+      for (LevelProfile& l : d.levels) l.piece_runs.clear();
+    }
+    auto plain = CostModel::build(plain_profile, *m.lg);
+    if (!plain.ok()) return report_error("profile", plain.status());
+    std::vector<std::optional<double>> times(static_cast<size_t>(L));
+    for (int l = 0; l < L; ++l) {
+      bool all = true;
+      double slowest = 0;
+      for (int vd : vds) {
+        all = all && cm->can_run(vd, l);
+        slowest = std::max(slowest, cm->exec_ms(vd, l));
+      }
+      if (all) times[static_cast<size_t>(l)] = slowest;
+    }
+    for (int layer : split_calibration_layers(*m.lg, times, *layer_splits)) {
+      for (SplitMethod method : kAllSplitMethods) {
+        const std::vector<DeviceShare> shares =
+            balanced_split_shares(*cm, *m.lg, layer, method, vds);
+        std::vector<double> ratios;
+        for (const DeviceShare& d : shares) ratios.push_back(d.ratio);
+        if (!price_split_pieces(*cm, *m.lg, layer, method, vds, ratios).ok()) continue;
+        auto split = check.add_layer_split(layer, method, vds, shares, *plain);
+        if (!split.ok()) return report_error("profile", split.status());
+      }
+    }
   }
   // Phase 2: the interleaved rounds.
   Status measured = check.measure();
@@ -739,6 +876,26 @@ int cmd_profile(int argc, char** argv) {
   auto calibration = args->get_int("--calibration-slices", 8, 0, 10000);
   if (!calibration.ok()) return report_error("profile", calibration.status());
   options.calibration_slices = *calibration;
+  auto split_layers = args->get_int("--split-layers", 0, 0, 100000);
+  if (!split_layers.ok()) return report_error("profile", split_layers.status());
+  options.split_layers = *split_layers;
+  if (args->has("--split-shares")) {
+    options.split_shares.clear();
+    std::stringstream ss(args->get("--split-shares"));
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+      char* end = nullptr;
+      const double v = std::strtod(item.c_str(), &end);
+      if (item.empty() || end != item.c_str() + item.size() || !(v > 0 && v < 1)) {
+        return report_error("profile", invalid_argument("--split-shares: " + quote_name(item) +
+                                                        " is not a share in (0, 1)"));
+      }
+      options.split_shares.push_back(v);
+    }
+    if (options.split_shares.empty()) {
+      return report_error("profile", invalid_argument("--split-shares: no share given"));
+    }
+  }
   auto corun_rounds = args->get_int("--corun-rounds", options.repeat, 0, 10000);
   if (!corun_rounds.ok()) return report_error("profile", corun_rounds.status());
   options.corun_rounds = *corun_rounds;

@@ -98,20 +98,10 @@ class SplitProgram : public Program {
       return invalid_argument("split program: expected " + std::to_string(inputs_.size()) +
                               " inputs and " + std::to_string(outputs_.size()) + " outputs");
     }
-    const auto start = std::chrono::steady_clock::now();
-    // Scatter: each piece's regions of the inputs.
+    using Clock = std::chrono::steady_clock;
+    const auto start = Clock::now();
     const size_t n = pieces_.size();
     std::vector<std::vector<Tensor>> piece_in(n);
-    for (size_t p = 0; p < n; ++p) {
-      for (const Feed& f : feeds_[p]) {
-        if (f.slot < 0 || f.input < 0) return internal_error("split program: unmapped input");
-        const int slot = layer_->input_slots[static_cast<size_t>(f.slot)];
-        auto region = slice_region(inputs[static_cast<size_t>(f.input)],
-                                   layer_->rule.pieces[p].inputs[static_cast<size_t>(slot)]);
-        if (!region.ok()) return region.status().with_context("split piece " + std::to_string(p));
-        piece_in[p].push_back(std::move(*region));
-      }
-    }
     // The layer's output, written in place where it can be: a concat piece whose region is a
     // contiguous run of the output (any region at batch 1 along C, H or the features) runs
     // straight into it; the first partial-sum piece runs into the whole output.
@@ -131,13 +121,35 @@ class SplitProgram : public Program {
         in_place[p] = view->raw();
       }
     }
-    // Run: the pieces concurrently, the first on this thread; a concat piece that could not
-    // write in place pastes its region from its own thread (regions are disjoint).
+    // Run: the pieces concurrently, the first on this thread, each scattering its own regions
+    // of the inputs first; a concat piece that could not write in place pastes its region from
+    // its own thread (regions are disjoint).
     RunOptions piece_options;
     piece_options.deadline = options.deadline;
     piece_options.cancel = options.cancel;
     std::vector<Status> status(n);
+    std::vector<double> busy_ms(n, 0.0);
     auto run_piece = [&](size_t p) {
+      const auto piece_start = Clock::now();
+      struct Busy {
+        double& ms;
+        Clock::time_point from;
+        ~Busy() { ms = std::chrono::duration<double, std::milli>(Clock::now() - from).count(); }
+      } busy{busy_ms[p], piece_start};
+      for (const Feed& f : feeds_[p]) {
+        if (f.slot < 0 || f.input < 0) {
+          status[p] = internal_error("split program: unmapped input");
+          return;
+        }
+        const int slot = layer_->input_slots[static_cast<size_t>(f.slot)];
+        auto region = slice_region(inputs[static_cast<size_t>(f.input)],
+                                   layer_->rule.pieces[p].inputs[static_cast<size_t>(slot)]);
+        if (!region.ok()) {
+          status[p] = region.status().with_context("scattering its inputs");
+          return;
+        }
+        piece_in[p].push_back(std::move(*region));
+      }
       status[p] = pieces_[p]->run(piece_in[p], std::span<Tensor>(&piece_out[p], 1), piece_options);
       if (status[p].ok() && rule.merge == SplitMerge::kConcat &&
           piece_out[p].raw() != in_place[p]) {
@@ -182,9 +194,9 @@ class SplitProgram : public Program {
     }
     if (options.layer_ms != nullptr) {
       options.layer_ms->assign(
-          1, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                 .count());
+          1, std::chrono::duration<double, std::milli>(Clock::now() - start).count());
     }
+    if (options.member_ms != nullptr) *options.member_ms = std::move(busy_ms);
     return Status();
   }
 

@@ -51,16 +51,26 @@ QueueWindow read_queue_window(const Executor& ex, const std::vector<QueueOccupan
   QueueWindow w;
   const Plan& plan = ex.plan();
   const std::vector<ExecutorStep>& steps = ex.steps();
-  // Mean busy ms per step over the window's frames.
+  // Mean busy ms per step over the window's frames, and per member of a split step.
   std::vector<double> step_ms(steps.size(), 0);
   std::vector<int> step_n(steps.size(), 0);
+  std::vector<std::vector<double>> member_ms(steps.size());
+  std::vector<int> member_n(steps.size(), 0);
   for (const StepRun& r : ex.step_runs()) {
     if (r.run < first_frame || r.run > last_frame || !r.ok) continue;
-    step_ms[static_cast<size_t>(r.step)] += r.ms;
-    ++step_n[static_cast<size_t>(r.step)];
+    const size_t i = static_cast<size_t>(r.step);
+    step_ms[i] += r.ms;
+    ++step_n[i];
+    if (r.member_ms.empty()) continue;
+    if (member_ms[i].empty()) member_ms[i].assign(r.member_ms.size(), 0.0);
+    if (member_ms[i].size() != r.member_ms.size()) continue;
+    for (size_t k = 0; k < r.member_ms.size(); ++k) member_ms[i][k] += r.member_ms[k];
+    ++member_n[i];
   }
-  for (size_t i = 0; i < step_ms.size(); ++i)
+  for (size_t i = 0; i < step_ms.size(); ++i) {
     if (step_n[i] > 0) step_ms[i] /= step_n[i];
+    for (double& m : member_ms[i]) m /= std::max(1, member_n[i]);
+  }
   const int full_at = std::max(1, capacity - 1);
 
   // Queues.
@@ -111,13 +121,24 @@ QueueWindow read_queue_window(const Executor& ex, const std::vector<QueueOccupan
           it->devices.push_back(name);
       }
     }
+    const Stage& first = plan.stages[static_cast<size_t>(st.first_stage)];
     if (single) {
-      const std::string name = base_device(
-          plan.stages[static_cast<size_t>(st.first_stage)].placement.devices[0].label());
+      const std::string name = base_device(first.placement.devices[0].label());
       DeviceLatency& d = lat[name];
       d.device = name;
       d.predicted_ms += predicted;
       d.measured_ms += step_ms[i];
+    } else if (st.first_stage == st.last_stage && member_n[i] > 0 &&
+               member_ms[i].size() == first.placement.devices.size() &&
+               first.estimate.member_ms.size() == first.placement.devices.size()) {
+      // A split stage: each member's piece, measured against its own prediction.
+      for (size_t k = 0; k < member_ms[i].size(); ++k) {
+        const std::string name = base_device(first.placement.devices[k].label());
+        DeviceLatency& d = lat[name];
+        d.device = name;
+        d.predicted_ms += first.estimate.member_ms[k];
+        d.measured_ms += member_ms[i][k];
+      }
     }
   }
   for (auto& [name, d] : lat) w.devices.push_back(d);

@@ -11,7 +11,9 @@
 // of its starts in the window, or when it found on average at least `full_share` x (capacity - 1)
 // frames waiting (a queue a noisy machine drains now and then). For each device, its latency is the
 // measured busy time per frame of the steps it runs alone against the plan's estimate of those
-// stages (exec + transfers): slowdown = measured / predicted.
+// stages (exec + transfers), plus, for each split stage it is a member of, the time it spent on
+// its piece (StepRun::member_ms, from the composite split device) against the piece's estimate
+// (StageEstimate::member_ms): slowdown = measured / predicted.
 //
 // Rebalance (run_queue_rebalance). Iteration i deploys the plan that Steps 0-2 (make_split_plan)
 // give on the profile with every device's layer times multiplied by its slowdown found so far
@@ -23,9 +25,9 @@
 // has converged. Every frame's outputs are checked; none is dropped between iterations (each
 // iteration's frames all come out before the next plan is deployed).
 //
-// A split stage's time is the slowest piece plus the merge, so its measured time cannot say
-// which member is slow: slowdowns are read from single-device steps only. A device that runs
-// only pieces of split stages keeps its factor.
+// A split stage's own time is the slowest piece plus the merge, which cannot say which member
+// is slow; its members' piece times can, so a device that runs only pieces of split stages is
+// monitored as well as one that runs whole stages.
 //
 // Thread rule: read_queue_window reads a const Executor (its own locks); run_queue_rebalance
 // submits and collects frames on the caller's thread (the executor's actors run the stages).

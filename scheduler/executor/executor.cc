@@ -188,6 +188,7 @@ struct Executor::Impl {
     }
     RunOptions options = base;
     options.layer_ms = nullptr;
+    options.member_ms = &r.member_ms;
     options.deadline = std::min(options.deadline, s.deadline);
     if (options.cancel == nullptr) options.cancel = &s.cancel;
     const auto start = Clock::now();

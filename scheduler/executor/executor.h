@@ -75,6 +75,9 @@ struct StepRun {
   uint64_t bytes_in = 0;
   uint64_t bytes_out = 0;
   bool ok = true;  // false when the step failed or was skipped for an earlier failure
+  // Per member device of a step whose program spans several (a split stage): the ms each was
+  // busy with its part (RunOptions::member_ms); empty for a step on one device.
+  std::vector<double> member_ms;
 };
 
 // Queue occupancy seen by one actor: histogram[n] = how many times it found n further frames

@@ -23,6 +23,13 @@ Result<std::vector<int>> request_devices(const CostModel& cm, const SplitPlanReq
   return vds;
 }
 
+// Ratios summing to 1 exactly enough for Plan::validate (the last takes the rest).
+void close_ratios(std::vector<DeviceShare>* shares) {
+  double total = 0;
+  for (size_t i = 0; i + 1 < shares->size(); ++i) total += (*shares)[i].ratio;
+  shares->back().ratio = 1.0 - total;
+}
+
 // Equal-latency ratios: each device's share proportional to its speed on the layer.
 std::vector<DeviceShare> balanced_shares(const CostModel& cm, const std::vector<int>& vds,
                                          int layer) {
@@ -37,11 +44,47 @@ std::vector<DeviceShare> balanced_shares(const CostModel& cm, const std::vector<
     const double ms = std::max(1e-9, cm.exec_ms(vd, layer));
     shares.push_back(DeviceShare{v.device, v.mhz, (1.0 / ms) / sum});
   }
-  // Ratios must sum to 1 exactly enough for Plan::validate.
-  double total = 0;
-  for (size_t i = 0; i + 1 < shares.size(); ++i) total += shares[i].ratio;
-  shares.back().ratio = 1.0 - total;
+  close_ratios(&shares);
   return shares;
+}
+
+// Ratios for `method` that balance the pieces as the pricer prices them (execution with the
+// split calibration's corrections, scatter and gather): from `start` (the speed ratios), each
+// step gives every device a ratio proportional to its ratio over its piece's time (the speed its
+// piece shows), which equalises the pieces when their times are proportional to their shares
+// and moves towards it otherwise; the best of a few steps by the stage's priced time.
+std::vector<DeviceShare> balance_pieces(const CostModel& cm, const LayerGraph& lg, int layer,
+                                        SplitMethod method, const std::vector<int>& vds,
+                                        const std::vector<DeviceShare>& start) {
+  constexpr int kSteps = 6;
+  constexpr double kMinRatio = 1e-3;
+  std::vector<DeviceShare> best = start, cur = start;
+  double best_ms = kInfiniteCost;
+  for (int step = 0; step <= kSteps; ++step) {
+    std::vector<double> ratios;
+    for (const DeviceShare& d : cur) ratios.push_back(d.ratio);
+    auto priced = price_split_pieces(cm, lg, layer, method, vds, ratios);
+    if (!priced.ok()) break;
+    const double ms = priced->stage_ms();
+    if (ms < best_ms * (1 - 1e-9)) {
+      best_ms = ms;
+      best = cur;
+    }
+    double sum = 0;
+    std::vector<double> next(cur.size());
+    for (size_t i = 0; i < cur.size(); ++i) {
+      const double t = priced->pieces[i].busy_ms();
+      if (!(t > 0) || !std::isfinite(t)) return best;
+      next[i] = cur[i].ratio / t;
+      sum += next[i];
+    }
+    for (size_t i = 0; i < cur.size(); ++i) cur[i].ratio = std::max(kMinRatio, next[i] / sum);
+    double total = 0;
+    for (const DeviceShare& d : cur) total += d.ratio;
+    for (DeviceShare& d : cur) d.ratio /= total;
+    close_ratios(&cur);
+  }
+  return best;
 }
 
 // The largest memory of any piece of `layer` split by `method` over `shares` (weights, input
@@ -79,8 +122,11 @@ Result<Candidate> best_split(const CostModel& cm, const LayerGraph& lg, const Pl
   }
   Candidate best;
   std::string why;
-  for (const std::vector<DeviceShare>& shares : share_sets)
+  for (size_t set = 0; set < share_sets.size(); ++set)
     for (SplitMethod m : kAllSplitMethods) {
+      // The speed ratios refined by the pieces' prices for this method; equal ones kept equal.
+      const std::vector<DeviceShare> shares =
+          set == 0 ? balance_pieces(cm, lg, layer, m, vds, share_sets[0]) : share_sets[set];
       auto piece = largest_piece_bytes(lg, layer, m, shares);
       if (!piece.ok()) continue;
       if (cap > 0 && *piece > cap) {
@@ -118,6 +164,11 @@ bool in_split_stage(const Plan& plan, int layer) {
 }
 
 }  // namespace
+
+std::vector<DeviceShare> balanced_split_shares(const CostModel& cm, const LayerGraph& lg, int layer,
+                                               SplitMethod method, const std::vector<int>& vds) {
+  return balance_pieces(cm, lg, layer, method, vds, balanced_shares(cm, vds, layer));
+}
 
 Result<Plan> split_layer_in_plan(const Plan& plan, int layer, const std::string& method,
                                  const std::vector<DeviceShare>& devices) {

@@ -10,7 +10,9 @@
 //   Step 2   equal latency: price the plan (scheduler/pricer.h); the bottleneck is the device
 //            with the largest load. Its heaviest unsplit layer is carved out and split over all
 //            the devices, by every method that has a rule for it, with ratios that equalise
-//            the pieces' execution (ratio_i proportional to 1 / exec_ms(device_i, layer)); the
+//            the pieces: first ratio_i proportional to 1 / exec_ms(device_i, layer), then refined
+//            per method on the pieces' priced times (execution with the profile's split
+//            calibration, scatter and gather; a few fixed-point steps, the best kept); the
 //            split that gives the lowest period is kept if it lowers the period by at least 1%,
 //            else the next heaviest layer of that device is tried. Repeat until no split helps
 //            or max_rounds layers were tried.
@@ -51,6 +53,12 @@ struct SplitPlanReport {
 
 Result<Plan> make_split_plan(const CostModel& cm, const LayerGraph& lg,
                              const SplitPlanRequest& request, SplitPlanReport* report = nullptr);
+
+// The ratios Step 2 gives layer `layer` split by `method` over virtual devices `vds`: speed
+// ratios (1 / exec_ms) refined on the pieces' priced times (see Step 2). Falls back to the speed
+// ratios where the method has no rule for the layer.
+std::vector<DeviceShare> balanced_split_shares(const CostModel& cm, const LayerGraph& lg, int layer,
+                                               SplitMethod method, const std::vector<int>& vds);
 
 // Splits layer `layer` of `plan` (carving it out of its stage) over `devices` (each with its
 // ratio) by `method`, returning the new plan (unpriced). The layer must not already be in a split

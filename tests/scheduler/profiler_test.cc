@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backends/registry.h"
+#include "ops/split_rule.h"
 #include "scheduler/cost_model.h"
 #include "scheduler/profile.h"
 #include "tests/core/hostile_names.h"
@@ -122,6 +123,63 @@ TEST(ProfilerTest, ProfilesEveryLayerOnTheReferenceDevice) {
   auto whole = measure_slice_ms(*m.lg, "reference", 0, 4, 1, 3);
   ASSERT_TRUE(whole.ok()) << whole.status().to_string();
   EXPECT_GT(*whole, 0);
+}
+
+// Split calibration: the heaviest splittable layer, one piece per method and share, timed
+// against the whole layer; the runs survive the JSON form; bad arguments are refused.
+TEST(ProfilerTest, SplitCalibrationTimesPiecesOfTheHeaviestLayer) {
+  auto m = testing::make_model(testing::skip_graph());
+  // The layers with a split rule, most expensive first; unmeasured ones are left out.
+  const std::vector<int> by_time =
+      split_calibration_layers(*m.lg, {1.0, 3.0, std::nullopt, 2.0}, 4);
+  ASSERT_FALSE(by_time.empty());
+  EXPECT_NE(std::find(by_time.begin(), by_time.end(), 0), by_time.end());
+  EXPECT_EQ(std::find(by_time.begin(), by_time.end(), 2), by_time.end());
+  for (size_t i = 1; i < by_time.size(); ++i) {
+    const std::vector<double> t = {1.0, 3.0, 0.0, 2.0};
+    EXPECT_GE(t[static_cast<size_t>(by_time[i - 1])], t[static_cast<size_t>(by_time[i])]);
+  }
+  EXPECT_EQ(split_calibration_layers(*m.lg, {1.0, 3.0, std::nullopt, 2.0}, 1).size(), 1u);
+
+  ProfileOptions o = testing::quick_profile_options(1);
+  o.split_layers = 4;  // every layer with a rule, whatever the machine's noise
+  auto p = profile_model(*m.lg, test_platform(false), o, "skip", "fnv1a64:0123456789abcdef");
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  const LevelProfile& l = p->devices[0].levels[0];
+  ASSERT_FALSE(l.piece_runs.empty());
+  std::set<std::string> methods;
+  std::set<double> shares;
+  for (const PieceRun& r : l.piece_runs) {
+    EXPECT_TRUE(parse_split_method(r.method).ok()) << r.method;
+    EXPECT_GT(r.ms, 0);
+    EXPECT_GT(r.whole_ms, 0);
+    if (r.layer != 0) continue;  // the matmul
+    methods.insert(r.method);
+    if (r.method == "fc-out") shares.insert(r.flops / p->layers[0].flops);
+  }
+  EXPECT_EQ(methods, (std::set<std::string>{"fc-out", "fc-in"}));
+  EXPECT_EQ(shares, (std::set<double>{0.25, 0.5}));
+  auto again = Profile::from_json_text(p->to_json_text(), "p.json");
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  EXPECT_EQ(again->to_json_text(), p->to_json_text());
+  ASSERT_EQ(again->devices[0].levels[0].piece_runs.size(), l.piece_runs.size());
+  auto cm = CostModel::build(*again, *m.lg);
+  ASSERT_TRUE(cm.ok()) << cm.status().to_string();
+  EXPECT_EQ(cm->piece_corrections(0, 0, SplitMethod::kFcOut).size(), 2u);
+
+  auto device = open_device("reference");
+  ASSERT_TRUE(device.ok());
+  auto bad_share = measure_piece_runs(*m.lg, **device, {0}, {1.5}, 0, 1, "median");
+  ASSERT_FALSE(bad_share.ok());
+  EXPECT_NE(bad_share.status().message().find("1.5"), std::string::npos);
+  auto bad_layer = measure_piece_runs(*m.lg, **device, {9}, {0.5}, 0, 1, "median");
+  ASSERT_FALSE(bad_layer.ok());
+  EXPECT_NE(bad_layer.status().message().find("layer 9"), std::string::npos);
+  // A layer without a rule (sigmoid splits element-wise) and one with: only rules give runs;
+  // equal pieces of one method (a share that apportions the same units) are timed once.
+  auto runs = measure_piece_runs(*m.lg, **device, {0}, {0.5, 0.5}, 0, 1, "min");
+  ASSERT_TRUE(runs.ok()) << runs.status().to_string();
+  EXPECT_EQ(runs->size(), 2u);
 }
 
 // A timed Program::run gives one time per layer, no more than the run took, and the same outputs
@@ -551,6 +609,39 @@ TEST_F(ProfileJsonTest, RefusesWhatCannotBeTrusted) {
     EXPECT_NE(over.status().message().find("slice_runs[0]: layers_ms must be in [0, ms]"),
               std::string::npos)
         << over.status().to_string();
+    {
+      // Split calibration runs: every field checked, named.
+      auto k = nlohmann::json::parse(text_);
+      auto refused = [&](const nlohmann::json& run, const std::string& needle) {
+        k["devices"][0]["levels"][0]["piece_runs"] = nlohmann::json::array({run});
+        auto q = Profile::from_json_text(k.dump(), "p.json");
+        ASSERT_FALSE(q.ok()) << run.dump();
+        EXPECT_NE(q.status().message().find(needle), std::string::npos) << q.status().to_string();
+      };
+      const double flops = k["model"]["layers"][0]["flops"].get<double>();
+      nlohmann::json ok = {{"layer", 0},   {"method", "fc-out"}, {"flops", flops / 2},
+                           {"bytes", 100}, {"ms", 0.5},          {"whole_ms", 1.0}};
+      k["devices"][0]["levels"][0]["piece_runs"] = nlohmann::json::array({ok});
+      auto good = Profile::from_json_text(k.dump(), "p.json");
+      ASSERT_TRUE(good.ok()) << good.status().to_string();
+      EXPECT_EQ(good->devices[0].levels[0].piece_runs[0].method, "fc-out");
+      nlohmann::json bad = ok;
+      bad["method"] = "diagonal";
+      refused(bad, "piece_runs[0].method: 'diagonal' is not a split method");
+      bad = ok;
+      bad["layer"] = 9;
+      refused(bad, "piece_runs[0].layer");
+      bad = ok;
+      bad["flops"] = flops * 3;
+      refused(bad, "piece_runs[0].flops");
+      bad = ok;
+      bad["ms"] = 0;
+      refused(bad, "piece_runs[0].ms");
+      bad = ok;
+      bad["whole_ms"] = -1.0;
+      refused(bad, "piece_runs[0].whole_ms");
+      refused(nlohmann::json::array({0, 1}), "piece_runs[0]");
+    }
     j["devices"][0]["levels"][0]["slice_runs"] = {{0, 2, 1.0, 0.75}};
     auto four = Profile::from_json_text(j.dump(), "p.json");
     ASSERT_TRUE(four.ok()) << four.status().to_string();

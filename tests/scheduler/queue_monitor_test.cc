@@ -15,6 +15,7 @@
 
 #include "backends/registry.h"
 #include "backends/split/split_device.h"
+#include "scheduler/pricer.h"
 #include "tests/scheduler/profile_test_util.h"
 #include "tests/scheduler/sleep_device.h"
 
@@ -250,6 +251,68 @@ TEST(QueueMonitorTest, SplitsALayerWhenNoCutBalances) {
                std::to_string(last.window.period_ms) + " ms\n";
   }
   ADD_FAILURE() << "no try split the layer towards the faster device:\n" << outcome;
+}
+
+// A device that runs only a piece of a split stage is monitored by its piece's time (the
+// composite device's member times, StepRun::member_ms) against the piece's price
+// (StageEstimate::member_ms): b at half speed shows about 2x, a about 1x.
+TEST(QueueMonitorTest, ReadsEachSplitMembersPieceTime) {
+  Rig rig;
+  rig.b->factor = 2.0;
+  const LayerGraph& lg = *rig.m.lg;
+  auto base = plan_from_slices(kLayers, {{0, "cpu:0"}});
+  ASSERT_TRUE(base.ok());
+  auto plan = split_layer_in_plan(*base, 3, "fc-out",
+                                  {DeviceShare{"cpu:0", 0, 0.5}, DeviceShare{"cpu:1", 0, 0.5}});
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  plan->mode = PlanMode::kStreaming;
+  plan->queue_capacity = 10;
+  auto cm = CostModel::build(sleep_profile(lg), lg);
+  ASSERT_TRUE(cm.ok());
+  ASSERT_TRUE(price_plan(*cm, lg, &*plan).ok());
+  const Stage& split = plan->stages[1];
+  ASSERT_FALSE(split.placement.single());
+  ASSERT_EQ(split.estimate.member_ms.size(), 2u);
+  EXPECT_NEAR(split.estimate.member_ms[0], kLayerMs / 2, 0.5);
+  // The estimate survives the plan's JSON form; a wrong member count is refused.
+  auto again = Plan::from_json_text(plan->to_json_text(), "p.json");
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  EXPECT_EQ(again->stages[1].estimate.member_ms, split.estimate.member_ms);
+  std::string text = plan->to_json_text();
+  const size_t at = text.find("\"member_ms\"");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(text.find('[', at), 1, "[1.0, ");
+  auto bad = Plan::from_json_text(text, "p.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("member_ms: 3 entries for 2 devices"), std::string::npos)
+      << bad.status().to_string();
+
+  auto ex = Executor::create(lg, *plan, rig.eo);
+  ASSERT_TRUE(ex.ok()) << ex.status().to_string();
+  const int frames = 12, slots = (*ex)->num_slots();
+  int submitted = 0;
+  for (int out = 0; out < frames; ++out) {
+    while (submitted < frames && submitted - out < slots) {
+      ASSERT_TRUE((*ex)->submit(rig.input).ok());
+      ++submitted;
+    }
+    auto r = (*ex)->next();
+    ASSERT_TRUE(r.ok() && r->status.ok());
+  }
+  for (const StepRun& r : (*ex)->step_runs()) {
+    const bool is_split = !plan->stages[static_cast<size_t>(r.step)].placement.single();
+    EXPECT_EQ(r.member_ms.size(), is_split ? 2u : 0u) << "step " << r.step;
+  }
+  const QueueWindow w =
+      read_queue_window(**ex, {}, (*ex)->queue_occupancy(), 2, frames - 1, 10, 0.5);
+  (*ex)->close();
+  double a = 0, b = 0;
+  for (const DeviceLatency& d : w.devices) {
+    if (d.device == "cpu:0") a = d.slowdown();
+    if (d.device == "cpu:1") b = d.slowdown();
+  }
+  EXPECT_GT(b, 1.6);  // 2 on a quiet machine; late wake-ups only add
+  EXPECT_GT(b, a * 1.4);
 }
 
 TEST(QueueMonitorTest, RefusesBadOptions) {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "ops/split_rule.h"
 #include "scheduler/pricer.h"
 #include "tests/scheduler/profile_test_util.h"
 
@@ -104,6 +105,79 @@ TEST(SplitPricer, SplitStageIsTheSlowestPiecePlusMerge) {
   Status s = price_plan(*cm, lg, &*bad);
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("stage"), std::string::npos) << s.message();
+}
+
+// Split calibration (seed 004's database): a measured piece corrects the regression's price
+// of the pieces of its layer and method, interpolated towards the whole layer and held below
+// the smallest share; the planner's ratios follow the corrected prices.
+TEST(SplitCalibration, MeasuredPiecesCorrectThePriceAndTheRatios) {
+  TestModel m = make_model(small_cnn());
+  const LayerGraph& lg = *m.lg;
+  Profile plain = two_cpu_profile(lg, {1, 10, 0.1, 2}, {1, 10, 0.1, 2});
+  auto base = CostModel::build(plain, lg);
+  ASSERT_TRUE(base.ok()) << base.status().to_string();
+  const Graph& g = lg.graph();
+  NodeContext nc(g, g.node(lg.layer(1).node));
+  // The pieces of conv2 split by channel at 0.5 / 0.5 and at 0.25 / 0.75.
+  auto piece = [&](double share, size_t i) {
+    const std::vector<double> ratios = {share, 1 - share};
+    const SplitRule rule = split_node(nc.ctx(), SplitMethod::kConvChannel, ratios).value();
+    const OpCost c = split_piece_cost(nc.ctx(), rule, i);
+    return std::make_pair(c.flops,
+                          static_cast<double>(c.input_bytes + c.weight_bytes + c.output_bytes));
+  };
+  const auto [f50, b50] = piece(0.5, 0);
+  const auto [f75, b75] = piece(0.25, 1);
+  const auto [f25, b25] = piece(0.25, 0);
+  // cpu:0 measured its half piece at 2x what the regression's ratio says.
+  const double plain50 = base->piece_exec_ms(0, 1, SplitMethod::kConvChannel, f50, b50);
+  const double whole = base->exec_ms(0, 1);
+  Profile calibrated = plain;
+  calibrated.devices[0].levels[0].piece_runs.push_back(
+      PieceRun{1, "conv-channel", f50, b50, 2 * plain50 / whole * 4.0, 4.0});
+  auto cm = CostModel::build(calibrated, lg);
+  ASSERT_TRUE(cm.ok()) << cm.status().to_string();
+  const auto& pts = cm->piece_corrections(0, 1, SplitMethod::kConvChannel);
+  ASSERT_EQ(pts.size(), 1u);
+  EXPECT_NEAR(pts[0].first, f50 / plain.layers[1].flops, 1e-12);
+  EXPECT_NEAR(pts[0].second, 2.0, 1e-9);
+  auto ratio = [&](const CostModel& c, double f, double b, int vd = 0,
+                   SplitMethod method = SplitMethod::kConvChannel) {
+    return c.piece_exec_ms(vd, 1, method, f, b) / base->piece_exec_ms(vd, 1, method, f, b);
+  };
+  EXPECT_NEAR(ratio(*cm, f50, b50), 2.0, 1e-9);
+  // Between (0.5, 2) and (1, 1), linearly in the piece's share of the layer's FLOPs.
+  const double s50 = f50 / plain.layers[1].flops, s75 = f75 / plain.layers[1].flops;
+  ASSERT_GT(s75, s50);
+  ASSERT_LT(s75, 1.0);
+  EXPECT_NEAR(ratio(*cm, f75, b75), 2.0 - (s75 - s50) / (1.0 - s50), 1e-9);
+  EXPECT_NEAR(ratio(*cm, f25, b25), 2.0, 1e-9);  // held below the smallest share
+  // Another method, another device, another layer: uncorrected.
+  EXPECT_NEAR(ratio(*cm, f50, b50, 0, SplitMethod::kConvFilter), 1.0, 1e-12);
+  EXPECT_NEAR(ratio(*cm, f50, b50, 1), 1.0, 1e-12);
+  EXPECT_TRUE(cm->piece_corrections(0, 0, SplitMethod::kConvChannel).empty());
+
+  // Equal devices: the speed ratios are equal; the correction that makes cpu:0's pieces
+  // slower gives it the smaller share, and a more balanced stage than the speed ratios.
+  const std::vector<int> vds = {0, 1};
+  const auto even = balanced_split_shares(*base, lg, 1, SplitMethod::kConvChannel, vds);
+  ASSERT_EQ(even.size(), 2u);
+  EXPECT_NEAR(even[0].ratio, 0.5, 0.05);
+  const auto shifted = balanced_split_shares(*cm, lg, 1, SplitMethod::kConvChannel, vds);
+  ASSERT_EQ(shifted.size(), 2u);
+  EXPECT_LT(shifted[0].ratio, 0.45);
+  EXPECT_NEAR(shifted[0].ratio + shifted[1].ratio, 1.0, 1e-12);
+  auto stage = [&](const std::vector<DeviceShare>& shares) {
+    return price_split_pieces(*cm, lg, 1, SplitMethod::kConvChannel, vds,
+                              {shares[0].ratio, shares[1].ratio})
+        .value()
+        .stage_ms();
+  };
+  EXPECT_LT(stage(shifted), stage(even));
+  // Bad arguments to the piece pricer.
+  EXPECT_FALSE(price_split_pieces(*cm, lg, 9, SplitMethod::kConvChannel, vds, {0.5, 0.5}).ok());
+  EXPECT_FALSE(price_split_pieces(*cm, lg, 1, SplitMethod::kConvChannel, vds, {1.0}).ok());
+  EXPECT_FALSE(price_split_pieces(*cm, lg, 3, SplitMethod::kConvSpatial, vds, {0.5, 0.5}).ok());
 }
 
 TEST(SplitPlanner, MemoryCapForcesTheFcSplitAndStep2Balances) {

@@ -113,10 +113,30 @@ TEST(ProfileCli, ChecksPlansAcrossDevices) {
   const std::string model = dir + "profile_cli_two.tsr";
   const std::string out = dir + "profile_cli_two.json";
   save_graph(testing::skip_graph(), model);
-  CommandResult r =
-      run_cli("profile " + model + " -o " + out +
-              " --devices reference,cpu --repeat 2 --warmup 0 --calibration-slices 2");
+  CommandResult r = run_cli("profile " + model + " -o " + out +
+                            " --devices reference,cpu --repeat 2 --warmup 0 "
+                            "--calibration-slices 2 --split-layers 1 --split-shares 0.5");
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("split calibration: "), std::string::npos) << r.output;
+  {
+    auto p = Profile::load(out);
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    for (const DeviceProfile& d : p->devices) {
+      // The matmul, the one layer of this model with a rule for more than element-wise splits
+      // and the heaviest: fc-out and fc-in at share 0.5.
+      ASSERT_FALSE(d.levels.back().piece_runs.empty()) << d.device;
+      for (const PieceRun& pr : d.levels.back().piece_runs) {
+        EXPECT_EQ(pr.flops * 2, p->layers[static_cast<size_t>(pr.layer)].flops) << pr.method;
+      }
+    }
+  }
+  // Layer splits through the composite device, priced with and without that calibration.
+  r = run_cli("profile " + model + " --check " + out + " --slices 0 --repeat 2 --layer-splits 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("without split calibration"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("layer splits: mean absolute error"), std::string::npos) << r.output;
+  expect_refused("profile " + model + " -o " + out + " --split-shares 0.5,1", "--split-shares");
+  expect_refused("profile " + model + " -o " + out + " --split-layers -1", "--split-layers");
   r = run_cli("profile " + model + " --check " + out + " --slices 6 --repeat 2 --seed 3");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("cpu: machine drift"), std::string::npos) << r.output;
