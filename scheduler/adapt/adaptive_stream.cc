@@ -27,10 +27,15 @@ std::string ms_text(double ms) {
 Result<std::unique_ptr<AdaptiveStream>> AdaptiveStream::create(
     const LayerGraph& lg, const Plan& plan, const ExecutorOptions& executor_options,
     const AdaptOptions& options) {
-  if (plan.mode != PlanMode::kStreaming || plan.stages.size() != 2 ||
-      !plan.stages[0].contiguous() || !plan.stages[1].contiguous() ||
-      !plan.stages[0].placement.single() || !plan.stages[1].placement.single() ||
-      plan.stages[0].first() != 0) {
+  const bool two_stages = plan.stages.size() == 2 && plan.stages[0].contiguous() &&
+                          plan.stages[1].contiguous() && plan.stages[0].placement.single() &&
+                          plan.stages[1].placement.single() && plan.stages[0].first() == 0;
+  if (!options.search && plan.mode != PlanMode::kStreaming) {
+    return invalid_argument("an adaptive stream runs a streaming plan; this plan is " +
+                            std::string(plan_mode_name(plan.mode)) + " " +
+                            quote_name(plan.notation()));
+  }
+  if (options.search && (plan.mode != PlanMode::kStreaming || !two_stages)) {
     return invalid_argument(
         "adaptation moves the cut of a streaming plan of two contiguous stages on single "
         "devices (seed 001 Algorithm 2); this plan is " +
@@ -49,8 +54,15 @@ Result<std::unique_ptr<AdaptiveStream>> AdaptiveStream::create(
   s->base_ = plan;
   s->executor_options_ = executor_options;
   s->options_ = options;
-  s->cut_ = plan.stages[1].first();
-  ASSIGN_OR_RETURN(s->current_, s->compile(s->cut_));
+  if (options.search) {
+    s->cut_ = plan.stages[1].first();
+    ASSIGN_OR_RETURN(s->current_, s->compile(s->cut_));
+  } else {
+    // The plan as given, with its prices (for a monitor outside).
+    RETURN_IF_ERROR(plan.validate(lg.num_layers(), {}, false));
+    s->cut_ = plan.stages.size() >= 2 ? plan.stages.back().layers.front() : 0;
+    ASSIGN_OR_RETURN(s->current_, s->compile_plan(plan, true));
+  }
   s->reference_ms_ = plan.estimated_period_ms > 0 ? plan.estimated_period_ms : 0;
   return s;
 }
@@ -68,10 +80,12 @@ Result<std::unique_ptr<Executor>> AdaptiveStream::compile(int cut) const {
   return compile_plan(std::move(p));
 }
 
-Result<std::unique_ptr<Executor>> AdaptiveStream::compile_plan(Plan p) const {
-  for (Stage& s : p.stages) s.estimate = StageEstimate{};
-  p.estimated_period_ms = p.estimated_latency_ms = p.estimated_energy_mj = 0;
-  p.device_load.clear();
+Result<std::unique_ptr<Executor>> AdaptiveStream::compile_plan(Plan p, bool keep_estimates) const {
+  if (!keep_estimates) {
+    for (Stage& s : p.stages) s.estimate = StageEstimate{};
+    p.estimated_period_ms = p.estimated_latency_ms = p.estimated_energy_mj = 0;
+    p.device_load.clear();
+  }
   return Executor::create(*lg_, p, executor_options_);
 }
 
@@ -98,7 +112,7 @@ Status AdaptiveStream::switch_plan(const Plan& plan, const std::string& reason) 
   compiling_plan_ = plan;
   compiling_reason_ = reason;
   compiling_cut_ = cut;
-  compiling_ = std::async(std::launch::async, [this, plan] { return compile_plan(plan); });
+  compiling_ = std::async(std::launch::async, [this, plan] { return compile_plan(plan, true); });
   return Status();
 }
 
@@ -321,6 +335,12 @@ void AdaptiveStream::close() {
     compiling_ = {};
   }
   if (current_) current_->close();
+}
+
+void AdaptiveStream::inspect(
+    const std::function<void(const Executor&, uint64_t first_id)>& f) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  f(*current_, base_id_);
 }
 
 int AdaptiveStream::num_slots() const {

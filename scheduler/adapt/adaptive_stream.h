@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -67,8 +68,9 @@ struct AdaptEvent {
 
 class AdaptiveStream {
  public:
-  // `plan`: a streaming plan of two contiguous stages on single devices; `lg` outlives the
-  // stream. Compiles the plan (errors name the stage).
+  // `plan`: a streaming plan of two contiguous stages on single devices (with
+  // AdaptOptions::search off, any streaming plan: the stream then runs what switch_plan()
+  // gives); `lg` outlives the stream. Compiles the plan (errors name the stage).
   static Result<std::unique_ptr<AdaptiveStream>> create(const LayerGraph& lg, const Plan& plan,
                                                         const ExecutorOptions& executor_options,
                                                         const AdaptOptions& options = {});
@@ -89,6 +91,12 @@ class AdaptiveStream {
   // Ends the stream: waits for a background compile, closes the executor.
   void close();
 
+  // Runs `f` on the executor running now, with the stream's id of that executor's frame 0
+  // (its frame k is the stream's frame first_id + k), under the stream's lock: `f` must not call
+  // the stream. For monitors that read the executor's step runs and queues
+  // (scheduler/adapt/queue_monitor.h). After close() it is the last executor, closed.
+  void inspect(const std::function<void(const Executor&, uint64_t first_id)>& f) const;
+
   // Frames in flight the current executor allows (its slots).
   int num_slots() const;
   // The plan running now, its cut, and every adaptation step so far.
@@ -103,7 +111,9 @@ class AdaptiveStream {
  private:
   AdaptiveStream() = default;
   Result<std::unique_ptr<Executor>> compile(int cut) const;
-  Result<std::unique_ptr<Executor>> compile_plan(Plan p) const;
+  // `keep_estimates`: a plan given by switch_plan() keeps its prices (a monitor compares the
+  // executor's plan with what it measures); a cut of the base plan is priced by nobody.
+  Result<std::unique_ptr<Executor>> compile_plan(Plan p, bool keep_estimates = false) const;
   void start_compile(int cut);
   Status swap_if_ready();
   void measure(uint64_t local_frame);

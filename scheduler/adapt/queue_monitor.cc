@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
+#include "scheduler/adapt/adaptive_stream.h"
 #include "scheduler/cost_model.h"
+#include "scheduler/pricer.h"
 
 namespace tessera {
 
@@ -170,42 +173,52 @@ QueueWindow read_queue_window(const Executor& ex, const std::vector<QueueOccupan
 
 namespace {
 
-// Streams warmup + window + `slots` frames through `ex` from this thread, keeping every frame
-// slot in use (a frame is submitted as soon as one comes out), so the queues fill as they would
-// behind a source that always has a frame; the last `slots` frames keep the queues full while
-// the window's frames finish. `before` and `after` get the queue histograms when the last
-// warm-up frame and the last window frame are out. Returns the first frame's error, if any.
-Status stream_frames(Executor& ex, int warmup, int window,
-                     const std::function<std::vector<Tensor>()>& make_frame,
-                     const std::function<void(const FrameResult&)>& on_frame,
-                     std::vector<QueueOccupancy>* before, std::vector<QueueOccupancy>* after) {
-  const int slots = ex.num_slots();
-  const int total = warmup + window + slots;
-  int submitted = 0;
-  Status first_error;
-  for (int out = 0; out < total; ++out) {
-    while (submitted < total && submitted - out < slots) {
-      auto id = ex.submit(make_frame());
-      if (!id.ok()) {
-        ex.close();
-        return id.status();
+// One stream for every iteration: frames are submitted as soon as a frame slot is free (a source
+// that always has a frame) and taken out in order, each checked and handed to `on_frame`.
+class Pump {
+ public:
+  Pump(AdaptiveStream& stream, const std::function<std::vector<Tensor>()>& make_frame,
+       const std::function<void(const FrameResult&)>& on_frame)
+      : stream_(stream), make_frame_(make_frame), on_frame_(on_frame) {}
+
+  // Fills the free slots, then takes the next frame out. Errors: a submit or next() failing, a
+  // frame out of order, or (as the first frame error) a frame that failed.
+  Result<uint64_t> step() {
+    while (submitted_ - received_ < static_cast<uint64_t>(stream_.num_slots())) {
+      ASSIGN_OR_RETURN(uint64_t id, stream_.submit(make_frame_()));
+      if (id != submitted_) {
+        return internal_error("frame " + std::to_string(id) + " submitted as frame " +
+                              std::to_string(submitted_));
       }
-      ++submitted;
+      ++submitted_;
     }
-    auto r = ex.next();
-    if (!r.ok()) {
-      ex.close();
-      return r.status();
-    }
-    if (!r->status.ok() && first_error.ok())
-      first_error = r->status.with_context("frame " + std::to_string(r->frame));
-    if (on_frame) on_frame(*r);
-    if (out == warmup - 1) *before = ex.queue_occupancy();
-    if (out == warmup + window - 1) *after = ex.queue_occupancy();
+    return take();
   }
-  ex.close();
-  return first_error;
-}
+  // Takes every frame still in flight out (the end of the stream).
+  Status drain() {
+    while (received_ < submitted_) RETURN_IF_ERROR(take().status());
+    return Status();
+  }
+  uint64_t submitted() const { return submitted_; }
+
+ private:
+  Result<uint64_t> take() {
+    ASSIGN_OR_RETURN(FrameResult r, stream_.next());
+    if (r.frame != received_) {
+      return internal_error("frame " + std::to_string(r.frame) + " came out where frame " +
+                            std::to_string(received_) + " was due");
+    }
+    ++received_;
+    if (on_frame_) on_frame_(r);
+    if (!r.status.ok()) return r.status.with_context("frame " + std::to_string(r.frame));
+    return r.frame;
+  }
+
+  AdaptiveStream& stream_;
+  const std::function<std::vector<Tensor>()>& make_frame_;
+  const std::function<void(const FrameResult&)>& on_frame_;
+  uint64_t submitted_ = 0, received_ = 0;
+};
 
 }  // namespace
 
@@ -228,35 +241,92 @@ Result<Plan> run_queue_rebalance(const Profile& profile, const LayerGraph& lg,
   std::map<std::string, double> slowdown;
   for (const DeviceProfile& dp : profile.devices) slowdown[dp.device] = 1.0;
   Plan plan;
+  std::unique_ptr<AdaptiveStream> stream;
+  std::optional<Pump> pump;
+  // Every error ends the stream; what was submitted is not waited for.
+  auto fail = [&](const Status& st, const std::string& where) -> Status {
+    if (stream) stream->close();
+    return st.with_context(where);
+  };
   for (int it = 0; it < options.max_iterations; ++it) {
     const std::string where = "queue monitor, iteration " + std::to_string(it);
     // Step 2 on the profile corrected by what the monitor measured.
     ASSIGN_OR_RETURN(Profile scaled, scale_profile(profile, slowdown));
-    ASSIGN_OR_RETURN(CostModel cm, CostModel::build(scaled, lg));
-    auto made = make_split_plan(cm, lg, request);
-    if (!made.ok()) return made.status().with_context(where);
+    auto cm = CostModel::build(scaled, lg);
+    if (!cm.ok()) return fail(cm.status(), where);
+    auto made = make_split_plan(*cm, lg, request);
+    if (!made.ok()) return fail(made.status(), where);
     Plan next = std::move(*made);
     next.mode = PlanMode::kStreaming;
     next.queue_capacity = options.queue_capacity;
-    if (it > 0 && next.stages == plan.stages) {
+    Status priced = price_plan(*cm, lg, &next);  // as streaming, with its queues
+    if (!priced.ok()) return fail(priced, where);
+    if (it > 0 && next.stages.size() == plan.stages.size() &&
+        std::equal(next.stages.begin(), next.stages.end(), plan.stages.begin(),
+                   [](const Stage& a, const Stage& b) {
+                     return a.layers == b.layers && a.placement == b.placement &&
+                            a.actor == b.actor;
+                   })) {
       rep.iterations.back().decision += "; re-planning gives the same plan: converged";
       rep.converged = true;
       break;
     }
     plan = std::move(next);
 
-    // Step 3: deploy and monitor.
-    auto ex = Executor::create(lg, plan, executor_options);
-    if (!ex.ok()) return ex.status().with_context(where);
-    const int warmup = options.warmup > 0 ? options.warmup : (*ex)->num_slots();
+    // Step 3: deploy (the first plan starts the stream; a later one is swapped in at a frame
+    // boundary while the running plan keeps streaming) and monitor.
+    uint64_t first_id = 0;
+    if (!stream) {
+      AdaptOptions ao;
+      ao.search = false;
+      auto created = AdaptiveStream::create(lg, plan, executor_options, ao);
+      if (!created.ok()) return created.status().with_context(where);
+      stream = std::move(*created);
+      pump.emplace(*stream, make_frame, on_frame);
+    } else {
+      uint64_t old_id = 0;
+      stream->inspect([&](const Executor&, uint64_t id) { old_id = id; });
+      Status switched = stream->switch_plan(plan, "queue monitor, iteration " + std::to_string(it));
+      if (!switched.ok()) return fail(switched, where);
+      // Keep streaming until the new plan runs (its first frame is submitted).
+      for (;;) {
+        stream->inspect([&](const Executor&, uint64_t id) { first_id = id; });
+        if (first_id != old_id) break;
+        if (!stream->adapting()) {
+          const std::vector<AdaptEvent> events = stream->events();
+          return fail(failed_precondition(
+                          "the re-planned plan " + quote_name(plan.notation()) +
+                          " did not start: " + (events.empty() ? "" : events.back().reason)),
+                      where);
+        }
+        auto out = pump->step();
+        if (!out.ok()) return fail(out.status(), where);
+      }
+    }
+    int warmup = options.warmup;
+    if (warmup == 0)
+      stream->inspect([&](const Executor& ex, uint64_t) { warmup = ex.num_slots(); });
+    // The window: the new plan's frames [warmup, warmup + window), with frames behind it.
+    const uint64_t before_at = first_id + static_cast<uint64_t>(warmup) - 1;
+    const uint64_t after_at = before_at + static_cast<uint64_t>(options.window);
     std::vector<QueueOccupancy> before, after;
-    Status ran = stream_frames(**ex, warmup, options.window, make_frame, on_frame, &before, &after);
-    if (!ran.ok()) return ran.with_context(where);
     RebalanceIteration iter;
+    for (;;) {
+      auto out = pump->step();
+      if (!out.ok()) return fail(out.status(), where);
+      if (*out == before_at || *out == after_at) {
+        stream->inspect([&](const Executor& ex, uint64_t) {
+          (*out == before_at ? before : after) = ex.queue_occupancy();
+          if (*out == after_at) {
+            iter.window = read_queue_window(ex, before, after, warmup, warmup + options.window - 1,
+                                            options.queue_capacity, options.full_share);
+          }
+        });
+        if (*out == after_at) break;
+      }
+    }
     iter.plan = plan;
     iter.slowdown = slowdown;
-    iter.window = read_queue_window(**ex, before, after, warmup, warmup + options.window - 1,
-                                    options.queue_capacity, options.full_share);
     const QueueWindow& w = iter.window;
 
     // Which device of the bottleneck runs slower than predicted?
@@ -293,6 +363,12 @@ Result<Plan> run_queue_rebalance(const Profile& profile, const LayerGraph& lg,
     }
     rep.iterations.push_back(std::move(iter));
     if (rep.converged) break;
+  }
+  // The end of the stream: every frame in flight comes out.
+  if (stream) {
+    Status drained = pump->drain();
+    stream->close();
+    if (!drained.ok()) return drained.with_context("queue monitor, end of stream");
   }
   return plan;
 }

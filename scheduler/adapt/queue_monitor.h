@@ -22,15 +22,19 @@
 // most waiting frames. When one of its devices' slowdowns drifts more than `drift` from 1, that
 // factor is folded into the profile and the next iteration re-plans; otherwise (the bottleneck
 // is the one the plan expected), or when re-planning gives the plan already running, the loop
-// has converged. Every frame's outputs are checked; none is dropped between iterations (each
-// iteration's frames all come out before the next plan is deployed).
+// has converged. All iterations are one stream (an AdaptiveStream with its search off,
+// adaptive_stream.h): a re-planned plan compiles in the background while the running one keeps
+// streaming and is swapped in at a frame boundary; its window is read after its own warm-up.
+// Every frame comes out once and in order and goes to `on_frame`; at the end the frames still in
+// flight come out too. A frame that fails ends the run with its error.
 //
 // A split stage's own time is the slowest piece plus the merge, which cannot say which member
 // is slow; its members' piece times can, so a device that runs only pieces of split stages is
 // monitored as well as one that runs whole stages.
 //
 // Thread rule: read_queue_window reads a const Executor (its own locks); run_queue_rebalance
-// submits and collects frames on the caller's thread (the executor's actors run the stages).
+// submits and collects frames on the caller's thread (the executors' actors run the stages, a
+// background thread compiles the next plan).
 #pragma once
 
 #include <functional>
