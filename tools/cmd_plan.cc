@@ -8,7 +8,8 @@
 //              [--ga-epochs N] [--ga-patience N] [--ga-comm all|cross] [--ga-objective
 //              balance|max|period] [--ga-init random|pipeline] [--devices a,b] [-o plan.json]
 // tessera plan MODEL.tsr --profile profile.json --planner split [--mem-size MB]
-//              [--stages auto|K] [--devices a,b] [-o plan.json]
+//              [--stages auto|K] [--devices a,b] [--monitor [--input x.npy] [--queue N]
+//              [--window N] [--iterations N] [--drift X]] [-o plan.json]
 // tessera plan MODEL.tsr --profile profile.json --planner offload --cut-profile cuts.json
 //              --devices CLIENT,remote:HOST:PORT [--constraint latency<=100 ...]
 //              [--target throughput:max ...] [--relu-cuts] [--no-raw] [--pipelined-hop]
@@ -23,12 +24,17 @@
 #include <sstream>
 
 #include "api/internal.h"
+#include "core/npy.h"
 #include "graph/layer_graph.h"
+#include "scheduler/adapt/queue_monitor.h"
 #include "scheduler/cost_model.h"
 #include "scheduler/cut_profile.h"
 #include "scheduler/error_budget.h"
+#include "scheduler/fidelity.h"
 #include "scheduler/planners/pipeline.h"
 #include "scheduler/planners/planner.h"
+#include "scheduler/planners/split.h"
+#include "scheduler/profiler.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 
@@ -48,6 +54,19 @@ const std::vector<cli::FlagSpec> kFlags = {
      "split across the devices, Procedure 1 Steps 1-2)"},
     {"--mem-size", "", true, false,
      "split: memory per device in MB; layers that need more are split (Step 1)"},
+    {"--monitor", "", false, false,
+     "split: Procedure 1 Step 3, on these devices: stream the model through the plan with "
+     "queues of --queue frames, read each device's queue and latency over a window, and "
+     "re-plan with a slow device's measured slowdown, swapping plans inside the stream, until "
+     "the bottleneck is the one predicted; writes the last plan"},
+    {"--input", "", true, false,
+     "with --monitor: the frame streamed (a .npy, one-input models; default: random values)"},
+    {"--queue", "", true, false, "with --monitor: queue capacity per actor (default 10)"},
+    {"--window", "", true, false, "with --monitor: frames per measurement (default 20)"},
+    {"--iterations", "", true, false, "with --monitor: most re-plans (default 6)"},
+    {"--drift", "", true, false,
+     "with --monitor: how far a device's measured time may be off its prediction before its "
+     "slowdown is folded into the profile (default 0.2)"},
     {"--seed", "", true, false, "ga: seed of the genetic algorithm (default 1)"},
     {"--ga-population", "", true, false, "ga: population (default 1000)"},
     {"--ga-epochs", "", true, false, "ga: most epochs (default 500)"},
@@ -224,6 +243,89 @@ void print_plan_table(const Plan& p, const LayerGraph& lg) {
   }
 }
 
+// Procedure 1 Step 3 (`--monitor`): run_queue_rebalance on the profiled devices, one stream of
+// the same frame; every frame's outputs are compared with one sequential run of the model on the
+// reference device (relative L2, the largest printed). Returns the last plan.
+Result<Plan> monitor_split(const Profile& profile, const LayerGraph& lg, const PlanRequest& req,
+                           const cli::Args& args) {
+  QueueMonitorOptions o;
+  ASSIGN_OR_RETURN(o.queue_capacity, args.get_int("--queue", 10, 1, 1000));
+  ASSIGN_OR_RETURN(o.window, args.get_int("--window", 20, 2, 100000));
+  ASSIGN_OR_RETURN(o.max_iterations, args.get_int("--iterations", 6, 1, 1000));
+  ASSIGN_OR_RETURN(o.drift, args.get_double("--drift", 0.2, 1e-3, 100));
+  const Graph& g = lg.graph();
+  std::vector<Tensor> frame;
+  if (args.has("--input")) {
+    if (g.inputs().size() != 1) {
+      return invalid_argument("--input: the model has " + std::to_string(g.inputs().size()) +
+                              " inputs; --monitor streams random values for several");
+    }
+    ASSIGN_OR_RETURN(Tensor t, read_npy(args.get("--input")));
+    const TensorInfo& info = g.value(g.inputs()[0]).info;
+    if (t.dtype() != info.dtype || t.shape() != info.shape) {
+      return invalid_argument(args.get("--input") + ": the model's input " +
+                              quote_name(g.value(g.inputs()[0]).name) + " expects " +
+                              dtype_name(info.dtype) + info.shape.to_string() +
+                              ", the file holds " + t.describe());
+    }
+    frame.push_back(std::move(t));
+  } else {
+    ASSIGN_OR_RETURN(frame, make_inputs(g, g.inputs()));
+  }
+  // The sequential outputs every frame is compared with.
+  ASSIGN_OR_RETURN(Plan reference, plan_from_slices(lg.num_layers(), {{0, "reference"}}));
+  ASSIGN_OR_RETURN(std::unique_ptr<Executor> seq, Executor::create(lg, reference));
+  std::vector<Tensor> expected;
+  RETURN_IF_ERROR(seq->run(frame, &expected));
+  seq->close();
+  SplitPlanRequest split;
+  split.devices = req.devices;
+  split.base_stages = req.stages;
+  split.memory_cap_bytes = req.memory_cap_bytes;
+  int frames = 0;
+  double worst = 0;
+  RebalanceReport rep;
+  auto plan = run_queue_rebalance(
+      profile, lg, split, ExecutorOptions{}, [&] { return frame; },
+      [&](const FrameResult& r) {
+        ++frames;
+        if (!r.status.ok()) return;
+        FidelityMeter meter;
+        if (!meter.add(r.outputs, expected).ok()) {
+          worst = std::numeric_limits<double>::infinity();  // outputs of another shape or dtype
+          return;
+        }
+        worst = std::max(worst, meter.result().relative_l2);
+      },
+      o, &rep);
+  for (size_t i = 0; i < rep.iterations.size(); ++i) {
+    const RebalanceIteration& it = rep.iterations[i];
+    std::printf("step 3, iteration %zu: %s\n  window of %d frames: period %.3f ms;", i,
+                it.plan.notation().c_str(), o.window, it.window.period_ms);
+    for (const ActorQueue& q : it.window.actors) {
+      std::printf(" actor %d %.2f waiting (full at %.0f%% of starts), busy %.3f ms;", q.actor,
+                  q.mean_waiting, 100 * q.full_share, q.busy_ms);
+    }
+    std::printf("\n  devices (measured / predicted ms per frame):");
+    for (const DeviceLatency& d : it.window.devices) {
+      std::printf(" %s %.3f / %.3f (%.2fx);", d.device.c_str(), d.measured_ms, d.predicted_ms,
+                  d.slowdown());
+    }
+    std::printf("\n  -> %s\n", it.decision.c_str());
+  }
+  if (!plan.ok()) return plan.status().with_context("--monitor");
+  std::printf(
+      "step 3 %s after %zu iteration(s); %d frames streamed, each out once and in order; "
+      "largest relative L2 against the sequential reference run %.3g\n",
+      rep.converged ? "converged" : "stopped at --iterations", rep.iterations.size(), frames,
+      worst);
+  if (rep.best >= 0) {
+    std::printf("step 3 keeps iteration %d's plan: the lowest measured period, %.3f ms\n", rep.best,
+                rep.iterations[static_cast<size_t>(rep.best)].window.period_ms);
+  }
+  return plan;
+}
+
 int cmd_plan(int argc, char** argv) {
   auto args = cli::parse(argc, argv, 2, kFlags);
   if (!args.ok()) return report_error("plan", args.status());
@@ -296,6 +398,23 @@ int cmd_plan(int argc, char** argv) {
     outcome = std::move(outcomes[static_cast<size_t>(bounded->call)]);
   }
   if (!outcome.ok()) return report_error("plan", outcome.status());
+  const bool monitored_flags = args->has("--input") || args->has("--queue") ||
+                               args->has("--window") || args->has("--iterations") ||
+                               args->has("--drift");
+  if ((args->has("--monitor") && req->planner != "split") ||
+      (monitored_flags && !args->has("--monitor"))) {
+    return report_error("plan", invalid_argument("--monitor applies to --planner split only "
+                                                 "(--input, --queue, --window, --iterations "
+                                                 "and --drift need --monitor)"));
+  }
+  if (args->has("--monitor")) {
+    if (max_error) {
+      return report_error("plan", invalid_argument("--monitor does not take --max-error"));
+    }
+    auto monitored = monitor_split(*profile, *lg, *req, *args);
+    if (!monitored.ok()) return report_error("plan", monitored.status());
+    outcome->plan = std::move(*monitored);
+  }
   for (const std::string& note : outcome->notes) std::printf("%s\n", note.c_str());
   if (!outcome->proven_optimal) {
     std::printf(

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <set>
 
 #include "scheduler/adapt/adaptive_stream.h"
 #include "scheduler/cost_model.h"
@@ -98,8 +99,10 @@ QueueWindow read_queue_window(const Executor& ex, const std::vector<QueueOccupan
     w.actors.push_back(std::move(a));
   }
 
-  // Per actor: devices and busy time; per device: single-step latency against the estimate.
+  // Per actor: devices and busy time; per device: its predicted time, and which steps (or which
+  // member of a split step, k >= 0) it runs.
   std::map<std::string, DeviceLatency> lat;
+  std::vector<std::vector<std::pair<std::string, int>>> step_devices(steps.size());
   for (size_t i = 0; i < steps.size(); ++i) {
     const ExecutorStep& st = steps[i];
     auto it = std::find_if(w.actors.begin(), w.actors.end(),
@@ -130,7 +133,7 @@ QueueWindow read_queue_window(const Executor& ex, const std::vector<QueueOccupan
       DeviceLatency& d = lat[name];
       d.device = name;
       d.predicted_ms += predicted;
-      d.measured_ms += step_ms[i];
+      step_devices[i].emplace_back(name, -1);
     } else if (st.first_stage == st.last_stage && member_n[i] > 0 &&
                member_ms[i].size() == first.placement.devices.size() &&
                first.estimate.member_ms.size() == first.placement.devices.size()) {
@@ -140,9 +143,40 @@ QueueWindow read_queue_window(const Executor& ex, const std::vector<QueueOccupan
         DeviceLatency& d = lat[name];
         d.device = name;
         d.predicted_ms += first.estimate.member_ms[k];
-        d.measured_ms += member_ms[i][k];
+        step_devices[i].emplace_back(name, static_cast<int>(k));
       }
     }
+  }
+  // Each device's time per frame: the union of the intervals in which its steps (or its pieces)
+  // ran, over the window's frames. Actors that share a device overlap in time and each waits for
+  // the others' turns on it, so the sum of their wall times would count that wait as work.
+  std::map<std::string, std::vector<std::pair<double, double>>> intervals;
+  std::set<int> window_frames;
+  for (const StepRun& r : ex.step_runs()) {
+    if (r.run < first_frame || r.run > last_frame || !r.ok) continue;
+    window_frames.insert(r.run);
+    for (const auto& [name, k] : step_devices[static_cast<size_t>(r.step)]) {
+      const double ms = k < 0 ? r.ms
+                        : static_cast<size_t>(k) < r.member_ms.size()
+                            ? r.member_ms[static_cast<size_t>(k)]
+                            : r.ms;
+      intervals[name].emplace_back(r.start_ms, r.start_ms + ms);
+    }
+  }
+  for (auto& [name, iv] : intervals) {
+    std::sort(iv.begin(), iv.end());
+    double busy = 0, from = 0, to = -1;
+    for (const auto& [a, b] : iv) {
+      if (a > to) {
+        busy += std::max(0.0, to - from);
+        from = a;
+        to = b;
+      } else {
+        to = std::max(to, b);
+      }
+    }
+    busy += std::max(0.0, to - from);
+    lat[name].measured_ms = busy / static_cast<double>(std::max<size_t>(1, window_frames.size()));
   }
   for (auto& [name, d] : lat) w.devices.push_back(d);
 
@@ -364,6 +398,15 @@ Result<Plan> run_queue_rebalance(const Profile& profile, const LayerGraph& lg,
     rep.iterations.push_back(std::move(iter));
     if (rep.converged) break;
   }
+  // The plan that streamed fastest.
+  for (size_t i = 0; i < rep.iterations.size(); ++i) {
+    const double p = rep.iterations[i].window.period_ms;
+    if (p > 0 &&
+        (rep.best < 0 || p < rep.iterations[static_cast<size_t>(rep.best)].window.period_ms)) {
+      rep.best = static_cast<int>(i);
+    }
+  }
+  if (rep.best >= 0) plan = rep.iterations[static_cast<size_t>(rep.best)].plan;
   // The end of the stream: every frame in flight comes out.
   if (stream) {
     Status drained = pump->drain();

@@ -9,11 +9,14 @@
 // least capacity - 1 frames waiting (the frame slots of a pipeline are capacity + actors, and the
 // actors upstream hold frames while they work), and it "stays full" when that is so at `full_share`
 // of its starts in the window, or when it found on average at least `full_share` x (capacity - 1)
-// frames waiting (a queue a noisy machine drains now and then). For each device, its latency is the
-// measured busy time per frame of the steps it runs alone against the plan's estimate of those
-// stages (exec + transfers), plus, for each split stage it is a member of, the time it spent on
-// its piece (StepRun::member_ms, from the composite split device) against the piece's estimate
-// (StageEstimate::member_ms): slowdown = measured / predicted.
+// frames waiting (a queue a noisy machine drains now and then). For each device, its latency is
+// its measured time per frame against the plan's estimate: the estimate sums the stages it runs
+// alone (exec + transfers) and its pieces of split stages (StageEstimate::member_ms); the
+// measure is the union of the intervals in which those steps ran (a piece: from its step's start
+// for the member's own time, StepRun::member_ms, from the composite split device) over the
+// window's frames. The union, not the sum: several actors on one device overlap in time, each
+// waiting for the others' turns, and the sum would count that waiting as the device's work.
+// slowdown = measured / predicted.
 //
 // Rebalance (run_queue_rebalance). Iteration i deploys the plan that Steps 0-2 (make_split_plan)
 // give on the profile with every device's layer times multiplied by its slowdown found so far
@@ -103,13 +106,16 @@ struct RebalanceIteration {
 struct RebalanceReport {
   std::vector<RebalanceIteration> iterations;
   bool converged = false;
+  int best = -1;  // the iteration whose plan measured the lowest period: the plan returned
 };
 
 // Runs Procedure 1 (Steps 1-2 by make_split_plan, then Step 3) on `profile`'s devices, streaming
 // frames from `make_frame` (called once per frame, on the caller's thread); `on_frame` (may be
-// empty) sees every frame that comes out, in order, on the same thread. Returns the last
-// plan deployed; `report` gets every iteration. Errors: planning, compiling or a frame failing
-// (named with the iteration).
+// empty) sees every frame that comes out, in order, on the same thread. Returns the plan that
+// measured the lowest period over the iterations (the last one unless an earlier plan streamed
+// faster: slowdowns folded in from a contended window can make a re-plan worse; seed 004 keeps
+// the last); `report` gets every iteration and which was kept. Errors: planning, compiling or a
+// frame failing (named with the iteration).
 Result<Plan> run_queue_rebalance(const Profile& profile, const LayerGraph& lg,
                                  const SplitPlanRequest& request,
                                  const ExecutorOptions& executor_options,

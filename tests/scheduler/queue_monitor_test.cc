@@ -225,6 +225,13 @@ TEST(QueueMonitorTest, FindsTheSlowedDeviceAndMovesItsWork) {
       << first.window.period_ms << " -> " << last.window.period_ms;
   EXPECT_EQ(rig.wrong, 0);
   EXPECT_EQ(rig.out_of_order, 0);  // the re-planned plan swapped in inside one stream
+  // The plan returned is the one that streamed fastest.
+  ASSERT_GE(rep.best, 0);
+  for (const RebalanceIteration& it : rep.iterations) {
+    EXPECT_LE(rep.iterations[static_cast<size_t>(rep.best)].window.period_ms, it.window.period_ms);
+  }
+  EXPECT_EQ(plan->notation(), rep.iterations[static_cast<size_t>(rep.best)].plan.notation());
+  EXPECT_NE(rep.best, 0);  // the first plan, with b slowed, is the slowest
 }
 
 TEST(QueueMonitorTest, SplitsALayerWhenNoCutBalances) {

@@ -79,6 +79,29 @@ TEST(PlanCli, PlansRunsAndRefuses) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("--planner pipeline only"), std::string::npos) << r.output;
 
+  // Procedure 1 Step 3 on the profiled devices: one stream, every frame against the reference
+  // run, the last plan written.
+  r = run_cli("plan " + model + " --profile " + profile +
+              " --planner split --monitor --window 4 --iterations 2 --queue 2 -o " + plan);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("step 3, iteration 0: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("devices (measured / predicted ms per frame): "), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("each out once and in order; largest relative L2"), std::string::npos)
+      << r.output;
+  {
+    auto p = Plan::load(plan);
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    EXPECT_EQ(p->mode, PlanMode::kStreaming);
+    EXPECT_EQ(p->queue_capacity, 2);
+  }
+  for (const char* bad : {"--planner slice --monitor", "--planner split --window 4",
+                          "--planner split --monitor --window 1",
+                          "--planner split --monitor --input /nonexistent.npy"}) {
+    r = run_cli("plan " + model + " --profile " + profile + " " + bad);
+    EXPECT_EQ(r.exit_code, 1) << bad << ": " << r.output;
+  }
+
   // The ga planner: CSDF actors with phases, the same plan for the same seed, clear refusals,
   // and the plan streams.
   const std::string plan2 = dir + "plan_cli_plan2.json";
