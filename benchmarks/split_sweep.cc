@@ -1,7 +1,7 @@
 // Seed 004 Fig. 12-style sweep: one Conv layer (128x128 input, same padding, kernels 3/5/9, 128
 // or 512 filters, input depth 16..512) on cpu:0 alone, on cpu (all cores, one program), and
-// split over cpu:0 + cpu:1 by each method (channel, spatial, filter) with equal ratios. Prints
-// the median latency of each and its speedup over cpu:0 and over cpu.
+// split over cpu:0 + cpu:1 by each method (channel, spatial, filter, grid) with equal ratios.
+// Prints the median latency of each and its speedup over cpu:0 and over cpu.
 //
 //   tessera_split_sweep [--kernels 3,5,9] [--filters 128,512] [--depths 16,32,...,512]
 //                       [--rounds 5] [--size 128] [--members cpu:0,cpu:1]
@@ -94,9 +94,11 @@ int run(int argc, char** argv) {
     }
     devices.push_back(std::move(*d));
   }
-  std::printf("%6s %7s %6s | %10s %10s | %10s %10s %10s | %-8s %-8s %-8s (x %s) | best vs cpu\n",
-              "kernel", "filters", "depth", (members[0] + " ms").c_str(), "cpu ms", "channel",
-              "spatial", "filter", "channel", "spatial", "filter", members[0].c_str());
+  std::printf(
+      "%6s %7s %6s | %10s %10s | %10s %10s %10s %10s | %-8s %-8s %-8s %-8s (x %s) | best vs "
+      "cpu\n",
+      "kernel", "filters", "depth", (members[0] + " ms").c_str(), "cpu ms", "channel", "spatial",
+      "filter", "grid", "channel", "spatial", "filter", "grid", members[0].c_str());
   for (int64_t f : kernels) {
     for (int64_t k : filters) {
       for (int64_t c : depths) {
@@ -152,14 +154,18 @@ int run(int argc, char** argv) {
                                                                       out[0][0].data<float>()[i])));
           }
         }
-        const double best = std::min({med[2], med[3], med[4]});
-        const char* best_name = best == med[2] ? "channel" : best == med[3] ? "spatial" : "filter";
+        const char* names[] = {"channel", "spatial", "filter", "grid"};
+        size_t best = 2;
+        for (size_t v = 3; v < med.size(); ++v) {
+          if (med[v] < med[best]) best = v;
+        }
         std::printf(
-            "%6lld %7lld %6lld | %10.2f %10.2f | %10.2f %10.2f %10.2f | %-8.2f %-8.2f "
-            "%-8.2f       | %s %.2fx%s\n",
+            "%6lld %7lld %6lld | %10.2f %10.2f | %10.2f %10.2f %10.2f %10.2f | %-8.2f %-8.2f "
+            "%-8.2f %-8.2f       | %s %.2fx%s\n",
             static_cast<long long>(f), static_cast<long long>(k), static_cast<long long>(c), med[0],
-            med[1], med[2], med[3], med[4], med[0] / med[2], med[0] / med[3], med[0] / med[4],
-            best_name, med[1] / best, max_err > 1e-2 ? "  (OUTPUTS DIFFER)" : "");
+            med[1], med[2], med[3], med[4], med[5], med[0] / med[2], med[0] / med[3],
+            med[0] / med[4], med[0] / med[5], names[best - 2], med[1] / med[best],
+            max_err > 1e-2 ? "  (OUTPUTS DIFFER)" : "");
         std::fflush(stdout);
       }
     }

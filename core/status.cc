@@ -65,12 +65,15 @@ Status status_from_current_exception(const char* where) {
   }
 }
 
-std::string quote_name(std::string_view name) {
-  constexpr size_t kMaxShown = 256;
-  std::string out = "'";
-  const size_t shown = name.size() > kMaxShown ? kMaxShown : name.size();
+namespace {
+
+// `text` with control bytes, DEL, the backslash and (when `quote`) the single quote escaped
+// (\n, \r, \t, \xNN, \\, \'), cut at `max_bytes` with "..." after it.
+std::string escape_text(std::string_view text, size_t max_bytes, bool quote) {
+  std::string out;
+  const size_t shown = text.size() > max_bytes ? max_bytes : text.size();
   for (size_t i = 0; i < shown; ++i) {
-    const unsigned char c = static_cast<unsigned char>(name[i]);
+    const unsigned char c = static_cast<unsigned char>(text[i]);
     switch (c) {
       case '\n':
         out += "\\n";
@@ -81,14 +84,13 @@ std::string quote_name(std::string_view name) {
       case '\t':
         out += "\\t";
         break;
-      case '\'':
-        out += "\\'";
-        break;
       case '\\':
         out += "\\\\";
         break;
       default:
-        if (c < 0x20 || c == 0x7f) {
+        if (c == '\'' && quote) {
+          out += "\\'";
+        } else if (c < 0x20 || c == 0x7f) {
           const char* hex = "0123456789abcdef";
           out += "\\x";
           out += hex[c >> 4];
@@ -98,9 +100,18 @@ std::string quote_name(std::string_view name) {
         }
     }
   }
-  if (shown < name.size()) out += "...";
-  out += "'";
+  if (shown < text.size()) out += "...";
   return out;
+}
+
+}  // namespace
+
+std::string quote_name(std::string_view name) {
+  return "'" + escape_text(name, 256, true) + "'";
+}
+
+std::string untrusted_text(std::string_view text, size_t max_bytes) {
+  return escape_text(text, max_bytes, false);
 }
 
 }  // namespace tessera

@@ -108,6 +108,10 @@ Status status_from_current_exception(const char* where);
 // so a hostile name cannot rewrite a terminal or forge lines in a log; a name over 256 bytes is
 // cut there and ends in "...". Every message quoting such a name goes through this.
 std::string quote_name(std::string_view name);
+// A message from outside Tessera's code (a driver's error text, which may echo names from a
+// model) made safe to print the same way: control bytes, DEL and the backslash escaped, cut at
+// `max_bytes` and ending in "..." when longer. Quotes are kept (the text quotes its own names).
+std::string untrusted_text(std::string_view text, size_t max_bytes = 1024);
 
 // A value of type T, or the Status explaining why there is none.
 template <typename T>

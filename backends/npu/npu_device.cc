@@ -703,7 +703,7 @@ Capability NpuDevice::capabilities(const Graph& g, const Node& node) const {
   if (!desc.ok()) return Capability::no(desc.status().message());
   std::lock_guard<std::mutex> lock(handle_->mu);
   if (api.check_node(handle_->device, &(*desc)->graph(), 0) != TNPU_OK)
-    return Capability::no(handle_->device_error());
+    return Capability::no(driver_text(handle_->device_error()));
   return Capability::yes();
 }
 

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -12,9 +13,15 @@
 
 namespace tessera {
 
+std::string driver_text(const char* message) {
+  if (message == nullptr || *message == '\0') return "(the driver gave no message)";
+  // Read at most a little past the cap: a driver's string need not be short.
+  const size_t cap = 1024;
+  return untrusted_text(std::string_view(message, strnlen(message, cap + 1)), cap);
+}
+
 Status npu_status(tnpu_status code, const std::string& what, const char* driver_message) {
-  std::string msg = what + ": " + (driver_message && *driver_message ? driver_message : "");
-  if (!driver_message || !*driver_message) msg += "(the driver gave no message)";
+  const std::string msg = what + ": " + driver_text(driver_message);
   switch (code) {
     case TNPU_OK:
       return Status();

@@ -41,7 +41,11 @@ class NpuDriver {
   tnpu_driver_info info_;
 };
 
-// A Status for a failed HAL call: the code mapped to Tessera's, the message prefixed by `what`.
+// A driver's message as Tessera prints it (untrusted_text: control bytes escaped, at most 1024
+// bytes read and shown); "(the driver gave no message)" for null or empty.
+std::string driver_text(const char* message);
+// A Status for a failed HAL call: the code mapped to Tessera's, the message prefixed by `what`
+// (driver_text of the driver's message).
 Status npu_status(tnpu_status code, const std::string& what, const char* driver_message);
 
 }  // namespace tessera

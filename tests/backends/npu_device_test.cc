@@ -13,6 +13,7 @@
 
 #include "api/tessera.h"
 #include "backends/npu/npu_device.h"
+#include "backends/npu/npu_driver.h"
 #include "backends/reference/reference_device.h"
 #include "backends/registry.h"
 #include "tests/backends/npu_test_util.h"
@@ -31,6 +32,19 @@ using testing::reference_options;
 
 Status load_status(const std::string& path) {
   return NpuDriver::load(path).status();
+}
+
+// A driver's message is untrusted text: it may echo a hostile model's names.
+TEST(NpuDriverLoad, DriverMessagesAreEscapedAndCapped) {
+  EXPECT_EQ(driver_text(nullptr), "(the driver gave no message)");
+  EXPECT_EQ(driver_text(""), "(the driver gave no message)");
+  EXPECT_EQ(driver_text("node 'a\x1b[2Jb' (Conv): bad\npad"),
+            "node 'a\\x1b[2Jb' (Conv): bad\\npad");
+  const std::string long_message(5000, 'm');
+  EXPECT_EQ(driver_text(long_message.c_str()), std::string(1024, 'm') + "...");
+  const Status st = npu_status(TNPU_ERR_UNSUPPORTED, "prepare", "tensor 'x\ry'");
+  EXPECT_EQ(st.code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(st.message(), "prepare: tensor 'x\\ry'");
 }
 
 TEST(NpuDriverLoad, MissingOrForeignLibrariesAreClearErrors) {

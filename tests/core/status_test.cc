@@ -147,6 +147,9 @@ TEST(Status, QuoteNameEscapesControlBytesAndCutsLongNames) {
             "'a\\nb\\x1b[2Jc\\x7f\\\\\\'\\x00'");
   EXPECT_EQ(quote_name(std::string(300, 'x')), "'" + std::string(256, 'x') + "...'");
   EXPECT_EQ(quote_name("caf\xc3\xa9"), "'caf\xc3\xa9'");  // UTF-8 passes through
+  // Text from outside (a driver's message): the same escapes, its own quotes kept, a cap.
+  EXPECT_EQ(untrusted_text("node 'a\x1b[2J' failed\n"), "node 'a\\x1b[2J' failed\\n");
+  EXPECT_EQ(untrusted_text(std::string(10, 'y'), 4), "yyyy...");
 }
 
 }  // namespace
