@@ -304,7 +304,7 @@ ModelFile open_model_file(const std::string& path) {
 }
 
 Profile profile(const std::string& model_path, const std::vector<std::string>& devices, int repeat,
-                int warmup, int calibration, const std::string& platform) {
+                int warmup, int calibration, const std::string& platform, int split_layers) {
   ModelFile f = open_model_file(model_path);
   Platform p;
   if (platform.empty()) {
@@ -317,6 +317,8 @@ Profile profile(const std::string& model_path, const std::vector<std::string>& d
   options.repeat = repeat;
   options.warmup = warmup;
   options.calibration_slices = calibration;
+  if (split_layers < 0) throw py::value_error("split_layers must be >= 0");
+  options.split_layers = split_layers;
   Result<Profile> out = [&] {
     py::gil_scoped_release release;
     return profile_model(*f.lg, p, options, f.name, f.hash);
@@ -447,10 +449,11 @@ PYBIND11_MODULE(_tessera, m) {
 
   m.def("profile", &profile, py::arg("model_path"), py::arg("devices") = std::vector<std::string>{},
         py::arg("repeat") = 5, py::arg("warmup") = 1, py::arg("calibration") = 8,
-        py::arg("platform") = "",
+        py::arg("platform") = "", py::arg("split_layers") = 0,
         "Measures every layer of the model on the devices (default: every device of this "
         "machine, or of `platform`, a platform file or shipped board): what `tessera profile` "
-        "does.");
+        "does. split_layers=N also times pieces of the N most expensive splittable layers "
+        "against the whole layer (`--split-layers`).");
   m.def(
       "plan",
       [](const std::string& model_path, const Profile& prof, const std::string& planner,

@@ -114,8 +114,12 @@ def test_bad_input_raises(model_path):
 
 
 def test_profile_plan_simulate_in_the_library(model_path, tmp_path):
-    prof = tessera.profile(model_path, devices=["cpu:0", "cpu:1"], repeat=1, calibration=0)
+    prof = tessera.profile(model_path, devices=["cpu:0", "cpu:1"], repeat=1, calibration=0,
+                           split_layers=1)
     assert prof.devices == ["cpu:0", "cpu:1"]
+    assert '"piece_runs"' in prof.to_json()
+    with pytest.raises(ValueError, match="split_layers"):
+        tessera.profile(model_path, devices=["cpu:0"], split_layers=-1)
     plan = tessera.plan(model_path, prof, planner="pipeline", stages=2)
     assert plan.estimated_period_ms > 0
     sim = tessera.simulate(model_path, plan, prof, frames=50)
