@@ -314,6 +314,15 @@ std::vector<std::pair<std::string, std::string>> plans() {
     st.device_load = {{"cpu", 2.5}, {"opencl:0@600", 1.0}};
     st.estimated_period_ms = 2.5;
     out.emplace_back("streaming", st.to_json_text());
+    // A split stage, its members' prices with it.
+    Plan split = st;
+    split.stages[1].layers = {5};
+    split.stages[1].packing.clear();
+    split.stages[1].placement.devices = {{"cpu:0", 0, 0.6}, {"cpu:1", 0, 0.4}};
+    split.stages[1].placement.split = "conv-channel";
+    split.stages[1].estimate = {0.5, 0.1, 1.0, {0.55, 0.6}};
+    split.stages[2].layers = {6, 7, 8, 9, 10, 11};
+    out.emplace_back("split", split.to_json_text());
   }
   return out;
 }
@@ -337,6 +346,8 @@ std::string profile_text() {
     l.mhz = std::string(dev) == "cpu" ? 1800 : 0;
     l.layer_ms = {0.5, 0.1, std::nullopt};
     l.slice_runs = {{0, 2, 0.7, 0.6, 0.55}};
+    l.piece_runs = {{0, "conv-channel", 5e5, 6000, 0.3, 0.5},
+                    {2, "conv-spatial", 1.5e6, 9000, 0.9, 1.6}};
     l.upload = {1e-6, 0.01, 0.99, {{4096, 0.02}, {65536, 0.08}}};
     l.download = {1e-6, 0.01, 0.99, {}};
     d.levels.push_back(l);
