@@ -16,7 +16,11 @@ For each model:
 
 usage: scripts/dataflow_bench.py --tessera build/tools/tessera
          [--models resnet18,squeezenet1_1,alexnet,googlenet] [--frames 100] [--rounds 3]
-         [--work DIR] [--seed 1]
+         [--work DIR] [--seed 1] [--devices cpu:0,cpu:1] [--single cpu]
+
+--devices are the processors the plans map onto (profiled and planned on them); --single is the
+one device every plan is compared with (`cpu`, both cores, by default; e.g. cpu:0 for
+--devices cpu:0,npu:0).
 Wrap it in `flock -x /tmp/cpu.lock` on a shared machine.
 """
 import json
@@ -56,13 +60,15 @@ def main():
     ap = bc.arg_parser(models="resnet18,squeezenet1_1,alexnet,googlenet", frames=100, warmup=10,
                        rounds=3, check_frames=4, work="/tmp/tessera-dataflow-bench")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--devices", default="cpu:0,cpu:1")
+    ap.add_argument("--single", default="cpu")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     t = args.tessera
     rows = []
     for name in args.models.split(","):
         tsr = bc.convert(t, args.models_dir, name, args.work)
-        prof = bc.profile(t, tsr, args.work, name)
+        prof = bc.profile(t, tsr, args.work, name, devices=args.devices)
         plans = {
             "ga": ["--planner", "ga", "--seed", str(args.seed)],
             "ga-max": ["--planner", "ga", "--seed", str(args.seed), "--ga-objective", "max",
@@ -71,7 +77,7 @@ def main():
                           "--ga-comm", "cross"],
             "pipeline": ["--planner", "pipeline"],
         }
-        paths, outputs = bc.plan_all(t, tsr, prof, args.work, name, plans)
+        paths, outputs = bc.plan_all(t, tsr, prof, args.work, name, plans, devices=args.devices)
         notes = {key: bc.planned_period_ms(out) for key, out in outputs.items()}
         g = re.search(r"ga: (\d+) epochs, (\d+) evaluations, ([\d.]+) s", outputs["ga"])
         notes["ga_s"] = float(g.group(3))
@@ -82,11 +88,12 @@ def main():
                                                   args.work, args.check_frames)
         timed = {key: (lambda p=paths[key]: bc.stream_fps(t, tsr, p, args.frames, args.warmup))
                  for key in plans}
-        timed["cpu"] = lambda: bc.device_fps(t, tsr, "cpu", args.frames, args.warmup)
+        timed["cpu"] = lambda: bc.device_fps(t, tsr, args.single, args.frames, args.warmup)
         med, last = bc.alternating_rounds(args.rounds, timed)
         rows.append((name, med, notes, identical, actor_predictions(paths["ga"]),
                      actor_measured(last["ga"] or "")))
         print(f"{name}: ga plan {notes['csdf']}", flush=True)
+    print(f"devices {args.devices}; 'cpu' columns: --single {args.single}")
     print(f"{'model':14} {'ga f/s':>8} {'ga-max f/s':>10} {'ga-per f/s':>10} {'pipe f/s':>9} "
           f"{'cpu f/s':>8} {'ga/cpu':>7} {'ga/pipe':>8} {'gaper/cpu':>9} {'GA s':>6} {'equal':>6}")
     for name, med, notes, same, _, _ in rows:
