@@ -652,27 +652,18 @@ double CostModel::piece_exec_ms(int vd, int layer, SplitMethod method, double pi
                                 double piece_bytes) const {
   const double whole = exec_ms(vd, layer);
   if (!std::isfinite(whole)) return whole;
-  double ms = whole * regression_ratio(vd, layer, piece_flops, piece_bytes);
+  const double ms = whole * regression_ratio(vd, layer, piece_flops, piece_bytes);
   const auto& pts = piece_corrections(vd, layer, method);
   if (pts.empty()) return ms;
+  // Linear between the measured shares around the piece's, the whole layer (1, 1) closing the
+  // list; held below the smallest.
   const double share = piece_share(layer, piece_flops, piece_bytes);
-  double c;
-  if (share <= pts.front().first) {
-    c = pts.front().second;
-  } else {
-    // Between the two measured shares around it, the whole layer (1, 1) closing the list.
-    double s0 = pts.back().first, c0 = pts.back().second, s1 = 1.0, c1 = 1.0;
-    for (size_t i = 0; i + 1 < pts.size(); ++i) {
-      if (share <= pts[i + 1].first) {
-        s0 = pts[i].first;
-        c0 = pts[i].second;
-        s1 = pts[i + 1].first;
-        c1 = pts[i + 1].second;
-        break;
-      }
-    }
-    c = share >= s1 ? c1 : c0 + (c1 - c0) * (share - s0) / std::max(1e-12, s1 - s0);
-  }
+  const auto hi = std::lower_bound(pts.begin(), pts.end(), share,
+                                   [](const auto& p, double s) { return p.first < s; });
+  if (hi == pts.begin()) return ms * pts.front().second;
+  const auto [s0, c0] = *(hi - 1);
+  const auto [s1, c1] = hi == pts.end() ? std::pair<double, double>(1.0, 1.0) : *hi;
+  const double c = share >= s1 ? c1 : c0 + (c1 - c0) * (share - s0) / std::max(1e-12, s1 - s0);
   return ms * c;
 }
 

@@ -39,6 +39,16 @@ Result<std::vector<int>> parse_cut_list(const std::string& spec, int lo, int hi,
   return cuts;
 }
 
+Result<Tensor> read_input(const TensorDesc& d, const std::string& path) {
+  ASSIGN_OR_RETURN(Tensor t, read_npy(path));
+  if (t.dtype() != d.dtype || t.shape() != d.shape) {
+    return invalid_argument(path + ": input " + quote_name(d.name) + " expects " +
+                            dtype_name(d.dtype) + d.shape.to_string() + ", the file holds " +
+                            t.describe());
+  }
+  return t;
+}
+
 Result<std::vector<Tensor>> bench_inputs(const Model& model, const std::vector<std::string>& files,
                                          std::mt19937* rng) {
   const auto& descs = model.inputs();
@@ -49,12 +59,7 @@ Result<std::vector<Tensor>> bench_inputs(const Model& model, const std::vector<s
   std::vector<Tensor> out;
   for (size_t i = 0; i < descs.size(); ++i) {
     if (!files.empty()) {
-      ASSIGN_OR_RETURN(Tensor t, read_npy(files[i]));
-      if (t.dtype() != descs[i].dtype || t.shape() != descs[i].shape) {
-        return invalid_argument(files[i] + ": input " + quote_name(descs[i].name) + " expects " +
-                                dtype_name(descs[i].dtype) + descs[i].shape.to_string() +
-                                ", the file holds " + t.describe());
-      }
+      ASSIGN_OR_RETURN(Tensor t, read_input(descs[i], files[i]));
       out.push_back(std::move(t));
       continue;
     }

@@ -9,8 +9,8 @@
 
 #include "api/internal.h"
 #include "backends/registry.h"
-#include "core/npy.h"
 #include "scheduler/calibrate.h"
+#include "tools/bench_model.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 
@@ -78,12 +78,7 @@ Status calibrate_command(const cli::Args& args) {
   const TensorDesc& d = model->inputs()[0];
   std::vector<std::vector<Tensor>> samples;
   for (const std::string& f : files) {
-    ASSIGN_OR_RETURN(Tensor t, read_npy(f));
-    if (t.dtype() != d.dtype || t.shape() != d.shape) {
-      return invalid_argument(f + ": input " + quote_name(d.name) + " expects " +
-                              dtype_name(d.dtype) + d.shape.to_string() + ", the file holds " +
-                              t.describe());
-    }
+    ASSIGN_OR_RETURN(Tensor t, read_input(d, f));
     if (count > 0) {
       ASSIGN_OR_RETURN(
           std::vector<std::vector<Tensor>> p,

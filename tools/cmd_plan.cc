@@ -21,10 +21,10 @@
 #include <filesystem>
 #include <limits>
 #include <optional>
+#include <random>
 #include <sstream>
 
 #include "api/internal.h"
-#include "core/npy.h"
 #include "graph/layer_graph.h"
 #include "scheduler/adapt/queue_monitor.h"
 #include "scheduler/cost_model.h"
@@ -33,8 +33,7 @@
 #include "scheduler/fidelity.h"
 #include "scheduler/planners/pipeline.h"
 #include "scheduler/planners/planner.h"
-#include "scheduler/planners/split.h"
-#include "scheduler/profiler.h"
+#include "tools/bench_model.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 
@@ -58,7 +57,7 @@ const std::vector<cli::FlagSpec> kFlags = {
      "split: Procedure 1 Step 3, on these devices: stream the model through the plan with "
      "queues of --queue frames, read each device's queue and latency over a window, and "
      "re-plan with a slow device's measured slowdown, swapping plans inside the stream, until "
-     "the bottleneck is the one predicted; writes the last plan"},
+     "the bottleneck is the one predicted; writes the plan that streamed fastest"},
     {"--input", "", true, false,
      "with --monitor: the frame streamed (a .npy, one-input models; default: random values)"},
     {"--queue", "", true, false, "with --monitor: queue capacity per actor (default 10)"},
@@ -245,48 +244,29 @@ void print_plan_table(const Plan& p, const LayerGraph& lg) {
 
 // Procedure 1 Step 3 (`--monitor`): run_queue_rebalance on the profiled devices, one stream of
 // the same frame; every frame's outputs are compared with one sequential run of the model on the
-// reference device (relative L2, the largest printed). Returns the last plan.
-Result<Plan> monitor_split(const Profile& profile, const LayerGraph& lg, const PlanRequest& req,
-                           const cli::Args& args) {
+// reference device (relative L2, the largest printed). Returns the plan that streamed fastest.
+Result<Plan> monitor_split(const Model& model, const Profile& profile, const LayerGraph& lg,
+                           const PlanRequest& req, const cli::Args& args) {
   QueueMonitorOptions o;
   ASSIGN_OR_RETURN(o.queue_capacity, args.get_int("--queue", 10, 1, 1000));
   ASSIGN_OR_RETURN(o.window, args.get_int("--window", 20, 2, 100000));
   ASSIGN_OR_RETURN(o.max_iterations, args.get_int("--iterations", 6, 1, 1000));
   ASSIGN_OR_RETURN(o.drift, args.get_double("--drift", 0.2, 1e-3, 100));
-  const Graph& g = lg.graph();
-  std::vector<Tensor> frame;
-  if (args.has("--input")) {
-    if (g.inputs().size() != 1) {
-      return invalid_argument("--input: the model has " + std::to_string(g.inputs().size()) +
-                              " inputs; --monitor streams random values for several");
-    }
-    ASSIGN_OR_RETURN(Tensor t, read_npy(args.get("--input")));
-    const TensorInfo& info = g.value(g.inputs()[0]).info;
-    if (t.dtype() != info.dtype || t.shape() != info.shape) {
-      return invalid_argument(args.get("--input") + ": the model's input " +
-                              quote_name(g.value(g.inputs()[0]).name) + " expects " +
-                              dtype_name(info.dtype) + info.shape.to_string() +
-                              ", the file holds " + t.describe());
-    }
-    frame.push_back(std::move(t));
-  } else {
-    ASSIGN_OR_RETURN(frame, make_inputs(g, g.inputs()));
-  }
+  std::mt19937 rng(1);
+  std::vector<std::string> files;
+  if (args.has("--input")) files.push_back(args.get("--input"));
+  ASSIGN_OR_RETURN(std::vector<Tensor> frame, bench_inputs(model, files, &rng));
   // The sequential outputs every frame is compared with.
   ASSIGN_OR_RETURN(Plan reference, plan_from_slices(lg.num_layers(), {{0, "reference"}}));
   ASSIGN_OR_RETURN(std::unique_ptr<Executor> seq, Executor::create(lg, reference));
   std::vector<Tensor> expected;
   RETURN_IF_ERROR(seq->run(frame, &expected));
   seq->close();
-  SplitPlanRequest split;
-  split.devices = req.devices;
-  split.base_stages = req.stages;
-  split.memory_cap_bytes = req.memory_cap_bytes;
   int frames = 0;
   double worst = 0;
   RebalanceReport rep;
   auto plan = run_queue_rebalance(
-      profile, lg, split, ExecutorOptions{}, [&] { return frame; },
+      profile, lg, split_plan_request(req), ExecutorOptions{}, [&] { return frame; },
       [&](const FrameResult& r) {
         ++frames;
         if (!r.status.ok()) return;
@@ -362,6 +342,18 @@ int cmd_plan(int argc, char** argv) {
 
   auto req = plan_request(*args);
   if (!req.ok()) return report_error("plan", req.status());
+  const bool monitor_flags = args->has("--input") || args->has("--queue") ||
+                             args->has("--window") || args->has("--iterations") ||
+                             args->has("--drift");
+  if ((args->has("--monitor") && req->planner != "split") ||
+      (monitor_flags && !args->has("--monitor"))) {
+    return report_error("plan", invalid_argument("--monitor applies to --planner split only "
+                                                 "(--input, --queue, --window, --iterations "
+                                                 "and --drift need --monitor)"));
+  }
+  if (args->has("--monitor") && max_error) {
+    return report_error("plan", invalid_argument("--monitor does not take --max-error"));
+  }
   std::optional<CutProfile> cuts;
   if (args->has("--cut-profile")) {
     auto c = CutProfile::load(args->get("--cut-profile"));
@@ -398,20 +390,8 @@ int cmd_plan(int argc, char** argv) {
     outcome = std::move(outcomes[static_cast<size_t>(bounded->call)]);
   }
   if (!outcome.ok()) return report_error("plan", outcome.status());
-  const bool monitored_flags = args->has("--input") || args->has("--queue") ||
-                               args->has("--window") || args->has("--iterations") ||
-                               args->has("--drift");
-  if ((args->has("--monitor") && req->planner != "split") ||
-      (monitored_flags && !args->has("--monitor"))) {
-    return report_error("plan", invalid_argument("--monitor applies to --planner split only "
-                                                 "(--input, --queue, --window, --iterations "
-                                                 "and --drift need --monitor)"));
-  }
   if (args->has("--monitor")) {
-    if (max_error) {
-      return report_error("plan", invalid_argument("--monitor does not take --max-error"));
-    }
-    auto monitored = monitor_split(*profile, *lg, *req, *args);
+    auto monitored = monitor_split(**model, *profile, *lg, *req, *args);
     if (!monitored.ok()) return report_error("plan", monitored.status());
     outcome->plan = std::move(*monitored);
   }

@@ -881,16 +881,14 @@ int cmd_profile(int argc, char** argv) {
   options.split_layers = *split_layers;
   if (args->has("--split-shares")) {
     options.split_shares.clear();
-    std::stringstream ss(args->get("--split-shares"));
-    std::string item;
-    while (std::getline(ss, item, ',')) {
-      char* end = nullptr;
-      const double v = std::strtod(item.c_str(), &end);
-      if (item.empty() || end != item.c_str() + item.size() || !(v > 0 && v < 1)) {
+    for (const std::string& item : cli::split_commas(args->get("--split-shares"))) {
+      auto v = cli::parse_double("--split-shares", item);
+      if (!v.ok()) return report_error("profile", v.status());
+      if (!(*v > 0 && *v < 1)) {
         return report_error("profile", invalid_argument("--split-shares: " + quote_name(item) +
                                                         " is not a share in (0, 1)"));
       }
-      options.split_shares.push_back(v);
+      options.split_shares.push_back(*v);
     }
     if (options.split_shares.empty()) {
       return report_error("profile", invalid_argument("--split-shares: no share given"));

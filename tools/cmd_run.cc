@@ -26,6 +26,7 @@
 #include "scheduler/fidelity.h"
 #include "scheduler/plan.h"
 #include "scheduler/profile.h"
+#include "tools/bench_model.h"
 #include "tools/calibration_file.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
@@ -84,16 +85,6 @@ const std::vector<cli::FlagSpec> kFlags = {
      "limit)"},
     {"--help", "-h", false, false, "show this help"},
 };
-
-Result<Tensor> read_input(const TensorDesc& d, const std::string& path) {
-  ASSIGN_OR_RETURN(Tensor t, read_npy(path));
-  if (t.dtype() != d.dtype || t.shape() != d.shape) {
-    return invalid_argument(path + ": input " + quote_name(d.name) + " expects " +
-                            dtype_name(d.dtype) + d.shape.to_string() + ", the file holds " +
-                            t.describe());
-  }
-  return t;
-}
 
 // The frames to run, each one tensor per model input. One frame from one file per input (or
 // NAME=PATH); for a one-input model, several files or a directory of .npy files (sorted by name)

@@ -129,37 +129,31 @@ class SplitProgram : public Program {
     piece_options.cancel = options.cancel;
     std::vector<Status> status(n);
     std::vector<double> busy_ms(n, 0.0);
-    auto run_piece = [&](size_t p) {
-      const auto piece_start = Clock::now();
-      struct Busy {
-        double& ms;
-        Clock::time_point from;
-        ~Busy() { ms = std::chrono::duration<double, std::milli>(Clock::now() - from).count(); }
-      } busy{busy_ms[p], piece_start};
+    // Piece p: scatter its regions, run it, paste its output where it did not write in place.
+    auto piece_work = [&](size_t p) -> Status {
       for (const Feed& f : feeds_[p]) {
-        if (f.slot < 0 || f.input < 0) {
-          status[p] = internal_error("split program: unmapped input");
-          return;
-        }
+        if (f.slot < 0 || f.input < 0) return internal_error("split program: unmapped input");
         const int slot = layer_->input_slots[static_cast<size_t>(f.slot)];
         auto region = slice_region(inputs[static_cast<size_t>(f.input)],
                                    layer_->rule.pieces[p].inputs[static_cast<size_t>(slot)]);
-        if (!region.ok()) {
-          status[p] = region.status().with_context("scattering its inputs");
-          return;
-        }
+        if (!region.ok()) return region.status().with_context("scattering its inputs");
         piece_in[p].push_back(std::move(*region));
       }
-      status[p] = pieces_[p]->run(piece_in[p], std::span<Tensor>(&piece_out[p], 1), piece_options);
-      if (status[p].ok() && rule.merge == SplitMerge::kConcat &&
-          piece_out[p].raw() != in_place[p]) {
+      RETURN_IF_ERROR(
+          pieces_[p]->run(piece_in[p], std::span<Tensor>(&piece_out[p], 1), piece_options));
+      if (rule.merge == SplitMerge::kConcat && piece_out[p].raw() != in_place[p]) {
         if (piece_out[p].shape() != rule.pieces[p].output.shape()) {
-          status[p] = internal_error("produced " + piece_out[p].describe() + ", expected " +
-                                     rule.pieces[p].output.shape().to_string());
-          return;
+          return internal_error("produced " + piece_out[p].describe() + ", expected " +
+                                rule.pieces[p].output.shape().to_string());
         }
         paste_region(piece_out[p], rule.pieces[p].output, &y);
       }
+      return Status();
+    };
+    auto run_piece = [&](size_t p) {
+      const auto piece_start = Clock::now();
+      status[p] = piece_work(p);
+      busy_ms[p] = std::chrono::duration<double, std::milli>(Clock::now() - piece_start).count();
     };
     RETURN_IF_ERROR(run_concurrently(n, run_piece));
     for (size_t p = 0; p < n; ++p) {

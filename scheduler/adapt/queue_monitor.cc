@@ -55,12 +55,14 @@ QueueWindow read_queue_window(const Executor& ex, const std::vector<QueueOccupan
   QueueWindow w;
   const Plan& plan = ex.plan();
   const std::vector<ExecutorStep>& steps = ex.steps();
+  // One snapshot of the window's step runs (step_runs copies under the executor's lock).
+  const std::vector<StepRun> runs = ex.step_runs(first_frame);
   // Mean busy ms per step over the window's frames, and per member of a split step.
   std::vector<double> step_ms(steps.size(), 0);
   std::vector<int> step_n(steps.size(), 0);
   std::vector<std::vector<double>> member_ms(steps.size());
   std::vector<int> member_n(steps.size(), 0);
-  for (const StepRun& r : ex.step_runs()) {
+  for (const StepRun& r : runs) {
     if (r.run < first_frame || r.run > last_frame || !r.ok) continue;
     const size_t i = static_cast<size_t>(r.step);
     step_ms[i] += r.ms;
@@ -152,7 +154,7 @@ QueueWindow read_queue_window(const Executor& ex, const std::vector<QueueOccupan
   // the others' turns on it, so the sum of their wall times would count that wait as work.
   std::map<std::string, std::vector<std::pair<double, double>>> intervals;
   std::set<int> window_frames;
-  for (const StepRun& r : ex.step_runs()) {
+  for (const StepRun& r : runs) {
     if (r.run < first_frame || r.run > last_frame || !r.ok) continue;
     window_frames.insert(r.run);
     for (const auto& [name, k] : step_devices[static_cast<size_t>(r.step)]) {
@@ -193,7 +195,7 @@ QueueWindow read_queue_window(const Executor& ex, const std::vector<QueueOccupan
 
   // Period: time between the first and last frame of the window leaving the pipeline.
   std::map<int, double> done;
-  for (const StepRun& r : ex.step_runs()) {
+  for (const StepRun& r : runs) {
     if (r.run < first_frame || r.run > last_frame) continue;
     double& t = done[r.run];
     t = std::max(t, r.start_ms + r.ms);

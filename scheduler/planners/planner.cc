@@ -108,15 +108,23 @@ Result<PlanOutcome> ga(const CostModel& cm, const LayerGraph& lg, const PlanRequ
   return out;
 }
 
+}  // namespace
+
+SplitPlanRequest split_plan_request(const PlanRequest& request) {
+  SplitPlanRequest req;
+  req.devices = request.devices;
+  req.base_stages = request.stages;
+  req.memory_cap_bytes = request.memory_cap_bytes;
+  return req;
+}
+
+namespace {
+
 Result<PlanOutcome> split(const CostModel& cm, const LayerGraph& lg, const PlanRequest& r) {
   RETURN_IF_ERROR(only_for_pipeline(r, /*stages_allowed=*/true));
-  SplitPlanRequest req;
-  req.devices = r.devices;
-  req.base_stages = r.stages;
-  req.memory_cap_bytes = r.memory_cap_bytes;
   SplitPlanReport rep;
   PlanOutcome out;
-  ASSIGN_OR_RETURN(out.plan, make_split_plan(cm, lg, req, &rep));
+  ASSIGN_OR_RETURN(out.plan, make_split_plan(cm, lg, split_plan_request(r), &rep));
   std::string note = "split planner: base pipeline period " +
                      format("%.3f ms", rep.base_period_ms) + " -> " +
                      format("%.3f ms", rep.period_ms) + ";";

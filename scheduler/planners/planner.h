@@ -29,6 +29,7 @@
 #include "scheduler/plan.h"
 #include "scheduler/planners/ga.h"
 #include "scheduler/planners/offload.h"
+#include "scheduler/planners/split.h"
 
 namespace tessera {
 
@@ -64,6 +65,10 @@ struct PlanOutcome {
   // What the planner reports beyond the plan (one line each, for `tessera plan` to print).
   std::vector<std::string> notes;
 };
+
+// The split planner's part of a request (devices, base stages, memory cap): what run_planner
+// gives make_split_plan, and what the queue monitor (Step 3) re-plans with.
+SplitPlanRequest split_plan_request(const PlanRequest& request);
 
 // The planners run_planner knows, in the order help texts list them.
 const std::vector<std::string>& planner_names();
