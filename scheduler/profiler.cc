@@ -19,6 +19,7 @@
 #include "energy/governor.h"
 #include "energy/meter.h"
 #include "energy/power_model.h"
+#include "graph/qdq.h"
 #include "graph/split.h"
 #include "ops/split_rule.h"
 #include "scheduler/fidelity.h"
@@ -828,7 +829,8 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
   compile_options.calibration = options.calibration;
   for (const PlatformDevice* d : targets) {
     const Result<DeviceName> parsed = parse_device_name(d->device);
-    if (parsed.ok() && parsed->precision == Precision::kInt8 && !options.calibration) {
+    if (parsed.ok() && parsed->precision == Precision::kInt8 && !options.calibration &&
+        !has_qdq_pairs(g)) {
       return failed_precondition("device '" + d->device +
                                  "' computes in int8 and needs the model's activation ranges: "
                                  "no calibration table was given (`tessera calibrate` writes "

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "backends/registry.h"
+#include "graph/qdq.h"
 
 namespace tessera::tools {
 
@@ -28,9 +29,15 @@ Result<std::shared_ptr<const CalibrationTable>> load_calibration_file(const std:
 }
 
 Status require_calibration(const std::vector<std::string>& devices,
-                           const std::shared_ptr<const CalibrationTable>& table,
+                           const std::shared_ptr<const CalibrationTable>& table, const Graph& g,
                            const std::string& model_path, const std::string& flag) {
   if (table) return Status();
+  bool int8 = false;
+  for (const std::string& d : devices) {
+    const Result<DeviceName> parsed = parse_device_name(d.substr(0, d.find('@')));
+    int8 = int8 || (parsed.ok() && parsed->precision == Precision::kInt8);
+  }
+  if (!int8 || has_qdq_pairs(g)) return Status();
   for (const std::string& d : devices) {
     std::string name = d;
     if (const size_t at = name.find('@'); at != std::string::npos) name.resize(at);

@@ -10,6 +10,7 @@
 
 #include "core/calibration_table.h"
 #include "core/status.h"
+#include "graph/graph.h"
 
 namespace tessera::tools {
 
@@ -19,11 +20,12 @@ Result<std::shared_ptr<const CalibrationTable>> load_calibration_file(const std:
                                                                       const std::string& hash,
                                                                       const std::string& named);
 
-// FailedPrecondition when one of `devices` (device names, plan labels) is an int8 level and
-// `table` is null: names the device, the sidecar path looked for and `tessera calibrate`, and
-// `flag` (the option that names a table). Names that do not parse are left to their command.
+// FailedPrecondition when one of `devices` (device names, plan labels) is an int8 level,
+// `table` is null and `g` is no QDQ model (graph/qdq.h: those bring their own quantisation):
+// names the device, the sidecar path looked for and `tessera calibrate`, and `flag` (the option
+// that names a table). Names that do not parse are left to their command.
 Status require_calibration(const std::vector<std::string>& devices,
-                           const std::shared_ptr<const CalibrationTable>& table,
+                           const std::shared_ptr<const CalibrationTable>& table, const Graph& g,
                            const std::string& model_path, const std::string& flag);
 
 }  // namespace tessera::tools

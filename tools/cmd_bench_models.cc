@@ -315,7 +315,8 @@ int cmd_bench_models(int argc, char** argv) {
         for (const DeviceShare& d : s.placement.devices) names.push_back(d.device);
       }
     }
-    if (Status st = require_calibration(names, *table, path, "--calibration"); !st.ok()) {
+    if (Status st = require_calibration(names, *table, model_graph(**model), path, "--calibration");
+        !st.ok()) {
       return report_error("bench", st);
     }
     const std::string table_path = !*table ? ""

@@ -720,7 +720,8 @@ int run_check(const LoadedGraph& m, const cli::Args& args) {
     compile.calibration = std::move(*table);
     std::vector<std::string> names;
     for (const DeviceProfile& d : profile->devices) names.push_back(d.device);
-    Status st = require_calibration(names, compile.calibration, m.path, "--calibration");
+    Status st =
+        require_calibration(names, compile.calibration, m.lg->graph(), m.path, "--calibration");
     if (!st.ok()) return report_error("profile", st);
   }
   Check check(m, *cm, *warmup, *repeat, args.has("--hot"), static_cast<uint64_t>(*budget_mib) << 20,
@@ -903,8 +904,8 @@ int cmd_profile(int argc, char** argv) {
     auto table = load_calibration_file(model->path, model->hash, args->get("--calibration"));
     if (!table.ok()) return report_error("profile", table.status());
     options.calibration = std::move(*table);
-    Status st =
-        require_calibration(options.devices, options.calibration, model->path, "--calibration");
+    Status st = require_calibration(options.devices, options.calibration, model->lg->graph(),
+                                    model->path, "--calibration");
     if (!st.ok()) return report_error("profile", st);
     auto samples = args->get_int("--error-samples", 2, 0, 1000);
     if (!samples.ok()) return report_error("profile", samples.status());

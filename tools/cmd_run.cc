@@ -559,7 +559,8 @@ int cmd_run(int argc, char** argv) {
           names.push_back(n + "#int8");
       }
     }
-    Status st = require_calibration(names, options.compile.calibration, path, "--calibration");
+    Status st = require_calibration(names, options.compile.calibration, model_graph(**model), path,
+                                    "--calibration");
     if (!st.ok()) return report_error("run", st);
   }
   if (args->has("--fidelity") && (args->has("--stream") || args->has("--adapt"))) {

@@ -11,6 +11,7 @@
 #include "backends/cpu/onednn.h"
 #include "core/allocator.h"
 #include "core/denormals.h"
+#include "graph/qdq.h"
 
 namespace tessera::cpu {
 
@@ -51,8 +52,8 @@ class FusedAddKernel final : public Kernel {
 
 }  // namespace
 
-Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& g,
-                                                        std::span<const NodeId> layers,
+Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& graph,
+                                                        std::span<const NodeId> slice,
                                                         std::shared_ptr<ThreadPool> pool,
                                                         const char* variant, KernelChoice choice,
                                                         Precision precision,
@@ -61,16 +62,35 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& g,
     return unimplemented(std::string(precision_name(precision)) +
                          " on the cpu device needs oneDNN: " + onednn_note());
   }
-  if (precision == Precision::kInt8 && calibration == nullptr) {
+  if (precision == Precision::kBf16 && !onednn_bf16_available()) {
+    return unimplemented(
+        "bf16 on the cpu device needs AVX-512 (oneDNN has no bf16 kernels below "
+        "it): " +
+        onednn_note());
+  }
+  // A QDQ model's QuantizeLinear -> DequantizeLinear pairs give their values' quantisation and
+  // vanish from an int8 program (graph/qdq.h): it compiles the graph without them.
+  std::optional<QdqFolding> qdq;
+  if (precision == Precision::kInt8 && variant == nullptr) qdq = fold_qdq_pairs(graph, slice);
+  if (precision == Precision::kInt8 && calibration == nullptr && !qdq) {
     return failed_precondition(
         "int8 needs calibrated activation ranges: run `tessera calibrate MODEL.tsr` (it writes "
-        "MODEL.tsr.calib.json, read from there) or give --calibration FILE");
+        "MODEL.tsr.calib.json, read from there) or give --calibration FILE (a QDQ model brings "
+        "its own)");
   }
+  std::unique_ptr<Graph> owned = qdq ? std::make_unique<Graph>(std::move(qdq->graph)) : nullptr;
+  const Graph& g = owned != nullptr ? *owned : graph;
+  const std::span<const NodeId> layers = qdq ? std::span<const NodeId>(qdq->layers) : slice;
   std::unique_ptr<CpuProgram> p(new CpuProgram(g, std::move(pool)));
+  p->owned_graph_ = std::move(owned);
   p->int8_ = precision == Precision::kInt8;
-  if (p->int8_) p->assign_quantisation(layers, *calibration);
+  if (p->int8_) {
+    p->assign_quantisation(layers, calibration, qdq ? &qdq->quant : nullptr);
+    p->qdq_pairs_ = qdq ? qdq->pairs : 0;
+  }
   p->measured_ = variant == nullptr && choice == KernelChoice::kMeasured;
-  slice_boundary(g, layers, &p->inputs_, &p->outputs_);
+  // The boundary of the slice as given: folding changes neither its values nor (here) their order.
+  slice_boundary(graph, slice, &p->inputs_, &p->outputs_);
 
   // Phase 1: build a kernel per layer (weights packed here).
   std::vector<std::unique_ptr<Kernel>> kernels;
@@ -89,6 +109,24 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& g,
     if (precision == Precision::kBf16 && variant == nullptr) k = make_onednn_bf16_kernel(req);
     if (precision == Precision::kInt8 && variant == nullptr)
       k = make_onednn_int8_kernel(req, p->quant_);
+    if (k.ok() && *k != nullptr && p->measured_) {
+      // A reduced kernel that measures slower than the f32 one (with its conversions) gives way.
+      ASSIGN_OR_RETURN(std::unique_ptr<Kernel> f32, build_measured_kernel(req));
+      const auto quant = [&](ValueId v) {
+        return p->int8_ ? p->quant_[static_cast<size_t>(v)] : QuantParam{};
+      };
+      Result<bool> keep = keep_reduced_kernel(
+          req, **k, *f32,
+          p->int8_ ? PrecisionConversion::Reduced::kInt8 : PrecisionConversion::Reduced::kBf16,
+          quant(node.inputs[0]), quant(node.outputs[0]));
+      if (!keep.ok())
+        return keep.status().with_context("node " + quote_name(node.name) + " (" +
+                                          op_name(node.kind) + ")");
+      if (!*keep) {
+        k = std::move(f32);
+        p->measured_f32_.push_back(id);
+      }
+    }
     if (k.ok() && *k == nullptr)
       k = p->measured_ ? build_measured_kernel(req) : build_kernel(req, variant);
     if (!k.ok())
@@ -123,23 +161,33 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& g,
   return p;
 }
 
-void CpuProgram::assign_quantisation(std::span<const NodeId> layers,
-                                     const CalibrationTable& table) {
+void CpuProgram::assign_quantisation(std::span<const NodeId> layers, const CalibrationTable* table,
+                                     const std::vector<std::pair<ValueId, QdqQuantisation>>* qdq) {
   quant_.assign(static_cast<size_t>(g_.num_values()), QuantParam{});
-  for (ValueId v = 0; v < g_.num_values(); ++v) {
+  for (ValueId v = 0; v < g_.num_values() && table != nullptr; ++v) {
     const Value& val = g_.value(v);
     if (val.is_constant || !val.has_info || val.info.dtype != DType::kF32) continue;
-    if (const std::pair<float, float>* r = table.find(val.name)) {
+    if (const std::pair<float, float>* r = table->find(val.name)) {
       quant_[static_cast<size_t>(v)] = QuantParam::from_range(r->first, r->second);
     }
   }
+  // A QDQ model's own quantisation wins over a calibrated range, and is never replaced below.
+  std::vector<bool>& fixed = qdq_value_;
+  fixed.assign(quant_.size(), false);
+  for (const auto& [v, q] :
+       qdq != nullptr ? *qdq : std::vector<std::pair<ValueId, QdqQuantisation>>{}) {
+    quant_[static_cast<size_t>(v)] = QuantParam{q.scale, q.is_unsigned, q.zero_point};
+    fixed[static_cast<size_t>(v)] = true;
+  }
   // A pool's output keeps its input's quantisation (max and average stay within the input's
-  // range), so that int8 pools pass their input's bytes through without rescaling.
+  // range), so that int8 pools pass their input's bytes through without rescaling; a pool whose
+  // output has a QDQ quantisation of its own keeps that one (and runs in f32 if they differ).
   for (NodeId id : layers) {
     const Node& n = g_.node(id);
     if ((n.kind == OpKind::kMaxPool || n.kind == OpKind::kAveragePool ||
          n.kind == OpKind::kGlobalAveragePool) &&
-        !n.inputs.empty() && n.inputs[0] != kNoValue && !n.outputs.empty()) {
+        !n.inputs.empty() && n.inputs[0] != kNoValue && !n.outputs.empty() &&
+        !fixed[static_cast<size_t>(n.outputs[0])]) {
       const QuantParam in = quant_[static_cast<size_t>(n.inputs[0])];
       if (in.valid()) quant_[static_cast<size_t>(n.outputs[0])] = in;
     }
@@ -266,6 +314,27 @@ void CpuProgram::plan(std::span<const NodeId> layers,
     if (!convertible(g_.value(v).info)) buf_of[static_cast<size_t>(v)] = {b, b, -1};
     input_bufs_.push_back(b);
   }
+  // A QDQ model's folded value (graph/qdq.h) that arrives or is produced in f32 is quantised
+  // right away, and every reader reads its int8 form (converted back where it reads f32): the
+  // pair's rounding and clamping stay in the model.
+  auto quantise_now = [&](ValueId v) {
+    if (!int8_ || !qdq_value_[static_cast<size_t>(v)]) return;
+    std::array<int, kNumSlots>& have = buf_of[static_cast<size_t>(v)];
+    if (have[kBf16Slot] >= 0) return;
+    const int src = have[static_cast<size_t>(primary[static_cast<size_t>(v)])];
+    if (src < 0) return;
+    Step conv;
+    const int cstep = static_cast<int>(steps_.size()) + 1;
+    touch(src, cstep);
+    conv.inputs = {src};
+    conv.in_layouts = {bufs_[static_cast<size_t>(src)].layout};
+    const int b = new_buf(v, kBf16Slot, cstep);
+    conv.outputs = {b};
+    steps_.push_back(std::move(conv));
+    have = {-1, -1, b};
+    primary[static_cast<size_t>(v)] = kBf16Slot;
+  };
+  for (ValueId v : inputs_) quantise_now(v);
   auto input_index = [&](ValueId v) -> int {
     for (size_t i = 0; i < inputs_.size(); ++i) {
       if (inputs_[i] == v) return static_cast<int>(i);
@@ -391,6 +460,9 @@ void CpuProgram::plan(std::span<const NodeId> layers,
       step.outputs.push_back(b);
     }
     steps_.push_back(std::move(step));
+    for (int b : steps_.back().outputs) {
+      if (b >= 0) quantise_now(bufs_[static_cast<size_t>(b)].value);
+    }
   }
   const int last = static_cast<int>(steps_.size()) + 1;
   for (ValueId v : outputs_) {
@@ -686,7 +758,11 @@ std::string CpuProgram::describe() const {
   std::string s;
   for (const Step& st : steps_) {
     s += st.node != kNoNode ? g_.node(st.node).name : std::string("(layout)");
-    s += ": " + st.kernel->describe() + "\n";
+    s += ": " + st.kernel->describe();
+    if (st.node != kNoNode &&
+        std::find(measured_f32_.begin(), measured_f32_.end(), st.node) != measured_f32_.end())
+      s += " (f32: measured faster than its reduced kernel)";
+    s += "\n";
   }
   return s;
 }

@@ -15,6 +15,7 @@
 #include "backends/cpu/pack_cache.h"
 #include "backends/device.h"
 #include "core/calibration_table.h"
+#include "graph/qdq.h"
 
 namespace tessera::cpu {
 
@@ -24,7 +25,11 @@ class CpuProgram final : public Program {
   // others their f32 kernel; bf16 tensors flow between consecutive bf16 layers and are converted
   // where an f32 layer or the slice boundary reads them. kInt8 does the same with the int8
   // kernels (onednn.h) and needs `calibration`, the activation ranges by value name (values
-  // without a range keep their layers in f32); FailedPrecondition without it.
+  // without a range keep their layers in f32); FailedPrecondition without it, unless the slice
+  // holds a QDQ model's QuantizeLinear -> DequantizeLinear pairs: those are folded (graph/qdq.h)
+  // and their scales and zero points quantise their values, over any calibrated range.
+  // With measured kernel choice a layer keeps its f32 kernel where that, with the conversions
+  // around it, measures faster than its reduced one (keep_reduced_kernel, measured_f32_layers()).
   // `variant`: see build_kernel (tests and benchmarks that compare kernel variants). `choice`:
   // how each node's kernel is picked when no variant is forced (kernel_choice.h); a convolution
   // whose residual Add the measured kernel cannot fuse gets the rules' kernel where that one can
@@ -56,6 +61,12 @@ class CpuProgram final : public Program {
   // Layers that run on an int8 kernel, and buffers held in int8.
   int num_int8_layers() const;
   int num_int8_buffers() const;
+  // Layers of a bf16 or int8 program that have a reduced-precision kernel but run their f32
+  // kernel because it measured faster with its conversions (keep_reduced_kernel).
+  const std::vector<NodeId>& measured_f32_layers() const { return measured_f32_; }
+  // QuantizeLinear -> DequantizeLinear pairs of a QDQ model folded into int8 tensors (an int8
+  // program holds their values with the pair's scale and zero point; graph/qdq.h).
+  int num_qdq_pairs() const { return qdq_pairs_; }
   // Concat inputs written in place into their Concat's output (place_concat_inputs).
   int num_in_place_concat_inputs() const;
 
@@ -108,9 +119,11 @@ class CpuProgram final : public Program {
   std::unique_ptr<Kernel> fusing_kernel(NodeId conv, std::unique_ptr<Kernel> k,
                                         const Activation& act, ValueId residual, ValueId writes,
                                         bool* fused);
-  // quant_: the QuantParam of every value with a calibrated range, pools' outputs taking their
-  // input's.
-  void assign_quantisation(std::span<const NodeId> layers, const CalibrationTable& table);
+  // quant_: the QuantParam of every value with a calibrated range in `table` (may be null) or a
+  // folded QDQ pair's quantisation in `qdq` (may be null; these win), pools' outputs without
+  // their own taking their input's.
+  void assign_quantisation(std::span<const NodeId> layers, const CalibrationTable* table,
+                           const std::vector<std::pair<ValueId, QdqQuantisation>>* qdq);
   // Decides layouts, conversions and buffers for the given slice-input layouts (steps_ get no
   // kernels yet); records the layout each slice input's first reader wants.
   void plan(std::span<const NodeId> layers, const std::vector<std::unique_ptr<Kernel>>& kernels,
@@ -131,9 +144,14 @@ class CpuProgram final : public Program {
 
   const Graph& g_;
   std::shared_ptr<ThreadPool> pool_;
-  bool measured_ = false;          // kernels chosen by measurement (KernelChoice::kMeasured)
-  bool int8_ = false;              // an int8 program: the reduced slot holds int8
-  std::vector<QuantParam> quant_;  // int8: per value (invalid: no range, stays f32)
+  bool measured_ = false;             // kernels chosen by measurement (KernelChoice::kMeasured)
+  bool int8_ = false;                 // an int8 program: the reduced slot holds int8
+  std::vector<QuantParam> quant_;     // int8: per value (invalid: no range, stays f32)
+  std::vector<NodeId> measured_f32_;  // see measured_f32_layers()
+  int qdq_pairs_ = 0;                 // see num_qdq_pairs()
+  std::vector<bool> qdq_value_;       // int8: per value, quantised by a folded QDQ pair
+  // The graph without a QDQ model's folded pairs (graph/qdq.h), which g_ then refers to.
+  std::unique_ptr<Graph> owned_graph_;
   std::vector<ValueId> inputs_, outputs_;
   std::vector<Buf> bufs_;
   std::vector<Step> steps_;

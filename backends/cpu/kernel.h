@@ -28,12 +28,15 @@ namespace tessera::cpu {
 
 class PackCache;
 
-// A per-tensor int8 quantisation of an activation (docs/precision.md): real = scale * q, with q
-// in u8 [0, 255] (a tensor calibrated to be >= 0, e.g. after ReLU) or s8 [-128, 127]
-// (symmetric, no zero point). scale == 0: none (the value has no calibrated range).
+// A per-tensor int8 quantisation of an activation (docs/precision.md): real = scale * (q -
+// zero_point), with q in u8 [0, 255] or s8 [-128, 127]. Tessera's own calibration makes no zero
+// point: u8 for a tensor calibrated to be >= 0 (e.g. after ReLU), else symmetric s8. A QDQ
+// model's QuantizeLinear gives its own scale and zero point (graph/qdq.h). scale == 0: none (the
+// value has no quantisation).
 struct QuantParam {
   float scale = 0;
   bool is_unsigned = false;
+  int32_t zero_point = 0;  // within the type's range
   bool valid() const { return scale > 0; }
   // The parameters for a calibrated range [lo, hi] with lo <= 0 <= hi: u8 when lo == 0, else
   // s8 over max(-lo, hi); a range of width 0 gets a tiny scale, so that everything is 0.

@@ -8,10 +8,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string_view>
 #include <type_traits>
@@ -127,7 +129,20 @@ struct Scratch {
   std::vector<Operand> inputs, outputs;
 };
 
-Result<Scratch> bind_scratch(const KernelRequest& req, Kernel& k) {
+// "u8", "s8", with "z" where the zero point is not 0 (oneDNN picks other kernels for those).
+std::string int8_label(QuantParam q) {
+  return std::string(q.is_unsigned ? "u8" : "s8") + (q.zero_point != 0 ? "z" : "");
+}
+
+// How a reduced-precision kernel's input 0 and output 0 are held (keep_reduced_kernel).
+struct ReducedIo {
+  bool bf16 = false, int8 = false;
+  QuantParam in, out;
+  bool output = true;  // output 0 reduced too (an int8 classifier writes f32)
+};
+
+Result<Scratch> bind_scratch(const KernelRequest& req, Kernel& k,
+                             const ReducedIo* reduced = nullptr) {
   const Graph& g = req.graph;
   const Node& n = req.node;
   std::vector<Layout> available(n.inputs.size(), Layout::kNCHW), wanted(n.inputs.size());
@@ -139,22 +154,41 @@ Result<Scratch> bind_scratch(const KernelRequest& req, Kernel& k) {
   }
   k.choose_layouts(available, wanted, produced);
   Scratch s;
-  auto make = [&](const TensorInfo& info, Layout layout) -> Result<Operand> {
+  // `q`: held in the reduced precision (`reduced`), with this quantisation when int8.
+  auto make = [&](const TensorInfo& info, Layout layout, const QuantParam* q) -> Result<Operand> {
     Operand o;
     o.dtype = info.dtype;
     o.shape = info.shape;
     o.layout = layout;
+    if (q != nullptr) {
+      o.bf16 = reduced->bf16;
+      o.int8 = reduced->int8;
+      if (o.int8) o.quant = *q;
+    }
+    const size_t elem = o.int8 ? 1 : o.bf16 ? 2 : dtype_size(info.dtype);
     // 64 bytes of readable padding past the end (XNNPACK reads up to 16).
-    const size_t bytes = static_cast<size_t>(info.shape.numel()) * dtype_size(info.dtype) + 64;
+    const size_t bytes = static_cast<size_t>(info.shape.numel()) * elem + 64;
     ASSIGN_OR_RETURN(std::shared_ptr<uint8_t> buf, allocate_host(bytes));
     // Small values of both signs (a denormal-free, realistic activation range).
-    if (info.dtype == DType::kF32) {
-      float* f = reinterpret_cast<float*>(buf.get());
-      uint32_t state = 12345;
+    uint32_t state = 12345;
+    auto next = [&] {
+      state = state * 1664525u + 1013904223u;
+      return static_cast<float>(static_cast<int32_t>(state >> 8) % 2001 - 1000) * 1e-3f;
+    };
+    if (o.int8) {
+      for (int64_t i = 0; i < info.shape.numel(); ++i)
+        buf.get()[i] = static_cast<uint8_t>(state = state * 1664525u + 1013904223u) >> 24;
+    } else if (o.bf16) {
+      uint16_t* h = reinterpret_cast<uint16_t*>(buf.get());
       for (int64_t i = 0; i < info.shape.numel(); ++i) {
-        state = state * 1664525u + 1013904223u;
-        f[i] = static_cast<float>(static_cast<int32_t>(state >> 8) % 2001 - 1000) * 1e-3f;
+        const float f = next();
+        uint32_t u;
+        std::memcpy(&u, &f, 4);
+        h[i] = static_cast<uint16_t>(u >> 16);
       }
+    } else if (info.dtype == DType::kF32) {
+      float* f = reinterpret_cast<float*>(buf.get());
+      for (int64_t i = 0; i < info.shape.numel(); ++i) f[i] = next();
     }
     o.data = buf.get();
     s.buffers.push_back(std::move(buf));
@@ -171,11 +205,14 @@ Result<Scratch> bind_scratch(const KernelRequest& req, Kernel& k) {
       s.inputs.push_back(constant_operand(val.data));
       continue;
     }
-    ASSIGN_OR_RETURN(Operand o, make(val.info, wanted[i]));
+    ASSIGN_OR_RETURN(Operand o, make(val.info, wanted[i],
+                                     i == 0 && reduced != nullptr ? &reduced->in : nullptr));
     s.inputs.push_back(o);
   }
   for (size_t i = 0; i < n.outputs.size(); ++i) {
-    ASSIGN_OR_RETURN(Operand o, make(g.value(n.outputs[i]).info, produced[i]));
+    const bool red = i == 0 && reduced != nullptr && reduced->output;
+    ASSIGN_OR_RETURN(Operand o,
+                     make(g.value(n.outputs[i]).info, produced[i], red ? &reduced->out : nullptr));
     s.outputs.push_back(o);
   }
   RETURN_IF_ERROR(k.bind(s.inputs, s.outputs, req.pool));
@@ -192,6 +229,45 @@ Result<double> time_one_run(ThreadPool& pool, Kernel& k) {
     return st;
   }));
   return ms;
+}
+
+// Kernels run one after another in one job of the pool (a layer and its conversions); the
+// pool's workers are parked before a kernel that computes on OpenMP, as the program does.
+Result<double> time_sequence(ThreadPool& pool, std::span<Kernel* const> ks) {
+  double ms = 0;
+  Status st = pool.run([&]() -> Status {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (Kernel* k : ks) {
+      if (k->runs_on_openmp()) pool.park_workers();
+      Status s = k->run(pool);
+      if (!s.ok()) return s;
+    }
+    ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return Status();
+  });
+  if (!st.ok()) return st;
+  return ms;
+}
+
+// The decisions map, shared by kernel variants and precision choices.
+std::string cached_decision(const std::string& key) {
+  Decisions& d = decisions();
+  std::lock_guard<std::mutex> lock(d.mu);
+  load_locked(d, kernel_choice_cache_path());
+  auto it = d.variant_of.find(key);
+  return it != d.variant_of.end() ? it->second : std::string();
+}
+
+void record_decision(const std::string& key, const std::string& variant,
+                     const std::vector<KernelTiming>& measured) {
+  std::ostringstream line;
+  line << kFormat << '\t' << cpu_identity() << '\t' << key << '\t' << variant << '\t';
+  for (const KernelTiming& t : measured) line << t.variant << '=' << t.ms << ' ';
+  line << '\n';
+  Decisions& d = decisions();
+  std::lock_guard<std::mutex> lock(d.mu);
+  d.variant_of[key] = variant;
+  append_line(kernel_choice_cache_path(), line.str());
 }
 
 struct Candidate {
@@ -268,15 +344,7 @@ Result<std::unique_ptr<Kernel>> build_measured_kernel(const KernelRequest& req,
   if (timings != nullptr) timings->clear();
   if (!measured_op(req.node.kind)) return build_kernel(req);
   const std::string key = kernel_choice_key(req);
-  const std::string path = kernel_choice_cache_path();
-  Decisions& d = decisions();
-  std::string cached;
-  {
-    std::lock_guard<std::mutex> lock(d.mu);
-    load_locked(d, path);
-    auto it = d.variant_of.find(key);
-    if (it != d.variant_of.end()) cached = it->second;
-  }
+  const std::string cached = cached_decision(key);
   // Built outside the lock: packing weights must not serialise other threads' compiles.
   if (const KernelEntry* e = find_kernel_entry(req.node.kind, cached); e != nullptr) {
     ASSIGN_OR_RETURN(std::unique_ptr<Kernel> k, make_entry_kernel(*e, req, /*any_config=*/true));
@@ -344,22 +412,70 @@ Result<std::unique_ptr<Kernel>> build_measured_kernel(const KernelRequest& req,
     chosen = &cands[0];
   const std::string variant = chosen->entry->variant;
 
-  std::ostringstream line;
-  line << kFormat << '\t' << cpu_identity() << '\t' << key << '\t' << variant << '\t';
-  for (const Candidate& c : cands) {
-    line << c.entry->variant << '=' << c.best_ms << ' ';
-    if (timings != nullptr) timings->push_back(KernelTiming{c.entry->variant, c.best_ms});
-  }
-  line << '\n';
-  {
-    std::lock_guard<std::mutex> lock(d.mu);
-    d.variant_of[key] = variant;
-    append_line(path, line.str());
-  }
+  std::vector<KernelTiming> measured;
+  for (const Candidate& c : cands) measured.push_back(KernelTiming{c.entry->variant, c.best_ms});
+  record_decision(key, variant, measured);
+  if (timings != nullptr) *timings = measured;
   // The timed kernel itself: bind() only records addresses and sizes scratch space, so the
   // program binding it again to its arena replaces the scratch tensors (they die with `cands`,
   // before the kernel ever runs again).
   return std::move(chosen->kernel);
+}
+
+Result<bool> keep_reduced_kernel(const KernelRequest& req, Kernel& reduced, Kernel& f32,
+                                 PrecisionConversion::Reduced precision, QuantParam in_q,
+                                 QuantParam out_q, std::vector<KernelTiming>* timings) {
+  if (timings != nullptr) timings->clear();
+  if (!measured_op(req.node.kind)) return true;
+  const bool int8 = precision == PrecisionConversion::Reduced::kInt8;
+  const bool reduced_out = int8 ? reduced.int8_output() : true;
+  std::string key = kernel_choice_key(req) + (int8 ? "|precision int8 " : "|precision bf16");
+  if (int8) key += int8_label(in_q) + "->" + (reduced_out ? int8_label(out_q) : std::string("f32"));
+  if (const std::string cached = cached_decision(key); !cached.empty()) return cached != "f32";
+
+  ReducedIo io;
+  io.bf16 = !int8;
+  io.int8 = int8;
+  io.in = in_q;
+  io.out = out_q;
+  io.output = reduced_out;
+  ASSIGN_OR_RETURN(Scratch rs, bind_scratch(req, reduced, &io));
+  ASSIGN_OR_RETURN(Scratch fs, bind_scratch(req, f32));
+  // f32 with its conversions: input 0 from the reduced kernel's input, output 0 into its output.
+  const Operand& r_in = rs.inputs[0];
+  const Operand& f_in = fs.inputs[0];
+  PrecisionConversion in_conv(r_in.layout, f_in.layout, precision, /*to_reduced=*/false);
+  RETURN_IF_ERROR(in_conv.bind(std::span(&r_in, 1), std::span(&f_in, 1), req.pool));
+  std::vector<Kernel*> f32_side{&in_conv, &f32};
+  std::optional<PrecisionConversion> out_conv;
+  if (reduced_out) {
+    const Operand& f_out = fs.outputs[0];
+    const Operand& r_out = rs.outputs[0];
+    out_conv.emplace(f_out.layout, r_out.layout, precision, /*to_reduced=*/true);
+    RETURN_IF_ERROR(out_conv->bind(std::span(&f_out, 1), std::span(&r_out, 1), req.pool));
+    f32_side.push_back(&*out_conv);
+  }
+  Kernel* reduced_side[] = {&reduced};
+
+  // One untimed run each, then interleaved rounds (as build_measured_kernel).
+  ASSIGN_OR_RETURN(double warm_r, time_sequence(req.pool, reduced_side));
+  ASSIGN_OR_RETURN(double warm_f, time_sequence(req.pool, f32_side));
+  const int rounds =
+      std::clamp(static_cast<int>(std::ceil(kTargetRoundsMs / std::max(warm_r + warm_f, 1e-3))),
+                 kMinRounds, kMaxRounds);
+  double best_r = INFINITY, best_f = INFINITY;
+  for (int r = 0; r < rounds; ++r) {
+    ASSIGN_OR_RETURN(double ms_r, time_sequence(req.pool, reduced_side));
+    ASSIGN_OR_RETURN(double ms_f, time_sequence(req.pool, f32_side));
+    best_r = std::min(best_r, ms_r);
+    best_f = std::min(best_f, ms_f);
+  }
+  const bool keep = best_r <= best_f * (1 + kKeepRuleWithin);
+  const std::vector<KernelTiming> measured{{"reduced", best_r}, {"f32", best_f}};
+  record_decision(key, keep ? "reduced" : "f32", measured);
+  if (timings != nullptr) *timings = measured;
+  // Both kernels are bound again by the program to its arena (bind() records addresses only).
+  return keep;
 }
 
 }  // namespace tessera::cpu

@@ -375,56 +375,63 @@ QuantParam QuantParam::from_range(float lo, float hi) {
 
 namespace {
 
-// One element: round to nearest even, saturate, NaN -> 0.
+// One element as ONNX's QuantizeLinear: round(x / scale) to nearest even, plus the zero point,
+// saturated; NaN -> the zero point (a real 0).
 template <typename T>
-inline T quantize_one(float x, float inv, float lo, float hi) {
-  float r = std::nearbyint(x * inv);
-  r = r == r ? std::min(std::max(r, lo), hi) : 0.f;
+inline T quantize_one(float x, float scale, float zp, float lo, float hi) {
+  float r = std::nearbyint(x / scale) + zp;
+  r = r == r ? std::min(std::max(r, lo), hi) : zp;
   return static_cast<T>(r);
 }
 
 template <typename T>
-void quantize_t(const float* src, T* dst, int64_t count, float scale, ThreadPool* pool) {
-  const float inv = 1.f / scale;
+void quantize_t(const float* src, T* dst, int64_t count, QuantParam q, ThreadPool* pool) {
   const float lo = static_cast<float>(std::numeric_limits<T>::min());
   const float hi = static_cast<float>(std::numeric_limits<T>::max());
+  const float scale = q.scale, zp = static_cast<float>(q.zero_point);
   for_pieces(count, pool, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) dst[i] = quantize_one<T>(src[i], inv, lo, hi);
+    for (int64_t i = b; i < e; ++i) dst[i] = quantize_one<T>(src[i], scale, zp, lo, hi);
   });
 }
 
 template <typename T>
-void dequantize_t(const T* src, float* dst, int64_t count, float scale, ThreadPool* pool) {
+void dequantize_t(const T* src, float* dst, int64_t count, QuantParam q, ThreadPool* pool) {
+  const int32_t zp = q.zero_point;
+  const float scale = q.scale;
   for_pieces(count, pool, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) dst[i] = scale * static_cast<float>(src[i]);
+    for (int64_t i = b; i < e; ++i)
+      dst[i] = scale * static_cast<float>(static_cast<int32_t>(src[i]) - zp);
   });
 }
 
 template <typename T>
-void nchw_to_nhwc_q(const float* src, T* dst, int64_t n, int64_t c, int64_t hw, float scale,
+void nchw_to_nhwc_q(const float* src, T* dst, int64_t n, int64_t c, int64_t hw, QuantParam q,
                     ThreadPool* pool) {
-  const float inv = 1.f / scale;
   const float lo = static_cast<float>(std::numeric_limits<T>::min());
   const float hi = static_cast<float>(std::numeric_limits<T>::max());
+  const float scale = q.scale, zp = static_cast<float>(q.zero_point);
   for_pieces(n * hw, pool, [&](int64_t b, int64_t e) {
-    for (int64_t q = b; q < e; ++q) {
-      const int64_t img = q / hw, p = q % hw;
+    for (int64_t px = b; px < e; ++px) {
+      const int64_t img = px / hw, p = px % hw;
       const float* s = src + img * c * hw + p;
-      T* d = dst + q * c;
-      for (int64_t ch = 0; ch < c; ++ch) d[ch] = quantize_one<T>(s[ch * hw], inv, lo, hi);
+      T* d = dst + px * c;
+      for (int64_t ch = 0; ch < c; ++ch) d[ch] = quantize_one<T>(s[ch * hw], scale, zp, lo, hi);
     }
   });
 }
 
 template <typename T>
-void nhwc_q_to_nchw(const T* src, float* dst, int64_t n, int64_t c, int64_t hw, float scale,
+void nhwc_q_to_nchw(const T* src, float* dst, int64_t n, int64_t c, int64_t hw, QuantParam q,
                     ThreadPool* pool) {
+  const int32_t zp = q.zero_point;
+  const float scale = q.scale;
   for_pieces(n * c, pool, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       const int64_t img = r / c, ch = r % c;
       const T* s = src + img * hw * c + ch;
       float* d = dst + r * hw;
-      for (int64_t p = 0; p < hw; ++p) d[p] = scale * static_cast<float>(s[p * c]);
+      for (int64_t p = 0; p < hw; ++p)
+        d[p] = scale * static_cast<float>(static_cast<int32_t>(s[p * c]) - zp);
     }
   });
 }
@@ -433,35 +440,35 @@ void nhwc_q_to_nchw(const T* src, float* dst, int64_t n, int64_t c, int64_t hw, 
 
 void quantize_array(const float* src, void* dst, int64_t count, QuantParam q, ThreadPool* pool) {
   if (q.is_unsigned) {
-    quantize_t(src, static_cast<uint8_t*>(dst), count, q.scale, pool);
+    quantize_t(src, static_cast<uint8_t*>(dst), count, q, pool);
   } else {
-    quantize_t(src, static_cast<int8_t*>(dst), count, q.scale, pool);
+    quantize_t(src, static_cast<int8_t*>(dst), count, q, pool);
   }
 }
 
 void dequantize_array(const void* src, float* dst, int64_t count, QuantParam q, ThreadPool* pool) {
   if (q.is_unsigned) {
-    dequantize_t(static_cast<const uint8_t*>(src), dst, count, q.scale, pool);
+    dequantize_t(static_cast<const uint8_t*>(src), dst, count, q, pool);
   } else {
-    dequantize_t(static_cast<const int8_t*>(src), dst, count, q.scale, pool);
+    dequantize_t(static_cast<const int8_t*>(src), dst, count, q, pool);
   }
 }
 
 void nchw_f32_to_nhwc_int8(const float* src, void* dst, int64_t n, int64_t c, int64_t hw,
                            QuantParam q, ThreadPool* pool) {
   if (q.is_unsigned) {
-    nchw_to_nhwc_q(src, static_cast<uint8_t*>(dst), n, c, hw, q.scale, pool);
+    nchw_to_nhwc_q(src, static_cast<uint8_t*>(dst), n, c, hw, q, pool);
   } else {
-    nchw_to_nhwc_q(src, static_cast<int8_t*>(dst), n, c, hw, q.scale, pool);
+    nchw_to_nhwc_q(src, static_cast<int8_t*>(dst), n, c, hw, q, pool);
   }
 }
 
 void nhwc_int8_to_nchw_f32(const void* src, float* dst, int64_t n, int64_t c, int64_t hw,
                            QuantParam q, ThreadPool* pool) {
   if (q.is_unsigned) {
-    nhwc_q_to_nchw(static_cast<const uint8_t*>(src), dst, n, c, hw, q.scale, pool);
+    nhwc_q_to_nchw(static_cast<const uint8_t*>(src), dst, n, c, hw, q, pool);
   } else {
-    nhwc_q_to_nchw(static_cast<const int8_t*>(src), dst, n, c, hw, q.scale, pool);
+    nhwc_q_to_nchw(static_cast<const int8_t*>(src), dst, n, c, hw, q, pool);
   }
 }
 

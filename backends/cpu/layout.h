@@ -31,7 +31,8 @@ void nhwc_bf16_to_nchw_f32(const uint16_t* src, float* dst, int64_t n, int64_t c
                            ThreadPool* pool);
 
 // f32 <-> int8 conversions of the int8 path (docs/precision.md): q = saturate(round-to-nearest-
-// even(x / scale)) into u8 or s8 as `q` says (NaN -> 0), and x = scale * q. Split over the pool
+// even(x / scale) + zero_point) into u8 or s8 as `q` says (NaN -> zero_point, a real 0), and
+// x = scale * (q - zero_point): ONNX's QuantizeLinear and DequantizeLinear. Split over the pool
 // from 64 K elements on; `pool` may be null. The NCHW <-> NHWC variants transpose in the same pass.
 void quantize_array(const float* src, void* dst, int64_t count, QuantParam q, ThreadPool* pool);
 void dequantize_array(const void* src, float* dst, int64_t count, QuantParam q, ThreadPool* pool);

@@ -29,6 +29,9 @@ namespace tessera::cpu {
 bool onednn_available() {
   return false;
 }
+bool onednn_bf16_available() {
+  return false;
+}
 std::string onednn_note() {
   return "no oneDNN in this build (TESSERA_ONEDNN=OFF)";
 }
@@ -63,9 +66,18 @@ Status guarded(const std::string& what, F&& fn) {
   try {
     fn();
   } catch (const dnnl::error& e) {
+    // No implementation for this configuration on this CPU (e.g. a bf16 pool where the effective
+    // ISA is below AVX-512): the factories decline on it, and the layer keeps its f32 kernel.
+    if (e.status == dnnl_unimplemented) return unimplemented(what + ": oneDNN: " + e.what());
     return internal_error(what + ": oneDNN: " + e.what());
   }
   return Status();
+}
+
+// A factory's result with oneDNN's "no implementation" turned into a decline (null).
+Result<std::unique_ptr<Kernel>> or_decline(Result<std::unique_ptr<Kernel>> k) {
+  if (!k.ok() && k.status().code() == StatusCode::kUnimplemented) return decline();
+  return k;
 }
 
 // Sets the OpenMP team for a oneDNN call on the pool's leader (see onednn.h): all the pool's
@@ -544,7 +556,9 @@ Result<std::unique_ptr<Kernel>> make_matmul(const KernelRequest& req) {
 
 // ---- int8 (static quantisation, docs/precision.md) ----
 //
-// Activations are u8 or s8 with one scale per tensor (QuantParam, no zero point), weights s8
+// Activations are u8 or s8 with one scale and zero point per tensor (QuantParam; Tessera's own
+// calibration makes zero points 0, a QDQ model's may not: oneDNN's source and destination zero
+// points and the sum post-op's zero point take them, so padding is a real 0), weights s8
 // with one scale per output channel (max |w| / 127), accumulation s32. oneDNN's output scales
 // requantise the accumulators straight into the next layer's int8: with a fused activation that
 // commutes with a positive scale (none, relu, leaky relu, clip with its bounds scaled) the scale
@@ -556,6 +570,19 @@ Result<std::unique_ptr<Kernel>> make_matmul(const KernelRequest& req) {
 
 dt int8_type(QuantParam q) {
   return q.is_unsigned ? dt::u8 : dt::s8;
+}
+
+// "u8", or "u8 zp 128" with a zero point.
+std::string int8_label(QuantParam q) {
+  return std::string(q.is_unsigned ? "u8" : "s8") +
+         (q.zero_point != 0 ? " zp " + std::to_string(q.zero_point) : "");
+}
+
+// The source (and destination) zero points of `attr`, where not 0.
+void set_zero_points(dnnl::primitive_attr& attr, QuantParam src, const QuantParam* dst) {
+  if (src.zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {src.zero_point});
+  if (dst != nullptr && dst->zero_point != 0)
+    attr.set_zero_points(DNNL_ARG_DST, 0, {dst->zero_point});
 }
 
 // Per-output-channel symmetric s8 weights: `rows` rows of `cols` weights each (row r is output
@@ -608,8 +635,11 @@ class Int8ConvKernel final : public ConvPrimitiveKernel {
     }
     dnnl::post_ops ops;
     if (residual_) {
+      // dst := rs * (R - zp_r) + ...: the residual's own zero point comes off first.
       const float rs = fold ? res_.scale / out_.scale : res_.scale;
-      if (res_.is_unsigned == out_.is_unsigned) {
+      if (res_.zero_point != 0) {
+        ops.append_sum(rs, res_.zero_point, int8_type(res_));
+      } else if (res_.is_unsigned == out_.is_unsigned) {
         ops.append_sum(rs);
       } else {
         ops.append_sum(rs, int8_type(res_));
@@ -625,6 +655,8 @@ class Int8ConvKernel final : public ConvPrimitiveKernel {
     dnnl::primitive_attr attr = owned_scratchpad_attr();
     attr.set_output_scales(1 << 1, scales);
     attr.set_post_ops(ops);
+    // oneDNN adds the destination's zero point after the post-ops (after the activation).
+    set_zero_points(attr, in_, &out_);
     RETURN_IF_ERROR(create_primitive(
         x, int8_type(in_), int8_type(out_), dt::s8, dt::s8, wq_.data(), attr, [&](float* b) {
           const float* src = s.bias->data<float>();
@@ -632,8 +664,8 @@ class Int8ConvKernel final : public ConvPrimitiveKernel {
             b[oc] = src[oc] / (in_.scale * wscale_[static_cast<size_t>(oc)]);
           }
         }));
-    desc_ = "onednn int8 " + label() + (in_.is_unsigned ? " u8" : " s8") + "->" +
-            (out_.is_unsigned ? "u8" : "s8") + " (" + pd_.impl_info_str() + ")";
+    desc_ = "onednn int8 " + label() + " " + int8_label(in_) + "->" + int8_label(out_) + " (" +
+            pd_.impl_info_str() + ")";
     return true;
   }
 
@@ -716,6 +748,13 @@ Result<std::unique_ptr<Kernel>> make_int8_pool(const KernelRequest& req,
   ASSIGN_OR_RETURN(std::unique_ptr<Kernel> bf16, make_pool(req));
   if (bf16 == nullptr) return decline();
   const auto& b = static_cast<const PoolKernel&>(*bf16);
+  // Max and an average over real elements commute with q = x / s + zp; an average that counts
+  // padding as q = 0 does not when zp != 0 (padding must be the real 0, q = zp).
+  if (in.zero_point != 0 && b.alg_ == dnnl::algorithm::pooling_avg_include_padding) {
+    const bool padded = std::any_of(b.pl_.begin(), b.pl_.end(), [](auto v) { return v != 0; }) ||
+                        std::any_of(b.pr_.begin(), b.pr_.end(), [](auto v) { return v != 0; });
+    if (padded) return decline();
+  }
   auto k = std::make_unique<Int8PoolKernel>(in);
   k->what_ = b.what_;
   const memory::desc src_md = memory::desc(b.pd_.src_desc().dims(), int8_type(in), tag::nhwc);
@@ -727,8 +766,7 @@ Result<std::unique_ptr<Kernel>> make_int8_pool(const KernelRequest& req,
     k->prim_ = dnnl::pooling_forward(k->pd_);
     k->own_scratchpad(k->pd_);
   }));
-  k->desc_ = "onednn int8 " + b.label_ + (in.is_unsigned ? " u8" : " s8") + " (" +
-             k->pd_.impl_info_str() + ")";
+  k->desc_ = "onednn int8 " + b.label_ + " " + int8_label(in) + " (" + k->pd_.impl_info_str() + ")";
   return std::unique_ptr<Kernel>(std::move(k));
 }
 
@@ -794,6 +832,7 @@ Result<std::unique_ptr<Kernel>> make_int8_matmul(const KernelRequest& req,
   dnnl::primitive_attr attr = owned_scratchpad_attr();
   attr.set_output_scales(1 << 1, scales);
   attr.set_post_ops(ops);
+  set_zero_points(attr, in, nullptr);
   auto k = std::make_unique<Int8MatMulKernel>(in);
   k->what_ = "node " + quote_name(n.name) + " (" + op_name(n.kind) + ")";
   RETURN_IF_ERROR(guarded(k->what_, [&] {
@@ -824,8 +863,8 @@ Result<std::unique_ptr<Kernel>> make_int8_matmul(const KernelRequest& req,
   }));
   k->owned_bytes_ = k->pd_.weights_desc().get_size() + p->bias.size() * sizeof(float);
   k->desc_ = "onednn int8 matmul " + std::to_string(kk) + "->" + std::to_string(nn) +
-             activation_suffix(act) + (in.is_unsigned ? " u8" : " s8") + "->f32 (" +
-             k->pd_.impl_info_str() + ")";
+             activation_suffix(act) + " " + int8_label(in) + "->f32 (" + k->pd_.impl_info_str() +
+             ")";
   return std::unique_ptr<Kernel>(std::move(k));
 }
 
@@ -833,6 +872,18 @@ Result<std::unique_ptr<Kernel>> make_int8_matmul(const KernelRequest& req,
 
 bool onednn_available() {
   return true;
+}
+
+bool onednn_bf16_available() {
+  switch (dnnl::get_effective_cpu_isa()) {
+    case dnnl::cpu_isa::avx512_core:
+    case dnnl::cpu_isa::avx512_core_vnni:
+    case dnnl::cpu_isa::avx512_core_bf16:
+    case dnnl::cpu_isa::avx512_core_amx:
+      return true;
+    default:
+      return false;
+  }
 }
 
 std::string onednn_note() {
@@ -848,8 +899,11 @@ std::string onednn_note() {
     case dnnl::cpu_isa::avx512_core_vnni:
       isa = "avx512 VNNI, bf16 emulated";
       break;
+    case dnnl::cpu_isa::avx512_core:
+      isa = "avx512, bf16 emulated, int8 without VNNI";
+      break;
     default:
-      isa = "no native bf16";
+      isa = "below AVX-512: no bf16";
       break;
   }
   return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
@@ -859,14 +913,14 @@ std::string onednn_note() {
 Result<std::unique_ptr<Kernel>> make_onednn_bf16_kernel(const KernelRequest& req) {
   switch (req.node.kind) {
     case OpKind::kConv:
-      return make_conv(req);
+      return or_decline(make_conv(req));
     case OpKind::kGemm:
     case OpKind::kMatMul:
-      return make_matmul(req);
+      return or_decline(make_matmul(req));
     case OpKind::kMaxPool:
     case OpKind::kAveragePool:
     case OpKind::kGlobalAveragePool:
-      return make_pool(req);
+      return or_decline(make_pool(req));
     default:
       return decline();
   }
@@ -877,14 +931,14 @@ Result<std::unique_ptr<Kernel>> make_onednn_int8_kernel(const KernelRequest& req
   if (req.node.inputs.empty() || req.node.outputs.empty()) return decline();
   switch (req.node.kind) {
     case OpKind::kConv:
-      return make_int8_conv(req, quant);
+      return or_decline(make_int8_conv(req, quant));
     case OpKind::kGemm:
     case OpKind::kMatMul:
-      return make_int8_matmul(req, quant);
+      return or_decline(make_int8_matmul(req, quant));
     case OpKind::kMaxPool:
     case OpKind::kAveragePool:
     case OpKind::kGlobalAveragePool:
-      return make_int8_pool(req, quant);
+      return or_decline(make_int8_pool(req, quant));
     default:
       return decline();
   }

@@ -27,11 +27,15 @@ namespace tessera::cpu {
 
 // Whether this build has oneDNN (TESSERA_ONEDNN).
 bool onednn_available();
+// Whether oneDNN has bf16 kernels on this CPU: AVX-512 at least (native with avx512_bf16 or
+// AMX, emulated on avx512_core); below it oneDNN 2.6 has none. ONEDNN_MAX_CPU_ISA caps it.
+bool onednn_bf16_available();
 // What runs bf16 here, for descriptions: "oneDNN 2.6.3 (avx512_core_bf16)", or why none.
 std::string onednn_note();
 
-// The bf16 kernel for a node, or null when oneDNN has none for this configuration (the f32
-// kernels run it). Errors are real errors (bad attributes, a oneDNN failure).
+// The bf16 kernel for a node, or null when oneDNN has none for this configuration or has no
+// implementation of it on this CPU (the f32 kernels run it). Errors are real errors (bad
+// attributes, a oneDNN failure).
 Result<std::unique_ptr<Kernel>> make_onednn_bf16_kernel(const KernelRequest& req);
 
 // The int8 kernel for a node, or null when oneDNN has none for this configuration or a value it

@@ -15,6 +15,7 @@
 #include "scheduler/fidelity.h"
 #include "tests/backends/backend_test_util.h"
 #include "tests/backends/cpu_test_util.h"
+#include "tests/scoped_env.h"
 
 namespace tessera {
 namespace {
@@ -33,11 +34,12 @@ double round_even(double x) {
 
 // The oracle's quantisation: q = clamp(round_even(x * (1 / scale))) into u8 or s8, NaN -> 0
 // (the product in f32, as the conversions compute it: x / scale may round differently at ties).
+// ONNX's QuantizeLinear: round_even(x / scale) + zero_point, saturated; NaN (no int8 value) ->
+// the zero point, a real 0.
 int quantize_ref(float x, QuantParam q) {
-  if (std::isnan(x)) return 0;
+  if (std::isnan(x)) return q.zero_point;
   const double lo = q.is_unsigned ? 0 : -128, hi = q.is_unsigned ? 255 : 127;
-  const float inv = 1.f / q.scale;
-  const double r = round_even(static_cast<double>(x * inv));
+  const double r = round_even(static_cast<double>(x / q.scale)) + q.zero_point;
   return static_cast<int>(std::clamp(r, lo, hi));
 }
 
@@ -55,8 +57,9 @@ TEST(Int8, QuantParamFromRange) {
 TEST(Int8, ConversionsMatchBruteForce) {
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> d(-3.f, 3.f);
-  for (QuantParam q : {QuantParam{0.0123f, false}, QuantParam{0.0071f, true}}) {
-    SCOPED_TRACE(q.is_unsigned);
+  for (QuantParam q : {QuantParam{0.0123f, false}, QuantParam{0.0071f, true},
+                       QuantParam{0.0123f, false, -7}, QuantParam{0.0071f, true, 131}}) {
+    SCOPED_TRACE(std::to_string(q.is_unsigned) + " zp " + std::to_string(q.zero_point));
     const int64_t n = 70001;  // over the pool's split threshold, with a tail
     std::vector<float> x(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) {
@@ -77,7 +80,7 @@ TEST(Int8, ConversionsMatchBruteForce) {
       const size_t k = static_cast<size_t>(i);
       const int got = q.is_unsigned ? buf[k] : static_cast<int8_t>(buf[k]);
       ASSERT_EQ(got, quantize_ref(x[k], q)) << i << ": " << x[k];
-      ASSERT_EQ(back[k], q.scale * static_cast<float>(got)) << i;
+      ASSERT_EQ(back[k], q.scale * static_cast<float>(got - q.zero_point)) << i;
     }
     // The transposing pair: NCHW f32 -> NHWC int8 -> NCHW f32 equals the plain round trip.
     const int64_t nn = 2, c = 13, hw = 7 * 5;
@@ -94,7 +97,7 @@ TEST(Int8, ConversionsMatchBruteForce) {
           const int want = quantize_ref(t.data<float>()[at], q);
           const int got = q.is_unsigned ? nhwc[at_nhwc] : static_cast<int8_t>(nhwc[at_nhwc]);
           ASSERT_EQ(got, want) << at;
-          ASSERT_EQ(nchw[at], q.scale * static_cast<float>(want));
+          ASSERT_EQ(nchw[at], q.scale * static_cast<float>(want - q.zero_point));
         }
       }
     }
@@ -166,6 +169,8 @@ struct ConvCase {
 // The grouped case {1, 12, 9, 9} g3 runs on oneDNN's gemm int8 convolution, which needs a
 // scratchpad: it once crashed through oneDNN's library-managed one (the kernels own theirs now).
 TEST(Int8Conv, MatchesScalarInt8Reference) {
+  // The int8 kernel is under test: measured choice could give these small layers their f32 one.
+  testing::ScopedEnv rules("TESSERA_CPU_KERNELS", "rules");
   const std::vector<ConvCase> cases = {
       {{1, 5, 13, 11}, 8, 3, 1, 1, 1, "relu", false},    {{2, 7, 17, 13}, 9, 3, 2, 1, 1, "", false},
       {{1, 16, 13, 13}, 16, 3, 1, 1, 16, "clip", true},  {{1, 12, 9, 9}, 6, 3, 1, 0, 3, "", true},
@@ -261,6 +266,7 @@ TEST(Int8Conv, MatchesScalarInt8Reference) {
 
 // Gemm (transB, bias) and MatMul on an int8 input: s8 weights per output column, f32 output.
 TEST(Int8MatMul, MatchesScalarInt8Reference) {
+  testing::ScopedEnv rules("TESSERA_CPU_KERNELS", "rules");  // the int8 kernel under test
   for (bool gemm : {true, false}) {
     SCOPED_TRACE(gemm ? "Gemm" : "MatMul");
     const int64_t m = 3, k = 37, nn = 11;
@@ -436,6 +442,154 @@ TEST(Int8Program, TensorsStayInt8BetweenInt8Layers) {
         EXPECT_LT(m.result().relative_l2, 5e-2);
         EXPECT_GT(m.result().relative_l2, 0.0) << "exact: not int8?";
       }
+    }
+  }
+}
+
+// Net's layers as a QDQ model writes them: every activation through QuantizeLinear ->
+// DequantizeLinear with its own scale and zero point (u8 and s8, zero points 0 and not, a residual
+// with a zero point, a pool whose output keeps its input's pair), the convolution weights f32
+// (folded). The output of c2 is also read through a pair that stays (its DequantizeLinear output is
+// a graph output).
+struct QdqNet {
+  Net base;  // builder helpers only; its own graph is not used
+  Graph g;
+  std::vector<NodeId> layers;
+  int pairs = 0;
+
+  ValueId node(OpKind kind, const std::string& name, std::vector<ValueId> in, Attributes a = {}) {
+    Node n;
+    n.name = name;
+    n.kind = kind;
+    n.attrs = std::move(a);
+    n.inputs = std::move(in);
+    n.outputs = {g.add_value(name)};
+    layers.push_back(g.add_node(n));
+    return n.outputs[0];
+  }
+  // x -> QuantizeLinear(scale, zp) -> DequantizeLinear(scale, zp).
+  ValueId qdq(ValueId x, float scale, int zp, bool is_unsigned) {
+    const std::string name = g.value(x).name;
+    const Tensor s = Tensor::scalar_f32(scale);
+    Tensor z = *Tensor::create(is_unsigned ? DType::kU8 : DType::kI8, Shape{});
+    if (is_unsigned) {
+      z.data<uint8_t>()[0] = static_cast<uint8_t>(zp);
+    } else {
+      z.data<int8_t>()[0] = static_cast<int8_t>(zp);
+    }
+    const ValueId sv = g.add_constant(name + ".scale", s);
+    const ValueId zv = g.add_constant(name + ".zp", z);
+    const ValueId q = node(OpKind::kQuantizeLinear, name + ".q", {x, sv, zv});
+    ++pairs;
+    return node(OpKind::kDequantizeLinear, name + ".dq", {q, sv, zv});
+  }
+  ValueId conv(const std::string& name, ValueId x, int64_t cin, int64_t cout, int64_t k,
+               int64_t stride, int64_t group, const std::string& act) {
+    Attributes a;
+    const int64_t p = k / 2;
+    a.set("pads", Ints{p, p, p, p});
+    a.set("strides", Ints{stride, stride});
+    a.set("group", group);
+    testing::set_fused_activation(a, act, 0.f, 6.f);
+    const float scale = 1.5f / std::sqrt(static_cast<float>(cin / group * k * k));
+    // A QDQ model's weights are DequantizeLinear of s8 (folded): on a per-channel grid of
+    // max |w| / 127, as ONNX Runtime's symmetric weights are.
+    Tensor w = random_tensor(Shape{cout, cin / group, k, k}, base.seed++, -scale, scale);
+    const int64_t per = w.numel() / cout;
+    for (int64_t oc = 0; oc < cout; ++oc) {
+      float* row = w.data<float>() + oc * per;
+      float m = 0;
+      for (int64_t i = 0; i < per; ++i) m = std::max(m, std::fabs(row[i]));
+      for (int64_t i = 0; i < per; ++i) row[i] = std::nearbyint(row[i] / (m / 127)) * (m / 127);
+    }
+    return node(OpKind::kConv, name,
+                {x, g.add_constant(name + ".w", w),
+                 g.add_constant(name + ".b", random_tensor(Shape{cout}, base.seed++, -0.1f, 0.1f))},
+                std::move(a));
+  }
+
+  QdqNet() {
+    const ValueId x = g.add_value("x", TensorInfo{DType::kF32, Shape{2, 3, 29, 31}});
+    g.inputs().push_back(x);
+    const ValueId xq = qdq(x, 0.008f, 128, true);
+    const ValueId stem = qdq(conv("stem", xq, 3, 24, 3, 2, 1, "relu"), 0.02f, 0, true);
+    Attributes pool;
+    pool.set("kernel_shape", Ints{3, 3});
+    pool.set("strides", Ints{2, 2});
+    pool.set("pads", Ints{1, 1, 1, 1});
+    const ValueId p = node(OpKind::kMaxPool, "pool", {stem}, pool);
+    const ValueId c1 = qdq(conv("c1", p, 24, 24, 3, 1, 1, "relu"), 0.025f, 3, true);
+    const ValueId c2_raw = conv("c2", c1, 24, 24, 3, 1, 1, "");
+    const ValueId c2 = qdq(c2_raw, 0.03f, -5, false);
+    Attributes relu;
+    relu.set("activation", std::string("relu"));
+    const ValueId sum = qdq(node(OpKind::kAdd, "add", {c2, p}, relu), 0.03f, 0, true);
+    const ValueId c3 = qdq(conv("c3", sum, 24, 24, 1, 1, 1, ""), 0.03f, 7, false);
+    const ValueId sum2 = qdq(node(OpKind::kAdd, "add2", {c3, sum}), 0.035f, -2, false);
+    const ValueId dw = qdq(conv("dw", sum2, 24, 24, 3, 1, 24, "clip"), 0.025f, 10, true);
+    const ValueId gap = qdq(node(OpKind::kGlobalAveragePool, "gap", {dw}), 0.01f, 2, false);
+    Attributes flat;
+    flat.set("axis", int64_t{1});
+    const ValueId f = node(OpKind::kFlatten, "flatten", {gap}, flat);
+    Attributes gemm;
+    gemm.set("transB", int64_t{1});
+    const ValueId y =
+        node(OpKind::kGemm, "fc",
+             {f, g.add_constant("fc.w", random_tensor(Shape{10, 24}, base.seed++, -0.3f, 0.3f)),
+              g.add_constant("fc.b", random_tensor(Shape{10}, base.seed++, -0.1f, 0.1f))},
+             gemm);
+    // c2 read once more through a pair of its own, to a graph output: that pair stays.
+    const ValueId c2_out = qdq(c2_raw, 0.03f, -5, false);
+    g.outputs() = {y, c2_out};
+    EXPECT_TRUE(g.infer_shapes().ok());
+  }
+};
+
+// A QDQ model runs on the int8 kernels with its own scales and zero points, no calibration
+// table: the folded pairs vanish, the int8 tensors carry the pairs' quantisation, and the outputs
+// are those of the reference device running the pairs as they are (ONNX Runtime's arithmetic)
+// within a rounding step per layer.
+TEST(Int8Qdq, RunsOnTheInt8KernelsWithItsOwnQuantisation) {
+  testing::ScopedEnv rules("TESSERA_CPU_KERNELS", "rules");  // the int8 kernels under test
+  QdqNet net;
+  auto ref_dev = open_device("reference");
+  ASSERT_TRUE(ref_dev.ok());
+  auto ref = (*ref_dev)->compile(net.g, net.layers);
+  ASSERT_TRUE(ref.ok()) << ref.status().to_string();
+  for (const char* device : {"cpu:0#int8", "cpu#int8"}) {
+    SCOPED_TRACE(device);
+    auto dev = open_device(device);
+    ASSERT_TRUE(dev.ok());
+    auto p = (*dev)->compile(net.g, net.layers);  // no calibration table
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    const auto& prog = dynamic_cast<const cpu::CpuProgram&>(**p);
+    const std::string d = prog.describe();
+    // Every pair but the one read by a graph output.
+    EXPECT_EQ(prog.num_qdq_pairs(), net.pairs - 1) << d;
+    // stem, the pool, c1, c2, c3 (+add2), dw in int8: add is not fused (c2 has a second reader)
+    // and gap runs in f32 (its pair differs from its input's: an int8 pool keeps its input's).
+    EXPECT_EQ(prog.num_int8_layers(), 6) << d;
+    EXPECT_NE(d.find("u8 zp 128->u8"), std::string::npos) << d;      // the stem reads x's pair
+    EXPECT_NE(d.find("u8 zp 3->s8 zp -5"), std::string::npos) << d;  // c2
+    EXPECT_NE(d.find("residual add fused into 'c3'"), std::string::npos) << d;
+    for (uint32_t seed : {1u, 2u, 3u}) {
+      const std::vector<Tensor> feeds = {random_tensor(Shape{2, 3, 29, 31}, seed)};
+      const std::vector<Tensor> want = run_program(**ref, feeds);
+      const std::vector<Tensor> got = run_program(**p, feeds);
+      ASSERT_EQ(got.size(), 2u);
+      ASSERT_EQ((*p)->output_values(), (*ref)->output_values());
+      const size_t y = (*p)->output_values()[0] == net.g.outputs()[0] ? 0 : 1, c2 = 1 - y;
+      // c2 through its own pair: on the int8 grid of scale 0.03, nearly every element equal.
+      int off = 0;
+      for (int64_t i = 0; i < got[c2].numel(); ++i) {
+        const float e = std::fabs(got[c2].data<float>()[i] - want[c2].data<float>()[i]);
+        ASSERT_LE(e, 2 * 0.03f + 1e-5f) << "c2[" << i << "]";
+        off += e > 1e-5f ? 1 : 0;
+      }
+      EXPECT_LT(off, got[c2].numel() / 50) << off << " of " << got[c2].numel() << " off the grid";
+      FidelityMeter m;
+      ASSERT_TRUE(m.add(std::vector<Tensor>{got[y]}, std::vector<Tensor>{want[y]}).ok());
+      EXPECT_LT(m.result().relative_l2, 3e-2);
     }
   }
 }

@@ -13,10 +13,13 @@
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernel_choice.h"
 #include "backends/cpu/kernel_table.h"
+#include "backends/cpu/onednn.h"
 #include "backends/cpu/simd.h"
 #include "backends/registry.h"
+#include "scheduler/fidelity.h"
 #include "tests/backends/cpu_test_util.h"
 #include "tests/ops/op_test_util.h"
+#include "tests/scoped_env.h"
 
 namespace tessera {
 namespace {
@@ -24,27 +27,7 @@ namespace {
 using Ints = std::vector<int64_t>;
 using testing::cpu_pool_on_first_cores;
 
-// Sets an environment variable for the scope of a test, restoring the previous value.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name); old != nullptr) old_ = old;
-    had_ = std::getenv(name) != nullptr;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (had_) {
-      setenv(name_, old_.c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
+using testing::ScopedEnv;
 
 // A fresh cache file for one test; decisions of earlier tests forgotten.
 class KernelChoiceTest : public ::testing::Test {
@@ -359,6 +342,125 @@ TEST_F(KernelChoiceTest, VariantsDeclineByTheirIsaNeverSilently) {
     expect_matches_reference(c, **prog);
   }
 }
+
+#ifdef TESSERA_HAVE_ONEDNN
+
+// The reduced program of a one-convolution graph (x and y calibrated from their real ranges for
+// int8), by measured choice.
+Result<std::unique_ptr<cpu::CpuProgram>> reduced_program(ConvGraph& c,
+                                                         std::shared_ptr<cpu::ThreadPool> pool,
+                                                         Precision precision,
+                                                         CalibrationTable* table) {
+  auto ref_dev = open_device("reference");
+  EXPECT_TRUE(ref_dev.ok());
+  auto ref = (*ref_dev)->compile(c.g, c.layers);
+  EXPECT_TRUE(ref.ok());
+  std::vector<Tensor> y(1);
+  EXPECT_TRUE((*ref)->run(c.feeds, y).ok());
+  auto range = [](const Tensor& t) {
+    std::pair<float, float> r{0.f, 0.f};
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      r.first = std::min(r.first, t.data<float>()[i]);
+      r.second = std::max(r.second, t.data<float>()[i]);
+    }
+    return r;
+  };
+  table->method = "minmax";
+  table->ranges["x"] = range(c.feeds[0]);
+  table->ranges["y"] = range(y[0]);
+  return cpu::CpuProgram::compile(c.g, c.layers, std::move(pool), nullptr,
+                                  cpu::KernelChoice::kMeasured, precision, table);
+}
+
+// Relative L2 of the program's output against the reference device's.
+double relative_l2_to_reference(ConvGraph& c, cpu::CpuProgram& prog) {
+  auto ref_dev = open_device("reference");
+  auto ref = (*ref_dev)->compile(c.g, c.layers);
+  std::vector<Tensor> got(1), want(1);
+  EXPECT_TRUE(prog.run(c.feeds, got).ok());
+  EXPECT_TRUE((*ref)->run(c.feeds, want).ok());
+  FidelityMeter m;
+  EXPECT_TRUE(m.add(got, want).ok());
+  return m.result().relative_l2;
+}
+
+// The precision decision of a reduced program's layer is measured once, cached beside the kernel
+// variants', and obeyed: "f32" gives the layer its f32 kernel (exact f32 outputs, no reduced
+// layer left), "reduced" its bf16 / int8 kernel.
+TEST_F(KernelChoiceTest, ReducedProgramsKeepF32WhereItMeasuresFaster) {
+  for (Precision precision : {Precision::kBf16, Precision::kInt8}) {
+    if (precision == Precision::kBf16 && !cpu::onednn_bf16_available()) continue;
+    for (int threads : {1, 2}) {
+      auto pool = cpu_pool_on_first_cores(threads);
+      if (pool == nullptr) continue;
+      SCOPED_TRACE(std::string(precision_name(precision)) + ", threads " + std::to_string(threads));
+      cpu::clear_kernel_choices_in_process();
+      std::filesystem::remove(path_);
+      ConvGraph c = conv_graph(96, 64, 14, 1, false);
+      CalibrationTable table;
+      auto measured = reduced_program(c, pool, precision, &table);
+      ASSERT_TRUE(measured.ok()) << measured.status().to_string();
+      // One decision about the precision, with both timings.
+      std::vector<std::string> lines;
+      for (const std::string& l : cache_lines(path_)) {
+        if (l.find("|precision ") != std::string::npos) lines.push_back(l);
+      }
+      ASSERT_EQ(lines.size(), 1u);
+      EXPECT_NE(lines[0].find("reduced="), std::string::npos) << lines[0];
+      EXPECT_NE(lines[0].find("f32="), std::string::npos) << lines[0];
+      const size_t key_end = lines[0].find('\t', lines[0].find("|precision "));
+      const size_t decision_end = lines[0].find('\t', key_end + 1);
+      const std::string decision = lines[0].substr(key_end + 1, decision_end - key_end - 1);
+      EXPECT_TRUE(decision == "f32" || decision == "reduced") << lines[0];
+      EXPECT_EQ((*measured)->measured_f32_layers().size(), decision == "f32" ? 1u : 0u);
+
+      for (const char* forced : {"f32", "reduced"}) {
+        SCOPED_TRACE(forced);
+        std::ofstream(path_, std::ios::trunc)
+            << lines[0].substr(0, key_end + 1) << forced << "\t\n";
+        cpu::clear_kernel_choices_in_process();
+        auto p = reduced_program(c, pool, precision, &table);
+        ASSERT_TRUE(p.ok()) << p.status().to_string();
+        const std::string d = (*p)->describe();
+        const int reduced_layers =
+            precision == Precision::kBf16 ? (*p)->num_bf16_layers() : (*p)->num_int8_layers();
+        const double l2 = relative_l2_to_reference(c, **p);
+        if (std::string(forced) == "f32") {
+          EXPECT_EQ((*p)->measured_f32_layers(), std::vector<NodeId>{c.layers[0]}) << d;
+          EXPECT_EQ(reduced_layers, 0) << d;
+          EXPECT_NE(d.find("measured faster than its reduced kernel"), std::string::npos) << d;
+          EXPECT_LT(l2, 1e-5) << d;
+        } else {
+          EXPECT_TRUE((*p)->measured_f32_layers().empty()) << d;
+          EXPECT_EQ(reduced_layers, 1) << d;
+          EXPECT_GT(l2, 0.0) << d;
+          EXPECT_LT(l2, precision == Precision::kBf16 ? 1e-2 : 5e-2) << d;
+        }
+      }
+    }
+  }
+}
+
+// Run by ctest with ONEDNN_MAX_CPU_ISA=AVX512_CORE (cpu_bf16_emulated_measured_choice): on an
+// AVX-512 core without bf16 instructions oneDNN emulates bf16, and a 1x1 convolution measured
+// 2.5-3x slower than in f32 (docs/precision.md); measured choice must keep it in f32.
+TEST_F(KernelChoiceTest, EmulatedBf16GivesWayToF32) {
+  if (std::getenv("TESSERA_TEST_EMULATED_BF16") == nullptr)
+    GTEST_SKIP() << "run by ctest with ONEDNN_MAX_CPU_ISA=AVX512_CORE";
+  if (cpu::onednn_note().find("bf16 emulated, int8 without VNNI") == std::string::npos)
+    GTEST_SKIP() << "oneDNN does not emulate bf16 here: " << cpu::onednn_note();
+  auto pool = cpu_pool_on_first_cores(1);
+  ASSERT_NE(pool, nullptr);
+  ConvGraph c = conv_graph(96, 576, 14, 1, false);
+  CalibrationTable table;
+  auto p = reduced_program(c, pool, Precision::kBf16, &table);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  EXPECT_EQ((*p)->measured_f32_layers(), std::vector<NodeId>{c.layers[0]})
+      << (*p)->describe() << cache_lines(path_).back();
+  EXPECT_LT(relative_l2_to_reference(c, **p), 1e-5);
+}
+
+#endif  // TESSERA_HAVE_ONEDNN
 
 }  // namespace
 }  // namespace tessera

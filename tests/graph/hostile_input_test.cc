@@ -19,6 +19,7 @@
 #include "graph/format/model_file.h"
 #include "graph/onnx/onnx_import.h"
 #include "graph/passes.h"
+#include "tests/scoped_env.h"
 
 namespace tessera {
 namespace {
@@ -29,25 +30,7 @@ std::vector<uint8_t> read_bytes(const std::string& path) {
                               std::istreambuf_iterator<char>());
 }
 
-// Sets an environment variable for the test's lifetime.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_.empty()) {
-      unsetenv(name_);
-    } else {
-      setenv(name_, old_.c_str(), 1);
-    }
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-};
+using testing::ScopedEnv;
 
 // What `tessera convert` then `tessera run --device reference` do, for bytes of an ONNX file.
 Status convert_and_run(std::span<const uint8_t> bytes) {

@@ -10,6 +10,7 @@
 
 #include "backends/registry.h"
 #include "tests/scheduler/profile_test_util.h"
+#include "tests/scoped_env.h"
 
 namespace tessera {
 namespace {
@@ -266,25 +267,7 @@ bool npu_required() {
   return r != nullptr && *r != '\0' && std::string(r) != "0";
 }
 
-// Sets an environment variable for the scope of a test.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using testing::ScopedEnv;
 
 TEST(ExecutorTest, DeviceConstraintsAreRefusedNamingTheStage) {
   if (!open_device("npu:0").ok()) {

@@ -17,6 +17,7 @@
 #include "scheduler/profile.h"
 #include "tests/core/hostile_names.h"
 #include "tests/scheduler/profile_test_util.h"
+#include "tests/scoped_env.h"
 
 namespace tessera {
 namespace {
@@ -289,6 +290,8 @@ float round_bf16(float x) {
 // and for the bf16 MatMul of skip_graph the error of an oracle that rounds x, W and the result to
 // bf16 and multiplies in double; the element-wise layers have no bf16 kernel (0).
 TEST(ProfilerTest, MeasuresEachLayersErrorAgainstF32) {
+  // The bf16 kernel's error is under test: measured choice could keep the tiny MatMul in f32.
+  testing::ScopedEnv rules("TESSERA_CPU_KERNELS", "rules");
   auto m = testing::make_model(testing::skip_graph());
   const Graph& g = m.lg->graph();
   std::mt19937 rng(11);

@@ -13,6 +13,7 @@
 #include "scheduler/plan.h"
 #include "scheduler/profile.h"
 #include "tests/scheduler/profile_test_util.h"
+#include "tests/scoped_env.h"
 #include "tests/tools/cli_test_util.h"
 
 namespace tessera {
@@ -159,6 +160,9 @@ TEST(ProfileCli, ChecksPlansAcrossDevices) {
 // per-layer error, `plan --max-error` bounds the composed error and `run --plan --fidelity`
 // prints the measured one next to it.
 TEST(ProfileCli, PrecisionLevelsNeedATableAndRecordTheirErrors) {
+  // The levels' errors are under test: measured choice could keep the tiny layers in f32 (the
+  // CLI inherits the variable).
+  testing::ScopedEnv rules("TESSERA_CPU_KERNELS", "rules");
   const std::string dir = ::testing::TempDir();
   const std::string model = dir + "profile_cli_int8.tsr";
   const std::string out = dir + "profile_cli_int8.json";
