@@ -23,7 +23,9 @@ calibrates the .tsr with `tessera calibrate` (percentile) and quantises the ONNX
 Runtime's quantize_static (QDQ, per-channel s8 weights, s8 activations, MinMax) on the
 same inputs; ONNX Runtime int8 then joins the alternation as the peer of Tessera int8, and the
 fidelity of each reduced precision against its own f32 (relative L2, top-1 agreement over
---fidelity-inputs held-out inputs, seeds 1000..) is printed after the latency table.
+--fidelity-inputs held-out inputs, seeds 1000..) is printed after the latency table. The
+precision `qdq` runs Tessera's int8 kernels on ONNX Runtime's QDQ model itself (converted; its
+scales and zero points, no Tessera calibration): both engines on the same quantised file.
 """
 import argparse
 import json
@@ -80,6 +82,17 @@ def tessera_batch(tessera, tsr, inp, device, repeat, warmup, precision="f32"):
     if m is None:
         raise RuntimeError("no 'times ms:' line in the output of tessera run:\n" + out.stdout)
     return [float(v) for v in m.group(1).split()]
+
+
+def qdq_tsr(tsr):
+    """Where ONNX Runtime's QDQ model of `tsr`, converted, is written."""
+    return tsr[:-len(".tsr")] + ".qdq.tsr"
+
+
+def model_and_precision(tsr, precision):
+    """The model file and `tessera run --precision` of a precision column ("qdq": int8 on
+    ONNX Runtime's QDQ model, with its own quantisation)."""
+    return (qdq_tsr(tsr), "int8") if precision == "qdq" else (tsr, precision)
 
 
 def calibration_inputs(x, count, seed0, out_dir):
@@ -182,7 +195,8 @@ def main():
                     help="held-out inputs for the fidelity of the reduced precisions")
     args = ap.parse_args()
     precisions = args.precisions.split(",")
-    int8 = "int8" in precisions
+    # "qdq": Tessera's int8 kernels on ONNX Runtime's own QDQ model (its scales and zero points).
+    int8 = "int8" in precisions or "qdq" in precisions
     fid_rows = []
     check_rows = []
 
@@ -216,6 +230,8 @@ def main():
             s0 = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
             ort_q = ort_int8_model(onnx_path, s0.get_inputs()[0].name, arrays,
                                    os.path.join(tmp, name + ".int8.onnx"))
+            subprocess.run([args.tessera, "convert", ort_q, "-o", qdq_tsr(tsr)], check=True,
+                           capture_output=True)
         # Fidelity on held-out inputs (seeds 1000..), each reduced precision against its f32.
         if any(p != "f32" for p in precisions) and args.fidelity_inputs > 0:
             fdir = os.path.join(tmp, name + "_heldout")
@@ -225,7 +241,8 @@ def main():
             for p in precisions:
                 if p == "f32":
                     continue
-                l2, top1 = fidelity(tessera_outputs(args.tessera, tsr, files, p, tmp), y32)
+                ys = tessera_outputs(args.tessera, *model_and_precision(tsr, p), files, tmp)
+                l2, top1 = fidelity(ys, y32)
                 fid_rows.append((name, "Tessera " + p, l2, top1, len(files)))
             if ort_q is not None:
                 s32 = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
@@ -265,8 +282,9 @@ def main():
                     time.sleep(args.pause)
                 # tessera run: --warmup untimed runs, then `batch` timed runs, each run's time.
                 for p in precisions:
-                    tes_ms[p].extend(tessera_batch(args.tessera, tsr, inp, device, batch,
-                                                   args.warmup, p))
+                    m, prec = model_and_precision(tsr, p)
+                    tes_ms[p].extend(tessera_batch(args.tessera, m, inp, device, batch,
+                                                   args.warmup, prec))
                     time.sleep(args.pause)
             o = statistics.median(ort_ms)
             oq = statistics.median(ortq_ms) if ortq_ms else float("nan")

@@ -47,6 +47,8 @@ const std::vector<cli::FlagSpec> kFlags = {
     {"--repeat", "-r", true, false, "timed runs after the warm-up runs (default 1)"},
     {"--warmup", "", true, false, "untimed runs before the timed ones (default 1)"},
     {"--times", "", false, false, "print every timed run's latency, in run order"},
+    {"--describe", "", false, false,
+     "print what each step's program runs: its kernels, precision conversions and layouts"},
     {"--top", "", true, false, "print the K largest entries of the first output"},
     {"--plan", "", true, false, "run by this plan (from `tessera plan`) instead of on one device"},
     {"--allow-unhashed-plan", "", false, false,
@@ -577,6 +579,12 @@ int cmd_run(int argc, char** argv) {
   auto ex = Executor::create(*lg, plan, options);
   if (!ex.ok()) return report_error("run", ex.status());
   if (by_plan) print_plan_table(plan, *lg);
+  if (args->has("--describe")) {
+    for (size_t i = 0; i < (*ex)->steps().size(); ++i) {
+      std::printf("step %zu on %s:\n%s", i, (*ex)->steps()[i].device.c_str(),
+                  (*ex)->describe_step(i).c_str());
+    }
+  }
 
   uint64_t last_frame = 0;
   std::vector<Tensor> outputs;

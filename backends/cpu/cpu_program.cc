@@ -176,7 +176,8 @@ void CpuProgram::assign_quantisation(std::span<const NodeId> layers, const Calib
   fixed.assign(quant_.size(), false);
   for (const auto& [v, q] :
        qdq != nullptr ? *qdq : std::vector<std::pair<ValueId, QdqQuantisation>>{}) {
-    quant_[static_cast<size_t>(v)] = QuantParam{q.scale, q.is_unsigned, q.zero_point};
+    // Held as the same grid without a zero point where there is one (QuantParam::canonical).
+    quant_[static_cast<size_t>(v)] = QuantParam{q.scale, q.is_unsigned, q.zero_point}.canonical();
     fixed[static_cast<size_t>(v)] = true;
   }
   // A pool's output keeps its input's quantisation (max and average stay within the input's

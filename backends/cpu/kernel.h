@@ -41,6 +41,11 @@ struct QuantParam {
   // The parameters for a calibrated range [lo, hi] with lo <= 0 <= hi: u8 when lo == 0, else
   // s8 over max(-lo, hi); a range of width 0 gets a tiny scale, so that everything is 0.
   static QuantParam from_range(float lo, float hi);
+  // The same grid and clamp range with zero point 0 where there is one: s8 with zero point -128
+  // is u8 with none (real = s * (q + 128) over q in [-128, 127] is s * q' over q' in [0, 255]),
+  // u8 with 128 is s8 with none; other parameters are returned as they are. oneDNN's fastest int8
+  // convolutions take no zero points.
+  QuantParam canonical() const;
   bool operator==(const QuantParam&) const = default;
 };
 

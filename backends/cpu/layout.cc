@@ -373,6 +373,12 @@ QuantParam QuantParam::from_range(float lo, float hi) {
   return q;
 }
 
+QuantParam QuantParam::canonical() const {
+  if (!is_unsigned && zero_point == -128) return QuantParam{scale, true, 0};
+  if (is_unsigned && zero_point == 128) return QuantParam{scale, false, 0};
+  return *this;
+}
+
 namespace {
 
 // One element as ONNX's QuantizeLinear: round(x / scale) to nearest even, plus the zero point,

@@ -479,6 +479,10 @@ uint64_t Executor::peak_memory_bytes() const {
   return sum;
 }
 
+std::string Executor::describe_step(size_t step) const {
+  return step < impl_->sg.steps.size() ? impl_->sg.steps[step].program->describe() : std::string();
+}
+
 std::vector<StepRun> Executor::step_runs(int first_run) const {
   std::lock_guard<std::mutex> lk(impl_->mu);
   std::vector<StepRun> out;

@@ -160,6 +160,9 @@ class Executor {
   int num_slots() const;
   // Sum of the programs' peak_memory_bytes() (0 where a device does not know).
   uint64_t peak_memory_bytes() const;
+  // What step i's program runs (Program::describe(): its kernels, conversions and layouts, one
+  // line per step where the backend says).
+  std::string describe_step(size_t step) const;
 
   // The step runs kept (the last ExecutorOptions::step_run_history), in completion order; with
   // `first_run`, only those of frames >= first_run (cheap for a recent window).

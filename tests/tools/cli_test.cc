@@ -96,6 +96,17 @@ TEST(Cli, RunPrintsEveryTimedRunWithTimes) {
   EXPECT_EQ(run_cli("run " + model + " --warmup -1").exit_code, 1);
 }
 
+TEST(Cli, RunDescribesWhatEachStepRuns) {
+  const std::string model = write_small_model();
+  CommandResult r = run_cli("run " + model + " --device cpu:0 --describe");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("step 0 on cpu:0:"), std::string::npos) << r.output;
+  // One line per layer of the small model (its node 'relu'), naming its kernel.
+  EXPECT_NE(r.output.find("\nrelu: "), std::string::npos) << r.output;
+  EXPECT_EQ(run_cli("run " + model + " --device cpu:0").output.find("step 0 on"),
+            std::string::npos);
+}
+
 TEST(Cli, BenchReportsLatencyStreamMemoryAndOpTimes) {
   const std::string model = write_small_model();
   const std::string out = temp_path("bench.json");
