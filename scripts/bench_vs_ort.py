@@ -241,7 +241,8 @@ def main():
             for p in precisions:
                 if p == "f32":
                     continue
-                ys = tessera_outputs(args.tessera, *model_and_precision(tsr, p), files, tmp)
+                m, prec = model_and_precision(tsr, p)
+                ys = tessera_outputs(args.tessera, m, files, prec, tmp)
                 l2, top1 = fidelity(ys, y32)
                 fid_rows.append((name, "Tessera " + p, l2, top1, len(files)))
             if ort_q is not None:
