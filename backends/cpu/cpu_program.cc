@@ -107,8 +107,11 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& graph,
     req.packs = &p->packs_;
     Result<std::unique_ptr<Kernel>> k = std::unique_ptr<Kernel>();
     if (precision == Precision::kBf16 && variant == nullptr) k = make_onednn_bf16_kernel(req);
-    if (precision == Precision::kInt8 && variant == nullptr)
+    if (precision == Precision::kInt8 && variant == nullptr) {
       k = make_onednn_int8_kernel(req, p->quant_);
+      if (k.ok() && *k == nullptr && node.kind == OpKind::kConcat)
+        k = make_int8_concat(req, p->quant_);
+    }
     if (k.ok() && *k != nullptr && p->measured_) {
       // A reduced kernel that measures slower than the f32 one (with its conversions) gives way.
       ASSIGN_OR_RETURN(std::unique_ptr<Kernel> f32, build_measured_kernel(req));
@@ -394,7 +397,8 @@ void CpuProgram::plan(std::span<const NodeId> layers,
       }
       const TensorInfo& info = g_.value(v).info;
       // A bf16 kernel reads its activation input 0 and a fused residual in bf16.
-      const bool want_bf16 = bf16 && (j == 0 || j >= node.inputs.size());
+      const bool want_bf16 =
+          bf16 && (j == 0 || j >= node.inputs.size() || (int8_ && kernel.int8_inputs_all()));
       const Layout want_layout = want_bf16                ? bf16_layout(info)
                                  : info.shape.rank() == 4 ? wanted[j]
                                                           : Layout::kNCHW;

@@ -93,6 +93,14 @@ Result<std::unique_ptr<Kernel>> make_entry_kernel(const KernelEntry& entry,
 Result<std::unique_ptr<Kernel>> build_kernel(const KernelRequest& req,
                                              const char* variant = nullptr);
 
+// The Concat of an int8 program (tensor_ops.cc): its inputs and output held in int8, each input
+// requantised into the output's quantisation through a 256-entry table (the same arithmetic as
+// converting it to f32 and back, bit for bit; a plain copy where the quantisations are equal), so
+// that a Concat between int8 layers costs no conversions. Null when an input or the output has no
+// quantisation in `quant` (by ValueId) or an input is a constant.
+Result<std::unique_ptr<Kernel>> make_int8_concat(const KernelRequest& req,
+                                                 const std::vector<QuantParam>& quant);
+
 // Replaces the kernels of each ShuffleNet channel shuffle in `layers` (Reshape [N, C, H, W] ->
 // [N, g, C / g, H, W], Transpose (0, 2, 1, 3, 4), Reshape back to [N, C, H, W], the two inner
 // tensors read only by the next of them) by two aliasing views and one NHWC shuffle, so that the

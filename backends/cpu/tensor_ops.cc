@@ -40,12 +40,39 @@ class JoinSplitKernel final : public Kernel {
     std::fill(produced.begin(), produced.end(), l);
   }
 
+  bool int8_io() const override { return int8_; }
+  bool int8_inputs_all() const override { return int8_; }
+
   Status bind(std::span<const Operand> in, std::span<const Operand> out, ThreadPool&) override {
     const Operand& whole = concat_ ? out[0] : in[0];
     std::span<const Operand> parts = concat_ ? in : out;
     const int p = physical_axis(axis_, rank_, whole.layout);
     const Shape ps = whole.physical_shape();
-    const size_t esize = dtype_size(whole.dtype);
+    const size_t esize = int8_ ? 1 : dtype_size(whole.dtype);
+    luts_.clear();
+    if (int8_) {
+      if (!whole.int8 || !(whole.quant == out_q_)) {
+        return internal_error("int8 concat: bound to an output of another quantisation");
+      }
+      for (size_t i = 0; i < parts.size(); ++i) {
+        if (!parts[i].int8 || !(parts[i].quant == in_q_[i])) {
+          return internal_error("int8 concat: input " + std::to_string(i) +
+                                " bound in another quantisation");
+        }
+        // q -> the f32 value it stands for -> the output's q, as the conversions compute it.
+        std::vector<uint8_t> lut;
+        if (!(in_q_[i] == out_q_)) {
+          lut.resize(256);
+          float x[256];
+          for (int q = 0; q < 256; ++q) {
+            const uint8_t b = static_cast<uint8_t>(q);
+            dequantize_array(&b, &x[q], 1, in_q_[i], nullptr);
+          }
+          quantize_array(x, lut.data(), 256, out_q_, nullptr);
+        }
+        luts_.push_back(std::move(lut));
+      }
+    }
     outer_ = 1;
     for (int d = 0; d < p; ++d) outer_ *= ps[d];
     whole_ = static_cast<uint8_t*>(whole.data);
@@ -71,7 +98,9 @@ class JoinSplitKernel final : public Kernel {
       const bool in_place = concat_ && channel_rows && part.pixel_stride > 0 &&
                             part.data == whole_ + offset &&
                             static_cast<size_t>(part.pixel_stride) * esize == whole_stride_;
-      pieces_.push_back({static_cast<uint8_t*>(part.data), bytes, offset, in_place});
+      const uint8_t* lut =
+          int8_ && !luts_[pieces_.size()].empty() ? luts_[pieces_.size()].data() : nullptr;
+      pieces_.push_back({static_cast<uint8_t*>(part.data), bytes, offset, in_place, lut});
       if (!in_place) copied_bytes_ += bytes;
       offset += bytes;
     }
@@ -114,7 +143,9 @@ class JoinSplitKernel final : public Kernel {
       if (a >= b || pc.in_place) continue;
       uint8_t* w = whole_ + row * whole_stride_ + a;
       uint8_t* q = pc.data + row * pc.bytes + (a - pc.offset);
-      if (concat_) {
+      if (concat_ && pc.lut != nullptr) {
+        for (size_t i = 0; i < b - a; ++i) w[i] = pc.lut[q[i]];
+      } else if (concat_) {
         std::memcpy(w, q, b - a);
       } else {
         std::memcpy(q, w, b - a);
@@ -128,6 +159,12 @@ class JoinSplitKernel final : public Kernel {
 
   std::string describe() const override {
     if (!concat_) return "tessera split";
+    if (int8_) {
+      int requantised = 0;
+      for (const std::vector<uint8_t>& l : luts_) requantised += l.empty() ? 0 : 1;
+      return "tessera int8 concat (" + std::to_string(requantised) + " of " +
+             std::to_string(luts_.size()) + " inputs requantised)";
+    }
     const size_t copied = static_cast<size_t>(
         std::count_if(pieces_.begin(), pieces_.end(), [](const Piece& p) { return !p.in_place; }));
     if (copied == pieces_.size()) return "tessera concat";
@@ -137,10 +174,15 @@ class JoinSplitKernel final : public Kernel {
 
   struct Piece {
     uint8_t* data;
-    size_t bytes;   // per outer row
-    size_t offset;  // within a row of the whole
-    bool in_place;  // already written into the whole by its producer
+    size_t bytes;                  // per outer row
+    size_t offset;                 // within a row of the whole
+    bool in_place;                 // already written into the whole by its producer
+    const uint8_t* lut = nullptr;  // int8: input byte -> output byte (null: copied as is)
   };
+  bool int8_ = false;  // int8 in and out (make_int8_concat)
+  std::vector<QuantParam> in_q_;
+  QuantParam out_q_;
+  std::vector<std::vector<uint8_t>> luts_;  // int8: per input, empty where copied as is
   bool concat_ = true;
   bool has_constant_ = false;
   int axis_ = 0;
@@ -169,6 +211,30 @@ Result<std::unique_ptr<Kernel>> make_concat(const KernelRequest& req) {
   }
   return std::unique_ptr<Kernel>(std::move(k));
 }
+
+}  // namespace
+
+Result<std::unique_ptr<Kernel>> make_int8_concat(const KernelRequest& req,
+                                                 const std::vector<QuantParam>& quant) {
+  const Node& n = req.node;
+  auto q = [&](ValueId v) {
+    return v == kNoValue || static_cast<size_t>(v) >= quant.size() ? QuantParam{}
+                                                                   : quant[static_cast<size_t>(v)];
+  };
+  if (n.kind != OpKind::kConcat || n.outputs.empty() || !q(n.outputs[0]).valid()) return decline();
+  for (ValueId v : n.inputs) {
+    if (v == kNoValue || req.graph.value(v).is_constant || !q(v).valid()) return decline();
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<Kernel> k, make_concat(req));
+  if (k == nullptr) return decline();
+  auto& c = static_cast<JoinSplitKernel&>(*k);
+  c.int8_ = true;
+  c.out_q_ = q(n.outputs[0]);
+  for (ValueId v : n.inputs) c.in_q_.push_back(q(v));
+  return k;
+}
+
+namespace {
 
 Result<std::unique_ptr<Kernel>> make_split(const KernelRequest& req) {
   const Node& n = req.node;

@@ -463,6 +463,67 @@ TEST(Int8Program, TensorsStayInt8BetweenInt8Layers) {
   }
 }
 
+// The int8 Concat: each input requantised into the output's quantisation exactly as converting
+// it to f32 and back would (a brute-force oracle of quantise -> dequantise -> quantise), an input
+// of the output's own quantisation copied as is, along the NHWC channels and along another axis.
+TEST(Int8Concat, RequantisesEachInputExactly) {
+  testing::ScopedEnv rules("TESSERA_CPU_KERNELS", "rules");
+  for (int axis : {1, 3}) {
+    SCOPED_TRACE("axis " + std::to_string(axis));
+    Graph g;
+    const Shape s1{2, 5, 7, 3}, s2{2, 5, 7, 3};
+    const ValueId a = g.add_value("a", TensorInfo{DType::kF32, s1});
+    const ValueId b = g.add_value("b", TensorInfo{DType::kF32, s2});
+    const ValueId c = g.add_value("c", TensorInfo{DType::kF32, s2});
+    g.inputs() = {a, b, c};
+    Node n;
+    n.name = "cat";
+    n.kind = OpKind::kConcat;
+    n.attrs.set("axis", int64_t{axis});
+    n.inputs = {a, b, c};
+    n.outputs = {g.add_value("y")};
+    g.outputs() = {n.outputs[0]};
+    const NodeId id = g.add_node(n);
+    ASSERT_TRUE(g.infer_shapes().ok());
+    CompileOptions o;
+    // a: s8 symmetric; b: u8; c: the output's own range (copied as is).
+    o.calibration = table_of(
+        {{"a", {-1.5f, 1.f}}, {"b", {0.f, 3.f}}, {"c", {-2.f, 2.5f}}, {"y", {-2.f, 2.5f}}});
+    auto dev = open_device("cpu:0#int8");
+    ASSERT_TRUE(dev.ok());
+    std::vector<NodeId> layers = {id};
+    auto p = (*dev)->compile(g, layers, o);
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    const auto& prog = dynamic_cast<const cpu::CpuProgram&>(**p);
+    EXPECT_NE(prog.describe().find("tessera int8 concat (2 of 3 inputs requantised)"),
+              std::string::npos)
+        << prog.describe();
+    EXPECT_EQ(prog.num_int8_layers(), 1) << prog.describe();
+    const std::vector<Tensor> feeds = {random_tensor(s1, 1, -2.f, 2.f),
+                                       random_tensor(s2, 2, -1.f, 4.f),
+                                       random_tensor(s2, 3, -3.f, 3.f)};
+    const Tensor got = run_program(**p, feeds)[0];
+    const QuantParam qy = QuantParam::from_range(-2.f, 2.5f);
+    const QuantParam qs[3] = {QuantParam::from_range(-1.5f, 1.f), QuantParam::from_range(0.f, 3.f),
+                              qy};
+    // The oracle in logical order: each element through its input's grid, then the output's.
+    auto through = [](float x, QuantParam q) {
+      return q.scale * static_cast<float>(quantize_ref(x, q) - q.zero_point);
+    };
+    const int64_t inner = axis == 1 ? 7 * 3 : 1, outer = axis == 1 ? 2 : 2 * 5 * 7;
+    const int64_t len = axis == 1 ? 5 : 3;
+    int64_t at = 0;
+    for (int64_t r = 0; r < outer; ++r) {
+      for (int in = 0; in < 3; ++in) {
+        for (int64_t i = 0; i < len * inner; ++i, ++at) {
+          const float x = feeds[static_cast<size_t>(in)].data<float>()[r * len * inner + i];
+          ASSERT_EQ(got.data<float>()[at], through(through(x, qs[in]), qy)) << at;
+        }
+      }
+    }
+  }
+}
+
 // Net's layers as a QDQ model writes them: every activation through QuantizeLinear ->
 // DequantizeLinear with its own scale and zero point (u8 and s8, zero points 0 and not, a residual
 // with a zero point, a pool whose output keeps its input's pair), the convolution weights f32
