@@ -106,7 +106,10 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& graph,
     KernelRequest req{g, node, nc.ctx(), *p->pool_};
     req.packs = &p->packs_;
     Result<std::unique_ptr<Kernel>> k = std::unique_ptr<Kernel>();
-    if (precision == Precision::kBf16 && variant == nullptr) k = make_onednn_bf16_kernel(req);
+    if (precision == Precision::kBf16 && variant == nullptr) {
+      k = make_onednn_bf16_kernel(req);
+      if (k.ok() && *k == nullptr && node.kind == OpKind::kConcat) k = make_bf16_concat(req);
+    }
     if (precision == Precision::kInt8 && variant == nullptr) {
       k = make_onednn_int8_kernel(req, p->quant_);
       if (k.ok() && *k == nullptr && node.kind == OpKind::kConcat)
@@ -398,7 +401,7 @@ void CpuProgram::plan(std::span<const NodeId> layers,
       const TensorInfo& info = g_.value(v).info;
       // A bf16 kernel reads its activation input 0 and a fused residual in bf16.
       const bool want_bf16 =
-          bf16 && (j == 0 || j >= node.inputs.size() || (int8_ && kernel.int8_inputs_all()));
+          bf16 && (j == 0 || j >= node.inputs.size() || kernel.reduced_inputs_all());
       const Layout want_layout = want_bf16                ? bf16_layout(info)
                                  : info.shape.rank() == 4 ? wanted[j]
                                                           : Layout::kNCHW;

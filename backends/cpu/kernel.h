@@ -132,8 +132,9 @@ class Kernel {
   // pass between consecutive int8 kernels and are converted only where an f32 reader needs them.
   virtual bool int8_io() const { return false; }
   virtual bool int8_output() const { return true; }
-  // With int8_io(): every activation input is bound in int8, not only input 0 (an int8 Concat).
-  virtual bool int8_inputs_all() const { return false; }
+  // With bf16_io() or int8_io(): every activation input is bound in the reduced precision, not
+  // only input 0 (a bf16 or int8 Concat).
+  virtual bool reduced_inputs_all() const { return false; }
   // fuse_residual for an int8 kernel: R arrives in int8 with quantisation `residual`, and the
   // output is written in int8 with quantisation `out` (the Add's output value's).
   virtual bool fuse_residual_int8(const Activation& act, QuantParam residual, QuantParam out) {

@@ -100,6 +100,9 @@ Result<std::unique_ptr<Kernel>> build_kernel(const KernelRequest& req,
 // quantisation in `quant` (by ValueId) or an input is a constant.
 Result<std::unique_ptr<Kernel>> make_int8_concat(const KernelRequest& req,
                                                  const std::vector<QuantParam>& quant);
+// The Concat of a bf16 program: bf16 in and out, a copy (null when an input is a constant or a
+// value is not f32).
+Result<std::unique_ptr<Kernel>> make_bf16_concat(const KernelRequest& req);
 
 // Replaces the kernels of each ShuffleNet channel shuffle in `layers` (Reshape [N, C, H, W] ->
 // [N, g, C / g, H, W], Transpose (0, 2, 1, 3, 4), Reshape back to [N, C, H, W], the two inner

@@ -9,12 +9,19 @@
 //   - the reshape family (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout), which aliases
 //     its input: the program gives the output the input's arena storage (see
 //     Kernel::aliases_input).
+#include <cpuinfo.h>
+
 #include <algorithm>
 #include <cstring>
 
 #include "backends/cpu/kernel_table.h"
 #include "backends/cpu/layout.h"
+#include "backends/cpu/simd.h"
 #include "ops/kernel_params.h"
+
+#if TESSERA_X86_64
+#include <immintrin.h>
+#endif
 
 namespace tessera::cpu {
 
@@ -25,6 +32,45 @@ int physical_axis(int axis, int rank, Layout l) {
   if (rank != 4 || l != Layout::kNHWC) return axis;
   const int map[4] = {0, 3, 1, 2};
   return map[axis];
+}
+
+#if TESSERA_X86_64
+#define TESSERA_VBMI target("avx512f,avx512bw,avx512vbmi")
+// lut[idx] for 64 byte indices: two 128-entry lookups (vpermi2b), the top bit choosing.
+__attribute__((always_inline, TESSERA_VBMI)) inline __m512i lut64(__m512i idx, __m512i t0,
+                                                                  __m512i t1, __m512i t2,
+                                                                  __m512i t3) {
+  const __m512i lo = _mm512_permutex2var_epi8(t0, idx, t1);
+  const __m512i hi = _mm512_permutex2var_epi8(t2, idx, t3);
+  return _mm512_mask_blend_epi8(_mm512_movepi8_mask(idx), lo, hi);
+}
+
+// dst[i] = lut[src[i]] with AVX-512 VBMI byte permutes; the tail through masked loads and stores.
+__attribute__((TESSERA_VBMI)) void lut_bytes_vbmi(const uint8_t* src, uint8_t* dst, size_t n,
+                                                  const uint8_t* lut) {
+  const __m512i t0 = _mm512_loadu_si512(lut), t1 = _mm512_loadu_si512(lut + 64);
+  const __m512i t2 = _mm512_loadu_si512(lut + 128), t3 = _mm512_loadu_si512(lut + 192);
+  size_t i = 0;
+  for (; i + 64 <= n; i += 64)
+    _mm512_storeu_si512(dst + i, lut64(_mm512_loadu_si512(src + i), t0, t1, t2, t3));
+  if (i < n) {
+    const __mmask64 k = (uint64_t{1} << (n - i)) - 1;
+    _mm512_mask_storeu_epi8(dst + i, k, lut64(_mm512_maskz_loadu_epi8(k, src + i), t0, t1, t2, t3));
+  }
+}
+#undef TESSERA_VBMI
+#endif
+
+// dst[i] = lut[src[i]] for n bytes.
+void lut_bytes(const uint8_t* src, uint8_t* dst, size_t n, const uint8_t* lut) {
+#if TESSERA_X86_64
+  static const bool vbmi = cpuinfo_initialize() && cpuinfo_has_x86_avx512vbmi();
+  if (vbmi) {
+    lut_bytes_vbmi(src, dst, n, lut);
+    return;
+  }
+#endif
+  for (size_t i = 0; i < n; ++i) dst[i] = lut[src[i]];
 }
 
 // Concat (many inputs, one output) and Split (one input, many outputs) are the same copy: each
@@ -41,14 +87,20 @@ class JoinSplitKernel final : public Kernel {
   }
 
   bool int8_io() const override { return int8_; }
-  bool int8_inputs_all() const override { return int8_; }
+  bool bf16_io() const override { return bf16_; }
+  bool reduced_inputs_all() const override { return int8_ || bf16_; }
 
   Status bind(std::span<const Operand> in, std::span<const Operand> out, ThreadPool&) override {
     const Operand& whole = concat_ ? out[0] : in[0];
     std::span<const Operand> parts = concat_ ? in : out;
     const int p = physical_axis(axis_, rank_, whole.layout);
     const Shape ps = whole.physical_shape();
-    const size_t esize = int8_ ? 1 : dtype_size(whole.dtype);
+    const size_t esize = int8_ ? 1 : bf16_ ? 2 : dtype_size(whole.dtype);
+    if (bf16_) {
+      bool all = whole.bf16;
+      for (const Operand& part : parts) all = all && part.bf16;
+      if (!all) return internal_error("bf16 concat: bound to tensors of another precision");
+    }
     luts_.clear();
     if (int8_) {
       if (!whole.int8 || !(whole.quant == out_q_)) {
@@ -144,7 +196,7 @@ class JoinSplitKernel final : public Kernel {
       uint8_t* w = whole_ + row * whole_stride_ + a;
       uint8_t* q = pc.data + row * pc.bytes + (a - pc.offset);
       if (concat_ && pc.lut != nullptr) {
-        for (size_t i = 0; i < b - a; ++i) w[i] = pc.lut[q[i]];
+        lut_bytes(q, w, b - a, pc.lut);
       } else if (concat_) {
         std::memcpy(w, q, b - a);
       } else {
@@ -159,6 +211,7 @@ class JoinSplitKernel final : public Kernel {
 
   std::string describe() const override {
     if (!concat_) return "tessera split";
+    if (bf16_) return "tessera bf16 concat";
     if (int8_) {
       int requantised = 0;
       for (const std::vector<uint8_t>& l : luts_) requantised += l.empty() ? 0 : 1;
@@ -180,6 +233,7 @@ class JoinSplitKernel final : public Kernel {
     const uint8_t* lut = nullptr;  // int8: input byte -> output byte (null: copied as is)
   };
   bool int8_ = false;  // int8 in and out (make_int8_concat)
+  bool bf16_ = false;  // bf16 in and out (make_bf16_concat)
   std::vector<QuantParam> in_q_;
   QuantParam out_q_;
   std::vector<std::vector<uint8_t>> luts_;  // int8: per input, empty where copied as is
@@ -213,6 +267,21 @@ Result<std::unique_ptr<Kernel>> make_concat(const KernelRequest& req) {
 }
 
 }  // namespace
+
+Result<std::unique_ptr<Kernel>> make_bf16_concat(const KernelRequest& req) {
+  // f32 values only (bf16 stands in for f32; an i64 shape Concat stays as it is).
+  if (req.node.outputs.empty() || req.graph.value(req.node.outputs[0]).info.dtype != DType::kF32)
+    return decline();
+  for (ValueId v : req.node.inputs) {
+    if (v == kNoValue || req.graph.value(v).is_constant ||
+        req.graph.value(v).info.dtype != DType::kF32)
+      return decline();
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<Kernel> k, make_concat(req));
+  if (k == nullptr) return decline();
+  static_cast<JoinSplitKernel&>(*k).bf16_ = true;
+  return k;
+}
 
 Result<std::unique_ptr<Kernel>> make_int8_concat(const KernelRequest& req,
                                                  const std::vector<QuantParam>& quant) {

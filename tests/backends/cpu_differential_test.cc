@@ -81,7 +81,9 @@ TEST_P(CpuDiffTest, LargeDataMovementSplitsOverThreads) {
     DiffResult r =
         diff_op(dev(), OpKind::kConcat, attrs_of({{"axis", int64_t{1}}}),
                 {act({1, 13, 67, 61}, 1), act({1, 127, 67, 61}, 2)}, 1, 0.f, 0.f, false, nhwc);
-    EXPECT_NE(r.kernel.find(is_int8() ? "tessera int8 concat" : "tessera concat"),
+    EXPECT_NE(r.kernel.find(is_int8()   ? "tessera int8 concat"
+                            : is_bf16() ? "tessera bf16 concat"
+                                        : "tessera concat"),
               std::string::npos)
         << r.kernel;
     r = diff_op(dev(), OpKind::kSplit, attrs_of({{"axis", int64_t{1}}}), {act({2, 26, 61, 67}, 3)},

@@ -468,10 +468,12 @@ TEST(Int8Program, TensorsStayInt8BetweenInt8Layers) {
 // of the output's own quantisation copied as is, along the NHWC channels and along another axis.
 TEST(Int8Concat, RequantisesEachInputExactly) {
   testing::ScopedEnv rules("TESSERA_CPU_KERNELS", "rules");
-  for (int axis : {1, 3}) {
-    SCOPED_TRACE("axis " + std::to_string(axis));
+  // Along the NHWC channels with 5 and with 150 channels per input (rows of 150 bytes: the
+  // vector loop of the table lookup and its tail), and along W.
+  for (auto [axis, channels] : {std::pair{1, 5}, std::pair{1, 150}, std::pair{3, 5}}) {
+    SCOPED_TRACE("axis " + std::to_string(axis) + ", " + std::to_string(channels) + " channels");
     Graph g;
-    const Shape s1{2, 5, 7, 3}, s2{2, 5, 7, 3};
+    const Shape s1{2, channels, 7, 3}, s2{2, channels, 7, 3};
     const ValueId a = g.add_value("a", TensorInfo{DType::kF32, s1});
     const ValueId b = g.add_value("b", TensorInfo{DType::kF32, s2});
     const ValueId c = g.add_value("c", TensorInfo{DType::kF32, s2});
@@ -510,8 +512,8 @@ TEST(Int8Concat, RequantisesEachInputExactly) {
     auto through = [](float x, QuantParam q) {
       return q.scale * static_cast<float>(quantize_ref(x, q) - q.zero_point);
     };
-    const int64_t inner = axis == 1 ? 7 * 3 : 1, outer = axis == 1 ? 2 : 2 * 5 * 7;
-    const int64_t len = axis == 1 ? 5 : 3;
+    const int64_t inner = axis == 1 ? 7 * 3 : 1, outer = axis == 1 ? 2 : 2 * channels * 7;
+    const int64_t len = axis == 1 ? channels : 3;
     int64_t at = 0;
     for (int64_t r = 0; r < outer; ++r) {
       for (int in = 0; in < 3; ++in) {
