@@ -346,10 +346,13 @@ TEST(Int8MatMul, MatchesScalarInt8Reference) {
 
 // A ResNet-like network: conv+relu stem, maxpool, a residual block (conv+relu, conv, Add+relu),
 // a depthwise conv with clip, global average pool, flatten, Gemm.
-struct Net {
+// Graph building for the int8 networks below: nodes with one output each, convolutions with
+// random weights (on a per-channel s8 grid with `grid_weights`, as a QDQ model's folded weights).
+struct NetBuilder {
   Graph g;
   std::vector<NodeId> layers;
   uint32_t seed = 31;
+  bool grid_weights = false;
 
   ValueId node(OpKind kind, const std::string& name, std::vector<ValueId> in, Attributes a = {}) {
     Node n;
@@ -370,14 +373,24 @@ struct Net {
     a.set("group", group);
     testing::set_fused_activation(a, act, 0.f, 6.f);
     const float scale = 1.5f / std::sqrt(static_cast<float>(cin / group * k * k));
+    Tensor w = random_tensor(Shape{cout, cin / group, k, k}, seed++, -scale, scale);
+    if (grid_weights) {  // on a grid of max |w| / 127 per output channel
+      const int64_t per = w.numel() / cout;
+      for (int64_t oc = 0; oc < cout; ++oc) {
+        float* row = w.data<float>() + oc * per;
+        float m = 0;
+        for (int64_t i = 0; i < per; ++i) m = std::max(m, std::fabs(row[i]));
+        for (int64_t i = 0; i < per; ++i) row[i] = std::nearbyint(row[i] / (m / 127)) * (m / 127);
+      }
+    }
     return node(OpKind::kConv, name,
-                {x,
-                 g.add_constant(name + ".w", random_tensor(Shape{cout, cin / group, k, k}, seed++,
-                                                           -scale, scale)),
+                {x, g.add_constant(name + ".w", w),
                  g.add_constant(name + ".b", random_tensor(Shape{cout}, seed++, -0.1f, 0.1f))},
                 std::move(a));
   }
+};
 
+struct Net : NetBuilder {
   Net() {
     const ValueId x = g.add_value("x", TensorInfo{DType::kF32, Shape{2, 3, 29, 31}});
     g.inputs().push_back(x);
@@ -531,22 +544,9 @@ TEST(Int8Concat, RequantisesEachInputExactly) {
 // with a zero point, a pool whose output keeps its input's pair), the convolution weights f32
 // (folded). The output of c2 is also read through a pair that stays (its DequantizeLinear output is
 // a graph output).
-struct QdqNet {
-  Net base;  // builder helpers only; its own graph is not used
-  Graph g;
-  std::vector<NodeId> layers;
+struct QdqNet : NetBuilder {
   int pairs = 0;
 
-  ValueId node(OpKind kind, const std::string& name, std::vector<ValueId> in, Attributes a = {}) {
-    Node n;
-    n.name = name;
-    n.kind = kind;
-    n.attrs = std::move(a);
-    n.inputs = std::move(in);
-    n.outputs = {g.add_value(name)};
-    layers.push_back(g.add_node(n));
-    return n.outputs[0];
-  }
   // x -> QuantizeLinear(scale, zp) -> DequantizeLinear(scale, zp).
   ValueId qdq(ValueId x, float scale, int zp, bool is_unsigned) {
     const std::string name = g.value(x).name;
@@ -563,32 +563,9 @@ struct QdqNet {
     ++pairs;
     return node(OpKind::kDequantizeLinear, name + ".dq", {q, sv, zv});
   }
-  ValueId conv(const std::string& name, ValueId x, int64_t cin, int64_t cout, int64_t k,
-               int64_t stride, int64_t group, const std::string& act) {
-    Attributes a;
-    const int64_t p = k / 2;
-    a.set("pads", Ints{p, p, p, p});
-    a.set("strides", Ints{stride, stride});
-    a.set("group", group);
-    testing::set_fused_activation(a, act, 0.f, 6.f);
-    const float scale = 1.5f / std::sqrt(static_cast<float>(cin / group * k * k));
-    // A QDQ model's weights are DequantizeLinear of s8 (folded): on a per-channel grid of
-    // max |w| / 127, as ONNX Runtime's symmetric weights are.
-    Tensor w = random_tensor(Shape{cout, cin / group, k, k}, base.seed++, -scale, scale);
-    const int64_t per = w.numel() / cout;
-    for (int64_t oc = 0; oc < cout; ++oc) {
-      float* row = w.data<float>() + oc * per;
-      float m = 0;
-      for (int64_t i = 0; i < per; ++i) m = std::max(m, std::fabs(row[i]));
-      for (int64_t i = 0; i < per; ++i) row[i] = std::nearbyint(row[i] / (m / 127)) * (m / 127);
-    }
-    return node(OpKind::kConv, name,
-                {x, g.add_constant(name + ".w", w),
-                 g.add_constant(name + ".b", random_tensor(Shape{cout}, base.seed++, -0.1f, 0.1f))},
-                std::move(a));
-  }
 
   QdqNet() {
+    grid_weights = true;
     const ValueId x = g.add_value("x", TensorInfo{DType::kF32, Shape{2, 3, 29, 31}});
     g.inputs().push_back(x);
     const ValueId xq = qdq(x, 0.008f, 128, true);
@@ -615,8 +592,8 @@ struct QdqNet {
     gemm.set("transB", int64_t{1});
     const ValueId y =
         node(OpKind::kGemm, "fc",
-             {f, g.add_constant("fc.w", random_tensor(Shape{10, 24}, base.seed++, -0.3f, 0.3f)),
-              g.add_constant("fc.b", random_tensor(Shape{10}, base.seed++, -0.1f, 0.1f))},
+             {f, g.add_constant("fc.w", random_tensor(Shape{10, 24}, seed++, -0.3f, 0.3f)),
+              g.add_constant("fc.b", random_tensor(Shape{10}, seed++, -0.1f, 0.1f))},
              gemm);
     // c2 read once more through a pair of its own, to a graph output: that pair stays.
     const ValueId c2_out = qdq(c2_raw, 0.03f, -5, false);
