@@ -388,6 +388,18 @@ struct NetBuilder {
                  g.add_constant(name + ".b", random_tensor(Shape{cout}, seed++, -0.1f, 0.1f))},
                 std::move(a));
   }
+  // Flatten [N, 24, 1, 1] -> Gemm to 10 classes.
+  ValueId classifier(ValueId pooled) {
+    Attributes flat;
+    flat.set("axis", int64_t{1});
+    const ValueId f = node(OpKind::kFlatten, "flatten", {pooled}, flat);
+    Attributes gemm;
+    gemm.set("transB", int64_t{1});
+    return node(OpKind::kGemm, "fc",
+                {f, g.add_constant("fc.w", random_tensor(Shape{10, 24}, seed++, -0.3f, 0.3f)),
+                 g.add_constant("fc.b", random_tensor(Shape{10}, seed++, -0.1f, 0.1f))},
+                gemm);
+  }
 };
 
 struct Net : NetBuilder {
@@ -407,16 +419,7 @@ struct Net : NetBuilder {
     const ValueId sum = node(OpKind::kAdd, "add", {c2, p}, relu);
     const ValueId dw = conv("dw", sum, 24, 24, 3, 1, 24, "clip");
     const ValueId gap = node(OpKind::kGlobalAveragePool, "gap", {dw});
-    Attributes flat;
-    flat.set("axis", int64_t{1});
-    const ValueId f = node(OpKind::kFlatten, "flatten", {gap}, flat);
-    Attributes gemm;
-    gemm.set("transB", int64_t{1});
-    const ValueId y =
-        node(OpKind::kGemm, "fc",
-             {f, g.add_constant("fc.w", random_tensor(Shape{10, 24}, seed++, -0.3f, 0.3f)),
-              g.add_constant("fc.b", random_tensor(Shape{10}, seed++, -0.1f, 0.1f))},
-             gemm);
+    const ValueId y = classifier(gap);
     g.outputs() = {y};
     EXPECT_TRUE(g.infer_shapes().ok());
   }
@@ -585,16 +588,7 @@ struct QdqNet : NetBuilder {
     const ValueId sum2 = qdq(node(OpKind::kAdd, "add2", {c3, sum}), 0.035f, -2, false);
     const ValueId dw = qdq(conv("dw", sum2, 24, 24, 3, 1, 24, "clip"), 0.025f, 10, true);
     const ValueId gap = qdq(node(OpKind::kGlobalAveragePool, "gap", {dw}), 0.01f, 2, false);
-    Attributes flat;
-    flat.set("axis", int64_t{1});
-    const ValueId f = node(OpKind::kFlatten, "flatten", {gap}, flat);
-    Attributes gemm;
-    gemm.set("transB", int64_t{1});
-    const ValueId y =
-        node(OpKind::kGemm, "fc",
-             {f, g.add_constant("fc.w", random_tensor(Shape{10, 24}, seed++, -0.3f, 0.3f)),
-              g.add_constant("fc.b", random_tensor(Shape{10}, seed++, -0.1f, 0.1f))},
-             gemm);
+    const ValueId y = classifier(gap);
     // c2 read once more through a pair of its own, to a graph output: that pair stays.
     const ValueId c2_out = qdq(c2_raw, 0.03f, -5, false);
     g.outputs() = {y, c2_out};
