@@ -112,8 +112,7 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& graph,
     }
     if (precision == Precision::kInt8 && variant == nullptr) {
       k = make_onednn_int8_kernel(req, p->quant_);
-      if (k.ok() && *k == nullptr && node.kind == OpKind::kConcat)
-        k = make_int8_concat(req, p->quant_);
+      if (k.ok() && *k == nullptr) k = make_int8_kernel(req, p->quant_);
     }
     if (k.ok() && *k != nullptr && p->measured_) {
       // A reduced kernel that measures slower than the f32 one (with its conversions) gives way.

@@ -2,6 +2,8 @@
 // layers, a stand-alone BatchNormalization (per-channel scale and shift) and Softmax on the
 // contiguous axis. All of them work in whichever layout their input arrives in, so they never
 // force a conversion between NHWC layers.
+#include <cpuinfo.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -10,7 +12,12 @@
 #include "backends/cpu/activation.h"
 #include "backends/cpu/kernel_table.h"
 #include "backends/cpu/layout.h"
+#include "backends/cpu/simd.h"
 #include "ops/unary_math.h"
+
+#if TESSERA_X86_64
+#include <immintrin.h>
+#endif
 
 namespace tessera::cpu {
 
@@ -401,6 +408,119 @@ Result<std::unique_ptr<Kernel>> make_batch_norm(const KernelRequest& req) {
   return std::unique_ptr<Kernel>(std::move(k));
 }
 
+// ---- BatchNormalization on int8 -----------------------------------------------------------------
+//
+// y = act(x * scale[c] + shift[c]) on int8 NHWC tensors: with x = s_x (q - zp_x) and
+// q_y = round(y / s_y) + zp_y, q_y = clamp(round(q * A[c] + B[c]) + zp_y) where
+// A[c] = s_x scale[c] / s_y and B[c] = (shift[c] - s_x zp_x scale[c]) / s_y; ReLU and Clip become
+// the clamp's bounds (a real 0 is q = zp_y). One rounding instead of the f32 path's three, so an
+// element may differ from converting to f32 and back by one step.
+
+#if TESSERA_X86_64
+// GCC 12 warns about the _mm512_undefined_* placeholders inside the conversion intrinsics.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// One pixel's `c` channels with AVX-512 (16 at a time, the tail masked).
+template <bool kInUnsigned, bool kOutUnsigned>
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void int8_affine_avx512(
+    const uint8_t* x, uint8_t* y, int64_t c, const float* a, const float* b, float zp, float lo,
+    float hi) {
+  for (int64_t ch = 0; ch < c; ch += 16) {
+    const __mmask16 k = c - ch >= 16 ? __mmask16(0xffff) : __mmask16((1u << (c - ch)) - 1);
+    const __m128i q8 = _mm_maskz_loadu_epi8(k, x + ch);
+    const __m512i q32 = kInUnsigned ? _mm512_cvtepu8_epi32(q8) : _mm512_cvtepi8_epi32(q8);
+    __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q32), _mm512_maskz_loadu_ps(k, a + ch),
+                               _mm512_maskz_loadu_ps(k, b + ch));
+    v = _mm512_add_ps(_mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
+                      _mm512_set1_ps(zp));
+    v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(lo)), _mm512_set1_ps(hi));
+    const __m512i r = _mm512_cvtps_epi32(v);
+    const __m128i out = kOutUnsigned ? _mm512_cvtusepi32_epi8(r) : _mm512_cvtsepi32_epi8(r);
+    _mm_mask_storeu_epi8(y + ch, k, out);
+  }
+}
+#pragma GCC diagnostic pop
+#endif
+
+class Int8BatchNormKernel final : public Kernel {
+ public:
+  bool int8_io() const override { return true; }
+  void choose_layouts(std::span<const Layout> available, std::span<Layout> wanted,
+                      std::span<Layout> produced) const override {
+    for (size_t i = 0; i < wanted.size(); ++i) wanted[i] = Layout::kNCHW;
+    wanted[0] = available[0];
+    produced[0] = available[0];
+  }
+  Status bind(std::span<const Operand> in, std::span<const Operand> out, ThreadPool&) override {
+    if (!in[0].int8 || !out[0].int8 || !(in[0].quant == qx_) || !(out[0].quant == qy_))
+      return internal_error(what_ + ": bound to tensors of another quantisation");
+    const Shape& s = in[0].shape;
+    if ((s.rank() != 4 && s.rank() != 2) ||
+        (s.rank() == 4 && in[0].layout != Layout::kNHWC && !layout_trivial(s)))
+      return internal_error(what_ + ": channels are not innermost");
+    x_ = static_cast<const uint8_t*>(in[0].data);
+    y_ = static_cast<uint8_t*>(out[0].data);
+    pixels_ = in[0].numel() / std::max<int64_t>(c_(), 1);
+    return Status();
+  }
+  Status run(ThreadPool& pool) override {
+    const int64_t c = c_();
+    pool.parallel_for(static_cast<size_t>(pixels_), std::max<size_t>(1, 4096 / c + 1),
+                      [&](size_t b, size_t e) {
+                        for (size_t p = b; p < e; ++p) pixel(p, c);
+                      });
+    return Status();
+  }
+  void pixel(size_t p, int64_t c) const {
+    const uint8_t* x = x_ + static_cast<int64_t>(p) * c;
+    uint8_t* y = y_ + static_cast<int64_t>(p) * c;
+    const float zp = static_cast<float>(qy_.zero_point);
+#if TESSERA_X86_64
+    if (avx512_) {
+      const float* a = a_.data();
+      const float* b = b_.data();
+      if (qx_.is_unsigned && qy_.is_unsigned)
+        int8_affine_avx512<true, true>(x, y, c, a, b, zp, lo_, hi_);
+      if (qx_.is_unsigned && !qy_.is_unsigned)
+        int8_affine_avx512<true, false>(x, y, c, a, b, zp, lo_, hi_);
+      if (!qx_.is_unsigned && qy_.is_unsigned)
+        int8_affine_avx512<false, true>(x, y, c, a, b, zp, lo_, hi_);
+      if (!qx_.is_unsigned && !qy_.is_unsigned)
+        int8_affine_avx512<false, false>(x, y, c, a, b, zp, lo_, hi_);
+      return;
+    }
+#endif
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const float q = qx_.is_unsigned ? static_cast<float>(x[ch])
+                                      : static_cast<float>(static_cast<int8_t>(x[ch]));
+      float v = std::nearbyint(q * a_[static_cast<size_t>(ch)] + b_[static_cast<size_t>(ch)]) + zp;
+      v = std::min(std::max(v, lo_), hi_);
+      y[ch] =
+          qy_.is_unsigned ? static_cast<uint8_t>(v) : static_cast<uint8_t>(static_cast<int8_t>(v));
+    }
+  }
+  std::string describe() const override {
+    return std::string("tessera int8 batchnorm scale-shift") + (relu_ ? " +relu" : "") +
+           (avx512_ ? " (avx512)" : "");
+  }
+  uint64_t owned_bytes() const override {
+    return 2 * a_.size() * sizeof(float);
+  }
+
+  int64_t c_() const {
+    return static_cast<int64_t>(a_.size());
+  }
+  std::string what_;
+  QuantParam qx_, qy_;
+  std::vector<float> a_, b_;
+  float lo_ = 0, hi_ = 0;  // the output's bounds in q, with the activation's
+  bool relu_ = false;
+  bool avx512_ = false;
+  const uint8_t* x_ = nullptr;
+  uint8_t* y_ = nullptr;
+  int64_t pixels_ = 0;
+};
+
 // ---- Softmax ------------------------------------------------------------------------------------
 
 class XnnSoftmaxKernel final : public Kernel {
@@ -621,5 +741,54 @@ const KernelEntry kElementwiseKernels[] = {
     {OpKind::kPRelu, "tessera_prelu_channel_f32", make_channel_prelu},
 };
 const size_t kNumElementwiseKernels = sizeof(kElementwiseKernels) / sizeof(kElementwiseKernels[0]);
+
+Result<std::unique_ptr<Kernel>> make_int8_batch_norm(const KernelRequest& req,
+                                                     const std::vector<QuantParam>& quant) {
+  const Node& n = req.node;
+  auto q = [&](ValueId v) {
+    return v == kNoValue || static_cast<size_t>(v) >= quant.size() ? QuantParam{}
+                                                                   : quant[static_cast<size_t>(v)];
+  };
+  if (n.kind != OpKind::kBatchNormalization || n.inputs.empty() || n.outputs.size() != 1)
+    return decline();
+  const QuantParam qx = q(n.inputs[0]), qy = q(n.outputs[0]);
+  if (!qx.valid() || !qy.valid()) return decline();
+  // Channels innermost: rank 4 (int8 tensors are NHWC) or [N, C]; other ranks keep logical order.
+  const int rank = req.ctx.input(0).shape.rank();
+  if (rank != 4 && rank != 2) return decline();
+  ASSIGN_OR_RETURN(std::unique_ptr<Kernel> f32, make_batch_norm(req));
+  if (f32 == nullptr) return decline();
+  const auto& bn = static_cast<const BatchNormKernel&>(*f32);
+  const Activation& act = bn.post_.activation();
+  auto k = std::make_unique<Int8BatchNormKernel>();
+  k->what_ = "node " + quote_name(n.name) + " (BatchNormalization)";
+  k->qx_ = qx;
+  k->qy_ = qy;
+  k->lo_ = qy.is_unsigned ? 0.f : -128.f;
+  k->hi_ = qy.is_unsigned ? 255.f : 127.f;
+  const float zp = static_cast<float>(qy.zero_point);
+  if (act.kind == ActivationKind::kRelu) {
+    k->relu_ = true;
+    k->lo_ = std::max(k->lo_, zp);
+  } else if (act.kind == ActivationKind::kClip) {
+    k->lo_ = std::max(k->lo_, std::nearbyint(act.alpha / qy.scale) + zp);
+    k->hi_ = std::min(k->hi_, std::nearbyint(act.beta / qy.scale) + zp);
+  } else if (act.kind != ActivationKind::kNone) {
+    return decline();  // activations that do not commute with the requantisation stay f32
+  }
+  const size_t c = bn.scale_.size();
+  k->a_.resize(c);
+  k->b_.resize(c);
+  for (size_t i = 0; i < c; ++i) {
+    k->a_[i] = qx.scale * bn.scale_[i] / qy.scale;
+    k->b_[i] =
+        (bn.shift_[i] - qx.scale * static_cast<float>(qx.zero_point) * bn.scale_[i]) / qy.scale;
+  }
+#if TESSERA_X86_64
+  k->avx512_ = cpuinfo_initialize() && cpuinfo_has_x86_avx512f() && cpuinfo_has_x86_avx512bw() &&
+               cpuinfo_has_x86_avx512vl();
+#endif
+  return std::unique_ptr<Kernel>(std::move(k));
+}
 
 }  // namespace tessera::cpu

@@ -121,4 +121,16 @@ Result<std::unique_ptr<Kernel>> build_kernel(const KernelRequest& req, const cha
   return make_reference_kernel(req.node);
 }
 
+Result<std::unique_ptr<Kernel>> make_int8_kernel(const KernelRequest& req,
+                                                 const std::vector<QuantParam>& quant) {
+  switch (req.node.kind) {
+    case OpKind::kConcat:
+      return make_int8_concat(req, quant);
+    case OpKind::kBatchNormalization:
+      return make_int8_batch_norm(req, quant);
+    default:
+      return std::unique_ptr<Kernel>();
+  }
+}
+
 }  // namespace tessera::cpu

@@ -93,6 +93,19 @@ Result<std::unique_ptr<Kernel>> make_entry_kernel(const KernelEntry& entry,
 Result<std::unique_ptr<Kernel>> build_kernel(const KernelRequest& req,
                                              const char* variant = nullptr);
 
+// Tessera's own kernels of an int8 program (oneDNN's are in onednn.h): Concat and
+// BatchNormalization, below; null for other nodes and where a value has no quantisation.
+Result<std::unique_ptr<Kernel>> make_int8_kernel(const KernelRequest& req,
+                                                 const std::vector<QuantParam>& quant);
+
+// BatchNormalization of an int8 program (elementwise.cc): int8 NHWC (or [N, C]) in and out,
+// per channel
+// q_y = clamp(round(q_x * A[c] + B[c]) + zp_y) (the scale-shift and both quantisations in one
+// multiply-add, AVX-512 where the CPU has it), a fused ReLU or Clip as the clamp's bounds; other
+// fused activations decline. Within one step of the f32 round trip.
+Result<std::unique_ptr<Kernel>> make_int8_batch_norm(const KernelRequest& req,
+                                                     const std::vector<QuantParam>& quant);
+
 // The Concat of an int8 program (tensor_ops.cc): its inputs and output held in int8, each input
 // requantised into the output's quantisation through a 256-entry table (the same arithmetic as
 // converting it to f32 and back, bit for bit; a plain copy where the quantisations are equal), so

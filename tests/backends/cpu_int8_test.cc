@@ -542,6 +542,82 @@ TEST(Int8Concat, RequantisesEachInputExactly) {
   }
 }
 
+// The int8 BatchNormalization: within one step of the f32 round trip (dequantise, scale-shift,
+// activation, quantise), for u8 and s8 in and out, zero points, ReLU and Clip folded into the
+// bounds, 5 and 37 channels (the vector loop's tail and body), NHWC rank 4 and [N, C].
+TEST(Int8BatchNorm, MatchesTheF32RoundTripWithinOneStep) {
+  testing::ScopedEnv rules("TESSERA_CPU_KERNELS", "rules");
+  uint32_t seed = 50;
+  for (const char* act : {"", "relu", "clip"}) {
+    for (int64_t c : {5, 37}) {
+      for (bool rank4 : {true, false}) {
+        for (int signs = 0; signs < 4; ++signs) {
+          SCOPED_TRACE(std::string(act) + " c " + std::to_string(c) +
+                       (rank4 ? " rank 4" : " [N, C]") + " signs " + std::to_string(signs));
+          Graph g;
+          const Shape xs = rank4 ? Shape{2, c, 5, 3} : Shape{6, c};
+          const ValueId x = g.add_value("x", TensorInfo{DType::kF32, xs});
+          g.inputs() = {x};
+          Node n;
+          n.name = "bn";
+          n.kind = OpKind::kBatchNormalization;
+          testing::set_fused_activation(n.attrs, act, -0.5f, 1.5f);
+          n.inputs = {x};
+          for (float lo : {0.5f, -0.5f, -0.5f, 0.1f}) {
+            n.inputs.push_back(
+                g.add_constant("p" + std::to_string(n.inputs.size()),
+                               random_tensor(Shape{c}, seed++, lo, lo == 0.1f ? 2.f : 1.5f)));
+          }
+          n.outputs = {g.add_value("y")};
+          g.outputs() = {n.outputs[0]};
+          const NodeId id = g.add_node(n);
+          ASSERT_TRUE(g.infer_shapes().ok());
+          // x: u8 (with a zero point through the QDQ-like range) or s8; y: u8 or s8.
+          const std::pair<float, float> rx =
+              (signs & 1) ? std::pair{0.f, 2.f} : std::pair{-2.f, 2.f};
+          const std::pair<float, float> ry =
+              (signs & 2) ? std::pair{0.f, 3.f} : std::pair{-3.f, 3.f};
+          CompileOptions o;
+          o.calibration = table_of({{"x", rx}, {"y", ry}});
+          auto dev = open_device("cpu:0#int8");
+          ASSERT_TRUE(dev.ok());
+          std::vector<NodeId> layers = {id};
+          auto p = (*dev)->compile(g, layers, o);
+          ASSERT_TRUE(p.ok()) << p.status().to_string();
+          const auto& prog = dynamic_cast<const cpu::CpuProgram&>(**p);
+          ASSERT_NE(prog.describe().find("tessera int8 batchnorm"), std::string::npos)
+              << prog.describe();
+          const Tensor xin = random_tensor(xs, seed++, rx.first, rx.second);
+          const Tensor got = run_program(**p, {xin})[0];
+          // The oracle: the reference device's f32 BatchNormalization on the dequantised input.
+          const QuantParam qx = QuantParam::from_range(rx.first, rx.second);
+          const QuantParam qy = QuantParam::from_range(ry.first, ry.second);
+          Tensor xq = *xin.clone();
+          for (int64_t i = 0; i < xq.numel(); ++i) {
+            const float v = xin.data<float>()[i];
+            xq.data<float>()[i] =
+                qx.scale * static_cast<float>(quantize_ref(v, qx) - qx.zero_point);
+          }
+          auto ref_dev = open_device("reference");
+          auto ref = (*ref_dev)->compile(g, layers);
+          ASSERT_TRUE(ref.ok());
+          const Tensor want = run_program(**ref, {xq})[0];
+          int off = 0;
+          for (int64_t i = 0; i < got.numel(); ++i) {
+            const int w = quantize_ref(want.data<float>()[i], qy);
+            const float step = qy.scale;
+            const float diff =
+                std::fabs(got.data<float>()[i] - qy.scale * static_cast<float>(w - qy.zero_point));
+            ASSERT_LE(diff, step * 1.01f) << i;
+            off += diff > step * 0.01f ? 1 : 0;
+          }
+          EXPECT_LT(off, got.numel() / 20 + 1) << off << " of " << got.numel();
+        }
+      }
+    }
+  }
+}
+
 // Net's layers as a QDQ model writes them: every activation through QuantizeLinear ->
 // DequantizeLinear with its own scale and zero point (u8 and s8, zero points 0 and not, a residual
 // with a zero point, a pool whose output keeps its input's pair), the convolution weights f32
