@@ -80,6 +80,10 @@ uint64_t Session::peak_memory_bytes() const {
   return impl_->executor->peak_memory_bytes();
 }
 
+std::string Session::describe() const {
+  return impl_->executor->describe();
+}
+
 Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> model,
                                                  const std::string& device) {
   SessionOptions options;

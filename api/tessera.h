@@ -143,6 +143,10 @@ class Session {
   // Bytes the compiled programs hold while running (activation arenas + packed weights), as the
   // devices report it; 0 when they do not know.
   uint64_t peak_memory_bytes() const;
+  // What the compiled programs run, as `tessera run --describe` prints it: per step
+  // "step I on DEVICE:" and one line per kernel, conversion or layout change where the backend
+  // says (the cpu device names each layer's kernel, precision and quantisation).
+  std::string describe() const;
 
   // Positional: one tensor per model input, in Model::inputs() order; returns one per output.
   Result<std::vector<Tensor>> run(const std::vector<Tensor>& inputs);

@@ -499,6 +499,9 @@ PYBIND11_MODULE(_tessera, m) {
       .def_property_readonly("device", [](const PySession& s) { return s.session->device_name(); })
       .def_property_readonly("plan", [](const PySession& s) { return s.session->plan(); })
       .def(
+          "describe", [](const PySession& s) { return s.session->describe(); },
+          "What the compiled programs run: each step's kernels, precisions and layout changes.")
+      .def(
           "run",
           [](PySession& s, const py::object& inputs) {
             std::vector<Tensor> in = to_inputs(*s.model, inputs);

@@ -579,12 +579,7 @@ int cmd_run(int argc, char** argv) {
   auto ex = Executor::create(*lg, plan, options);
   if (!ex.ok()) return report_error("run", ex.status());
   if (by_plan) print_plan_table(plan, *lg);
-  if (args->has("--describe")) {
-    for (size_t i = 0; i < (*ex)->steps().size(); ++i) {
-      std::printf("step %zu on %s:\n%s", i, (*ex)->steps()[i].device.c_str(),
-                  (*ex)->describe_step(i).c_str());
-    }
-  }
+  if (args->has("--describe")) std::fputs((*ex)->describe().c_str(), stdout);
 
   uint64_t last_frame = 0;
   std::vector<Tensor> outputs;

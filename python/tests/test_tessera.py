@@ -85,6 +85,13 @@ def test_run_matches_numpy(model_path, device):
     np.testing.assert_allclose(s.run(x.astype(np.float64))[0], y, rtol=1e-6, atol=1e-6)
 
 
+def test_session_describes_its_kernels(model_path):
+    s = tessera.Session(tessera.Model.load(model_path), device="cpu:0")
+    d = s.describe()
+    assert d.startswith("step 0 on cpu:0:\n"), d
+    assert len(d.splitlines()) > 1, d
+
+
 def test_outputs_own_their_memory(model_path):
     s = tessera.Session(tessera.Model.load(model_path), device="cpu")
     x = np.ones((1, 3, 8, 8), np.float32)

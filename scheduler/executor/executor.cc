@@ -483,6 +483,15 @@ std::string Executor::describe_step(size_t step) const {
   return step < impl_->sg.steps.size() ? impl_->sg.steps[step].program->describe() : std::string();
 }
 
+std::string Executor::describe() const {
+  std::string s;
+  for (size_t i = 0; i < impl_->sg.steps.size(); ++i) {
+    s += "step " + std::to_string(i) + " on " + impl_->sg.steps[i].desc.device + ":\n" +
+         describe_step(i);
+  }
+  return s;
+}
+
 std::vector<StepRun> Executor::step_runs(int first_run) const {
   std::lock_guard<std::mutex> lk(impl_->mu);
   std::vector<StepRun> out;

@@ -163,6 +163,8 @@ class Executor {
   // What step i's program runs (Program::describe(): its kernels, conversions and layouts, one
   // line per step where the backend says).
   std::string describe_step(size_t step) const;
+  // Every step's, each after a line "step I on DEVICE:".
+  std::string describe() const;
 
   // The step runs kept (the last ExecutorOptions::step_run_history), in completion order; with
   // `first_run`, only those of frames >= first_run (cheap for a recent window).

@@ -154,6 +154,10 @@ TEST(Session, PlanSessionStreamsTheDeviceSessionsOutputs) {
   auto by_plan = Session::create(*model, opts);
   ASSERT_TRUE(by_plan.ok()) << by_plan.status().to_string();
   EXPECT_EQ((*by_plan)->device_name(), "reference[0] cpu[2]");
+  // One block per step, each naming its device.
+  const std::string d = (*by_plan)->describe();
+  EXPECT_EQ(d.find("step 0 on reference:\n"), 0u) << d;
+  EXPECT_NE(d.find("step 1 on cpu:\n"), std::string::npos) << d;
 
   std::vector<std::vector<Tensor>> inputs;
   for (int f = 0; f < 12; ++f) {
