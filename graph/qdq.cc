@@ -43,11 +43,20 @@ bool same(const QdqQuantisation& a, const QdqQuantisation& b) {
   return a.scale == b.scale && a.zero_point == b.zero_point && a.is_unsigned == b.is_unsigned;
 }
 
-}  // namespace
+// The pairs of `layers` that fold (see fold_qdq_pairs): each QuantizeLinear input's
+// quantisation, the DequantizeLinear outputs to redirect to it, and the folded nodes.
+struct FoundPairs {
+  std::vector<std::pair<ValueId, QdqQuantisation>> quant;
+  std::vector<std::pair<ValueId, ValueId>> redirect;  // DequantizeLinear output -> Q's input
+  std::unordered_set<NodeId> folded;
+  std::vector<std::vector<NodeId>> readers;
+};
 
-std::optional<QdqFolding> fold_qdq_pairs(const Graph& g, std::span<const NodeId> layers) {
+FoundPairs find_pairs(const Graph& g, std::span<const NodeId> layers) {
+  FoundPairs f;
   const std::unordered_set<NodeId> in_slice(layers.begin(), layers.end());
-  const std::vector<std::vector<NodeId>> readers = g.consumers();
+  f.readers = g.consumers();
+  const std::vector<std::vector<NodeId>>& readers = f.readers;
   std::unordered_set<ValueId> graph_outputs(g.outputs().begin(), g.outputs().end());
   // Whether every reader of v is a node of the slice (and v no graph output).
   auto read_inside = [&](ValueId v) {
@@ -57,10 +66,9 @@ std::optional<QdqFolding> fold_qdq_pairs(const Graph& g, std::span<const NodeId>
     }
     return true;
   };
-
-  std::vector<std::pair<ValueId, QdqQuantisation>> quant;
-  std::vector<std::pair<ValueId, ValueId>> redirect;  // DequantizeLinear output -> Q's input
-  std::unordered_set<NodeId> folded;
+  std::vector<std::pair<ValueId, QdqQuantisation>>& quant = f.quant;
+  std::vector<std::pair<ValueId, ValueId>>& redirect = f.redirect;
+  std::unordered_set<NodeId>& folded = f.folded;
   for (NodeId id : layers) {
     const Node& q = g.node(id);
     if (q.kind != OpKind::kQuantizeLinear || q.inputs.empty() || q.outputs.size() != 1) continue;
@@ -96,6 +104,17 @@ std::optional<QdqFolding> fold_qdq_pairs(const Graph& g, std::span<const NodeId>
       redirect.emplace_back(g.node(r).outputs[0], x);
     }
   }
+  return f;
+}
+
+}  // namespace
+
+std::optional<QdqFolding> fold_qdq_pairs(const Graph& g, std::span<const NodeId> layers) {
+  FoundPairs found = find_pairs(g, layers);
+  const std::vector<std::vector<NodeId>>& readers = found.readers;
+  std::unordered_set<NodeId>& folded = found.folded;
+  std::vector<std::pair<ValueId, ValueId>>& redirect = found.redirect;
+  std::vector<std::pair<ValueId, QdqQuantisation>>& quant = found.quant;
   if (folded.empty()) return std::nullopt;
 
   QdqFolding f;
@@ -119,13 +138,26 @@ std::optional<QdqFolding> fold_qdq_pairs(const Graph& g, std::span<const NodeId>
   return f;
 }
 
-bool has_qdq_pairs(const Graph& g) {
+std::vector<std::pair<ValueId, QdqQuantisation>> qdq_quantisation(const Graph& g) {
+  std::vector<std::pair<ValueId, QdqQuantisation>> out;
   bool any = false;
   for (const Node& n : g.nodes()) any = any || n.kind == OpKind::kQuantizeLinear;
-  if (!any) return false;
+  if (!any) return out;
   std::vector<NodeId> all(static_cast<size_t>(g.num_nodes()));
   for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<NodeId>(i);
-  return fold_qdq_pairs(g, all).has_value();
+  FoundPairs found = find_pairs(g, all);
+  out = found.quant;
+  // A DequantizeLinear output holds values on its pair's grid: the same quantisation.
+  for (const auto& [dq_out, x] : found.redirect) {
+    for (const auto& [v, q] : found.quant) {
+      if (v == x) out.emplace_back(dq_out, q);
+    }
+  }
+  return out;
+}
+
+bool has_qdq_pairs(const Graph& g) {
+  return !qdq_quantisation(g).empty();
 }
 
 }  // namespace tessera

@@ -54,6 +54,11 @@ struct QdqFolding {
 // no pair folds.
 std::optional<QdqFolding> fold_qdq_pairs(const Graph& g, std::span<const NodeId> layers);
 
+// The quantisation of every value of the whole graph a folding pair gives: each
+// QuantizeLinear input and each of its DequantizeLinear outputs (on the same grid). A slice
+// that cuts a pair (the profiler's single layers) quantises its boundary values with these.
+std::vector<std::pair<ValueId, QdqQuantisation>> qdq_quantisation(const Graph& g);
+
 // Whether the whole graph has a pair that folds: a QDQ model, whose int8 programs need no
 // calibration table.
 bool has_qdq_pairs(const Graph& g);

@@ -71,8 +71,12 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& graph,
   // A QDQ model's QuantizeLinear -> DequantizeLinear pairs give their values' quantisation and
   // vanish from an int8 program (graph/qdq.h): it compiles the graph without them.
   std::optional<QdqFolding> qdq;
-  if (precision == Precision::kInt8 && variant == nullptr) qdq = fold_qdq_pairs(graph, slice);
-  if (precision == Precision::kInt8 && calibration == nullptr && !qdq) {
+  std::vector<std::pair<ValueId, QdqQuantisation>> qdq_all;  // the whole graph's pairs
+  if (precision == Precision::kInt8 && variant == nullptr) {
+    qdq = fold_qdq_pairs(graph, slice);
+    qdq_all = qdq_quantisation(graph);
+  }
+  if (precision == Precision::kInt8 && calibration == nullptr && qdq_all.empty()) {
     return failed_precondition(
         "int8 needs calibrated activation ranges: run `tessera calibrate MODEL.tsr` (it writes "
         "MODEL.tsr.calib.json, read from there) or give --calibration FILE (a QDQ model brings "
@@ -85,7 +89,7 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& graph,
   p->owned_graph_ = std::move(owned);
   p->int8_ = precision == Precision::kInt8;
   if (p->int8_) {
-    p->assign_quantisation(layers, calibration, qdq ? &qdq->quant : nullptr);
+    p->assign_quantisation(layers, calibration, qdq_all, qdq ? &qdq->quant : nullptr);
     p->qdq_pairs_ = qdq ? qdq->pairs : 0;
   }
   p->measured_ = variant == nullptr && choice == KernelChoice::kMeasured;
@@ -166,8 +170,10 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& graph,
   return p;
 }
 
-void CpuProgram::assign_quantisation(std::span<const NodeId> layers, const CalibrationTable* table,
-                                     const std::vector<std::pair<ValueId, QdqQuantisation>>* qdq) {
+void CpuProgram::assign_quantisation(
+    std::span<const NodeId> layers, const CalibrationTable* table,
+    const std::vector<std::pair<ValueId, QdqQuantisation>>& graph_qdq,
+    const std::vector<std::pair<ValueId, QdqQuantisation>>* qdq) {
   quant_.assign(static_cast<size_t>(g_.num_values()), QuantParam{});
   for (ValueId v = 0; v < g_.num_values() && table != nullptr; ++v) {
     const Value& val = g_.value(v);
@@ -176,7 +182,12 @@ void CpuProgram::assign_quantisation(std::span<const NodeId> layers, const Calib
       quant_[static_cast<size_t>(v)] = QuantParam::from_range(r->first, r->second);
     }
   }
-  // A QDQ model's own quantisation wins over a calibrated range, and is never replaced below.
+  // A QDQ model's own quantisation wins over a calibrated range: the graph's pairs for values at
+  // the slice's edges (a pair cut by the slice), the pairs folded inside it (never replaced
+  // below, and held in int8 however they are produced).
+  for (const auto& [v, q] : graph_qdq) {
+    quant_[static_cast<size_t>(v)] = QuantParam{q.scale, q.is_unsigned, q.zero_point}.canonical();
+  }
   std::vector<bool>& fixed = qdq_value_;
   fixed.assign(quant_.size(), false);
   for (const auto& [v, q] :

@@ -119,10 +119,12 @@ class CpuProgram final : public Program {
   std::unique_ptr<Kernel> fusing_kernel(NodeId conv, std::unique_ptr<Kernel> k,
                                         const Activation& act, ValueId residual, ValueId writes,
                                         bool* fused);
-  // quant_: the QuantParam of every value with a calibrated range in `table` (may be null) or a
-  // folded QDQ pair's quantisation in `qdq` (may be null; these win), pools' outputs without
-  // their own taking their input's.
+  // quant_: the QuantParam of every value with a calibrated range in `table` (may be null), a
+  // QDQ pair's quantisation anywhere in the graph (`graph_qdq`, qdq_quantisation) or a pair
+  // folded in this slice (`qdq`, may be null; these win), pools' outputs without their own
+  // taking their input's.
   void assign_quantisation(std::span<const NodeId> layers, const CalibrationTable* table,
+                           const std::vector<std::pair<ValueId, QdqQuantisation>>& graph_qdq,
                            const std::vector<std::pair<ValueId, QdqQuantisation>>* qdq);
   // Decides layouts, conversions and buffers for the given slice-input layouts (steps_ get no
   // kernels yet); records the layout each slice input's first reader wants.

@@ -722,6 +722,43 @@ TEST(Int8Qdq, RunsOnTheInt8KernelsWithItsOwnQuantisation) {
   }
 }
 
+// A slice that cuts the pairs (as the profiler's single layers do) takes its edges'
+// quantisation from the graph's pairs: a convolution alone runs on its int8 kernel with no
+// calibration table, reading a DequantizeLinear output and writing a QuantizeLinear input.
+TEST(Int8Qdq, ASliceCuttingThePairsUsesTheGraphsQuantisation) {
+  testing::ScopedEnv rules("TESSERA_CPU_KERNELS", "rules");
+  QdqNet net;
+  NodeId c2 = kNoNode;
+  for (NodeId id : net.layers) {
+    if (net.g.node(id).name == "c2") c2 = id;
+  }
+  ASSERT_NE(c2, kNoNode);
+  const std::vector<NodeId> alone = {c2};
+  auto dev = open_device("cpu:0#int8");
+  ASSERT_TRUE(dev.ok());
+  auto p = (*dev)->compile(net.g, alone);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  const auto& prog = dynamic_cast<const cpu::CpuProgram&>(**p);
+  EXPECT_EQ(prog.num_qdq_pairs(), 0);
+  EXPECT_NE(prog.describe().find("c2: onednn int8 conv 3x3/1 u8 zp 3->s8 zp -5"), std::string::npos)
+      << prog.describe();
+  // Its input on c1's grid (scale 0.025, zero point 3), against the reference device.
+  const Shape xs = net.g.value(net.g.node(c2).inputs[0]).info.shape;
+  Tensor x = random_tensor(xs, 9, 0.f, 2.f);
+  for (int64_t i = 0; i < x.numel(); ++i)
+    x.data<float>()[i] = 0.025f * std::nearbyint(x.data<float>()[i] / 0.025f);
+  auto ref_dev = open_device("reference");
+  auto ref = (*ref_dev)->compile(net.g, alone);
+  ASSERT_TRUE(ref.ok());
+  const Tensor want = run_program(**ref, {x})[0];
+  const Tensor got = run_program(**p, {x})[0];
+  // The output on c2's grid (scale 0.03, zero point -5: [-3.69, 3.96]) within one step.
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    const float w = std::min(std::max(want.data<float>()[i], -3.69f), 3.96f);
+    ASSERT_LE(std::fabs(got.data<float>()[i] - w), 0.03f * 1.01f) << i;
+  }
+}
+
 // Values without a calibrated range keep their layers in f32; a program without any table is
 // refused with what to do.
 TEST(Int8Program, NeedsCalibration) {
