@@ -745,10 +745,7 @@ const size_t kNumElementwiseKernels = sizeof(kElementwiseKernels) / sizeof(kElem
 Result<std::unique_ptr<Kernel>> make_int8_batch_norm(const KernelRequest& req,
                                                      const std::vector<QuantParam>& quant) {
   const Node& n = req.node;
-  auto q = [&](ValueId v) {
-    return v == kNoValue || static_cast<size_t>(v) >= quant.size() ? QuantParam{}
-                                                                   : quant[static_cast<size_t>(v)];
-  };
+  auto q = [&](ValueId v) { return quant_of(quant, v); };
   if (n.kind != OpKind::kBatchNormalization || n.inputs.empty() || n.outputs.size() != 1)
     return decline();
   const QuantParam qx = q(n.inputs[0]), qy = q(n.outputs[0]);

@@ -49,6 +49,14 @@ struct QuantParam {
   bool operator==(const QuantParam&) const = default;
 };
 
+// The quantisation of value `v` in a program's per-value table (kernel factories of int8
+// programs); invalid where v is omitted or has none.
+inline QuantParam quant_of(const std::vector<QuantParam>& quant, ValueId v) {
+  return v == kNoValue || v < 0 || static_cast<size_t>(v) >= quant.size()
+             ? QuantParam{}
+             : quant[static_cast<size_t>(v)];
+}
+
 // One input or output of a kernel as bound in memory. `shape` is the logical (ONNX, NCHW-order)
 // shape; for a rank-4 tensor in Layout::kNHWC the memory holds dims (N, H, W, C). Constants are
 // bound with their graph tensor (always logical order, Layout::kNCHW).

@@ -693,11 +693,6 @@ class Int8ConvKernel final : public ConvPrimitiveKernel {
   std::vector<float> wscale_;
 };
 
-QuantParam quant_of(const std::vector<QuantParam>& quant, ValueId v) {
-  return v == kNoValue || static_cast<size_t>(v) >= quant.size() ? QuantParam{}
-                                                                 : quant[static_cast<size_t>(v)];
-}
-
 Result<std::unique_ptr<Kernel>> make_int8_conv(const KernelRequest& req,
                                                const std::vector<QuantParam>& quant) {
   const QuantParam in = quant_of(quant, req.node.inputs[0]);

@@ -286,10 +286,7 @@ Result<std::unique_ptr<Kernel>> make_bf16_concat(const KernelRequest& req) {
 Result<std::unique_ptr<Kernel>> make_int8_concat(const KernelRequest& req,
                                                  const std::vector<QuantParam>& quant) {
   const Node& n = req.node;
-  auto q = [&](ValueId v) {
-    return v == kNoValue || static_cast<size_t>(v) >= quant.size() ? QuantParam{}
-                                                                   : quant[static_cast<size_t>(v)];
-  };
+  auto q = [&](ValueId v) { return quant_of(quant, v); };
   if (n.kind != OpKind::kConcat || n.outputs.empty() || !q(n.outputs[0]).valid()) return decline();
   for (ValueId v : n.inputs) {
     if (v == kNoValue || req.graph.value(v).is_constant || !q(v).valid()) return decline();
