@@ -120,19 +120,18 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& graph,
     }
     if (k.ok() && *k != nullptr && p->measured_) {
       // A reduced kernel that measures slower than the f32 one (with its conversions) gives way.
-      ASSIGN_OR_RETURN(std::unique_ptr<Kernel> f32, build_measured_kernel(req));
       const auto quant = [&](ValueId v) {
-        return p->int8_ ? p->quant_[static_cast<size_t>(v)] : QuantParam{};
+        return p->int8_ ? quant_of(p->quant_, v) : QuantParam{};
       };
-      Result<bool> keep = keep_reduced_kernel(
-          req, **k, *f32,
+      Result<std::unique_ptr<Kernel>> f32 = f32_kernel_if_faster(
+          req, **k,
           p->int8_ ? PrecisionConversion::Reduced::kInt8 : PrecisionConversion::Reduced::kBf16,
           quant(node.inputs[0]), quant(node.outputs[0]));
-      if (!keep.ok())
-        return keep.status().with_context("node " + quote_name(node.name) + " (" +
-                                          op_name(node.kind) + ")");
-      if (!*keep) {
-        k = std::move(f32);
+      if (!f32.ok())
+        return f32.status().with_context("node " + quote_name(node.name) + " (" +
+                                         op_name(node.kind) + ")");
+      if (*f32 != nullptr) {
+        k = std::move(*f32);
         p->measured_f32_.push_back(id);
       }
     }

@@ -29,7 +29,7 @@ class CpuProgram final : public Program {
   // holds a QDQ model's QuantizeLinear -> DequantizeLinear pairs: those are folded (graph/qdq.h)
   // and their scales and zero points quantise their values, over any calibrated range.
   // With measured kernel choice a layer keeps its f32 kernel where that, with the conversions
-  // around it, measures faster than its reduced one (keep_reduced_kernel, measured_f32_layers()).
+  // around it, measures faster than its reduced one (f32_kernel_if_faster, measured_f32_layers()).
   // `variant`: see build_kernel (tests and benchmarks that compare kernel variants). `choice`:
   // how each node's kernel is picked when no variant is forced (kernel_choice.h); a convolution
   // whose residual Add the measured kernel cannot fuse gets the rules' kernel where that one can
@@ -62,7 +62,7 @@ class CpuProgram final : public Program {
   int num_int8_layers() const;
   int num_int8_buffers() const;
   // Layers of a bf16 or int8 program that have a reduced-precision kernel but run their f32
-  // kernel because it measured faster with its conversions (keep_reduced_kernel).
+  // kernel because it measured faster with its conversions (f32_kernel_if_faster).
   const std::vector<NodeId>& measured_f32_layers() const { return measured_f32_; }
   // QuantizeLinear -> DequantizeLinear pairs of a QDQ model folded into int8 tensors (an int8
   // program holds their values with the pair's scale and zero point; graph/qdq.h).

@@ -422,16 +422,22 @@ Result<std::unique_ptr<Kernel>> build_measured_kernel(const KernelRequest& req,
   return std::move(chosen->kernel);
 }
 
-Result<bool> keep_reduced_kernel(const KernelRequest& req, Kernel& reduced, Kernel& f32,
-                                 PrecisionConversion::Reduced precision, QuantParam in_q,
-                                 QuantParam out_q, std::vector<KernelTiming>* timings) {
+Result<std::unique_ptr<Kernel>> f32_kernel_if_faster(const KernelRequest& req, Kernel& reduced,
+                                                     PrecisionConversion::Reduced precision,
+                                                     QuantParam in_q, QuantParam out_q,
+                                                     std::vector<KernelTiming>* timings) {
   if (timings != nullptr) timings->clear();
-  if (!measured_op(req.node.kind)) return true;
+  if (!measured_op(req.node.kind)) return std::unique_ptr<Kernel>();
   const bool int8 = precision == PrecisionConversion::Reduced::kInt8;
   const bool reduced_out = int8 ? reduced.int8_output() : true;
   std::string key = kernel_choice_key(req) + (int8 ? "|precision int8 " : "|precision bf16");
   if (int8) key += int8_label(in_q) + "->" + (reduced_out ? int8_label(out_q) : std::string("f32"));
-  if (const std::string cached = cached_decision(key); !cached.empty()) return cached != "f32";
+  if (const std::string cached = cached_decision(key); !cached.empty()) {
+    if (cached != "f32") return std::unique_ptr<Kernel>();  // no f32 kernel built, nor packed
+    return build_measured_kernel(req);
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<Kernel> f32_kernel, build_measured_kernel(req));
+  Kernel& f32 = *f32_kernel;
 
   ReducedIo io;
   io.bf16 = !int8;
@@ -474,8 +480,9 @@ Result<bool> keep_reduced_kernel(const KernelRequest& req, Kernel& reduced, Kern
   const std::vector<KernelTiming> measured{{"reduced", best_r}, {"f32", best_f}};
   record_decision(key, keep ? "reduced" : "f32", measured);
   if (timings != nullptr) *timings = measured;
-  // Both kernels are bound again by the program to its arena (bind() records addresses only).
-  return keep;
+  // The kernel kept is bound again by the program to its arena (bind() records addresses only).
+  if (keep) return std::unique_ptr<Kernel>();
+  return f32_kernel;
 }
 
 }  // namespace tessera::cpu
