@@ -249,6 +249,45 @@ Result<double> time_sequence(ThreadPool& pool, std::span<Kernel* const> ks) {
   return ms;
 }
 
+// The best times of `reduced` alone and of `f32` with the conversions from and back to the
+// reduced precision around it (f32_kernel_if_faster), in interleaved rounds on scratch tensors.
+Result<std::pair<double, double>> time_reduced_and_f32(const KernelRequest& req, Kernel& reduced,
+                                                       Kernel& f32, const ReducedIo& io,
+                                                       PrecisionConversion::Reduced precision) {
+  ASSIGN_OR_RETURN(Scratch rs, bind_scratch(req, reduced, &io));
+  ASSIGN_OR_RETURN(Scratch fs, bind_scratch(req, f32));
+  // f32 with its conversions: input 0 from the reduced kernel's input, output 0 into its output.
+  const Operand& r_in = rs.inputs[0];
+  const Operand& f_in = fs.inputs[0];
+  PrecisionConversion in_conv(r_in.layout, f_in.layout, precision, /*to_reduced=*/false);
+  RETURN_IF_ERROR(in_conv.bind(std::span(&r_in, 1), std::span(&f_in, 1), req.pool));
+  std::vector<Kernel*> f32_side{&in_conv, &f32};
+  std::optional<PrecisionConversion> out_conv;
+  if (io.output) {
+    const Operand& f_out = fs.outputs[0];
+    const Operand& r_out = rs.outputs[0];
+    out_conv.emplace(f_out.layout, r_out.layout, precision, /*to_reduced=*/true);
+    RETURN_IF_ERROR(out_conv->bind(std::span(&f_out, 1), std::span(&r_out, 1), req.pool));
+    f32_side.push_back(&*out_conv);
+  }
+  Kernel* reduced_side[] = {&reduced};
+
+  // One untimed run each, then interleaved rounds (as build_measured_kernel).
+  ASSIGN_OR_RETURN(double warm_r, time_sequence(req.pool, reduced_side));
+  ASSIGN_OR_RETURN(double warm_f, time_sequence(req.pool, f32_side));
+  const int rounds =
+      std::clamp(static_cast<int>(std::ceil(kTargetRoundsMs / std::max(warm_r + warm_f, 1e-3))),
+                 kMinRounds, kMaxRounds);
+  double best_r = INFINITY, best_f = INFINITY;
+  for (int r = 0; r < rounds; ++r) {
+    ASSIGN_OR_RETURN(double ms_r, time_sequence(req.pool, reduced_side));
+    ASSIGN_OR_RETURN(double ms_f, time_sequence(req.pool, f32_side));
+    best_r = std::min(best_r, ms_r);
+    best_f = std::min(best_f, ms_f);
+  }
+  return std::make_pair(best_r, best_f);
+}
+
 // The decisions map, shared by kernel variants and precision choices.
 std::string cached_decision(const std::string& key) {
   Decisions& d = decisions();
@@ -445,37 +484,11 @@ Result<std::unique_ptr<Kernel>> f32_kernel_if_faster(const KernelRequest& req, K
   io.in = in_q;
   io.out = out_q;
   io.output = reduced_out;
-  ASSIGN_OR_RETURN(Scratch rs, bind_scratch(req, reduced, &io));
-  ASSIGN_OR_RETURN(Scratch fs, bind_scratch(req, f32));
-  // f32 with its conversions: input 0 from the reduced kernel's input, output 0 into its output.
-  const Operand& r_in = rs.inputs[0];
-  const Operand& f_in = fs.inputs[0];
-  PrecisionConversion in_conv(r_in.layout, f_in.layout, precision, /*to_reduced=*/false);
-  RETURN_IF_ERROR(in_conv.bind(std::span(&r_in, 1), std::span(&f_in, 1), req.pool));
-  std::vector<Kernel*> f32_side{&in_conv, &f32};
-  std::optional<PrecisionConversion> out_conv;
-  if (reduced_out) {
-    const Operand& f_out = fs.outputs[0];
-    const Operand& r_out = rs.outputs[0];
-    out_conv.emplace(f_out.layout, r_out.layout, precision, /*to_reduced=*/true);
-    RETURN_IF_ERROR(out_conv->bind(std::span(&f_out, 1), std::span(&r_out, 1), req.pool));
-    f32_side.push_back(&*out_conv);
-  }
-  Kernel* reduced_side[] = {&reduced};
-
-  // One untimed run each, then interleaved rounds (as build_measured_kernel).
-  ASSIGN_OR_RETURN(double warm_r, time_sequence(req.pool, reduced_side));
-  ASSIGN_OR_RETURN(double warm_f, time_sequence(req.pool, f32_side));
-  const int rounds =
-      std::clamp(static_cast<int>(std::ceil(kTargetRoundsMs / std::max(warm_r + warm_f, 1e-3))),
-                 kMinRounds, kMaxRounds);
-  double best_r = INFINITY, best_f = INFINITY;
-  for (int r = 0; r < rounds; ++r) {
-    ASSIGN_OR_RETURN(double ms_r, time_sequence(req.pool, reduced_side));
-    ASSIGN_OR_RETURN(double ms_f, time_sequence(req.pool, f32_side));
-    best_r = std::min(best_r, ms_r);
-    best_f = std::min(best_f, ms_f);
-  }
+  // A pair that cannot be set up or run on scratch tensors is not measured: the reduced kernel
+  // stays, and nothing is cached (as build_measured_kernel drops such candidates).
+  Result<std::pair<double, double>> ms = time_reduced_and_f32(req, reduced, f32, io, precision);
+  if (!ms.ok()) return std::unique_ptr<Kernel>();
+  const auto [best_r, best_f] = *ms;
   const bool keep = best_r <= best_f * (1 + kKeepRuleWithin);
   const std::vector<KernelTiming> measured{{"reduced", best_r}, {"f32", best_f}};
   record_decision(key, keep ? "reduced" : "f32", measured);
