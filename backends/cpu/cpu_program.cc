@@ -185,15 +185,15 @@ void CpuProgram::assign_quantisation(
   // the slice's edges (a pair cut by the slice), the pairs folded inside it (never replaced
   // below, and held in int8 however they are produced).
   for (const auto& [v, q] : graph_qdq) {
-    quant_[static_cast<size_t>(v)] = QuantParam{q.scale, q.is_unsigned, q.zero_point}.canonical();
-  }
-  std::vector<bool>& fixed = qdq_value_;
-  fixed.assign(quant_.size(), false);
-  for (const auto& [v, q] :
-       qdq != nullptr ? *qdq : std::vector<std::pair<ValueId, QdqQuantisation>>{}) {
     // Held as the same grid without a zero point where there is one (QuantParam::canonical).
     quant_[static_cast<size_t>(v)] = QuantParam{q.scale, q.is_unsigned, q.zero_point}.canonical();
-    fixed[static_cast<size_t>(v)] = true;
+  }
+  // The pairs folded in the slice are among the graph's (a pair that folds in a slice folds in
+  // the whole graph, with the same parameters): only mark them.
+  std::vector<bool>& fixed = qdq_value_;
+  fixed.assign(quant_.size(), false);
+  if (qdq != nullptr) {
+    for (const auto& [v, q] : *qdq) fixed[static_cast<size_t>(v)] = true;
   }
   // A pool's output keeps its input's quantisation (max and average stay within the input's
   // range), so that int8 pools pass their input's bytes through without rescaling; a pool whose
