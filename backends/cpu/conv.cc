@@ -8,6 +8,7 @@
 
 #include "backends/cpu/activation.h"
 #include "backends/cpu/kernel_table.h"
+#include "backends/cpu/onednn.h"
 
 namespace tessera::cpu {
 
@@ -209,6 +210,7 @@ const KernelEntry kConvKernels[] = {
     {OpKind::kConv, "tessera_gemm_conv", make_tessera_gemm_conv, Isa::kAvx512f},
     {OpKind::kConv, "openblas_gemm_conv", make_gemm_conv},
     {OpKind::kConv, "xnnpack_conv2d_nhwc_f32", make_xnn_conv},
+    {OpKind::kConv, "onednn_conv_f32", make_onednn_f32_conv},
 };
 const size_t kNumConvKernels = sizeof(kConvKernels) / sizeof(kConvKernels[0]);
 

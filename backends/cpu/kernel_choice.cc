@@ -368,6 +368,16 @@ std::string kernel_choice_key(const KernelRequest& req) {
         value);
   }
   key << "|cores " << req.pool.cores().to_string();
+  // The candidates this build offers the op: a decision made among other variants (an older
+  // Tessera's) is measured again rather than reused.
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (const KernelEntry& e : all_kernel_entries()) {
+    if (e.op != req.node.kind || !e.measured_candidate || !entry_available(e)) continue;
+    for (const char* c = e.variant; *c != 0; ++c)
+      h = (h ^ static_cast<unsigned char>(*c)) * 1099511628211ull;
+    h = (h ^ ',') * 1099511628211ull;
+  }
+  key << "|variants " << std::hex << (h & 0xffffffffu);
   return sanitize(key.str());
 }
 

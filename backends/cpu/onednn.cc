@@ -42,6 +42,9 @@ Result<std::unique_ptr<Kernel>> make_onednn_int8_kernel(const KernelRequest&,
                                                         const std::vector<QuantParam>&) {
   return decline();
 }
+Result<std::unique_ptr<Kernel>> make_onednn_f32_conv(const KernelRequest&) {
+  return decline();
+}
 
 #else
 
@@ -146,7 +149,7 @@ dnnl::primitive_attr owned_scratchpad_attr() {
 // What every oneDNN bf16 kernel shares: the primitive, its stream, the bound memories.
 class OneDnnKernel : public Kernel {
  public:
-  bool bf16_io() const override { return true; }
+  bool bf16_io() const override { return !f32_; }
   bool runs_on_openmp() const override { return true; }
   std::string describe() const override { return desc_; }
   uint64_t owned_bytes() const override { return owned_bytes_; }
@@ -163,7 +166,8 @@ class OneDnnKernel : public Kernel {
  public:  // the factories below fill these in
   // Describes the kernel as `what` plus the implementation oneDNN chose ("brg:avx512_core_bf16").
   void name(const std::string& what, const dnnl::primitive_desc_base& pd) {
-    desc_ = "onednn bf16 " + what + " (" + pd.impl_info_str() + ")";
+    desc_ =
+        std::string(f32_ ? "onednn f32 " : "onednn bf16 ") + what + " (" + pd.impl_info_str() + ")";
   }
 
   // Allocates the scratchpad the primitive of `pd` asks for (its attributes from
@@ -180,6 +184,7 @@ class OneDnnKernel : public Kernel {
   std::string what_;
   std::string desc_;
   uint64_t owned_bytes_ = 0;
+  bool f32_ = false;  // activations in f32 (make_onednn_f32_conv), not bf16
 };
 
 memory::dims dims_of(std::initializer_list<int64_t> d) {
@@ -311,7 +316,9 @@ class ConvPrimitiveKernel : public OneDnnKernel {
     return true;
   }
 
-  // Binds source, weights, bias and destination, and a fused residual (the last input).
+  // Binds source, weights, bias and destination, and a fused residual (the last input). Outputs
+  // are dense: given a strided NHWC destination (a Concat's slice), oneDNN 2.6 falls back to its
+  // reference implementation (ref:any), so its kernels leave the Concat its copy.
   Status bind_conv(std::span<const Operand> in, std::span<const Operand> out) {
     return guarded(what_, [&] {
       args_.clear();
@@ -336,7 +343,8 @@ class ConvPrimitiveKernel : public OneDnnKernel {
   memory weights_, bias_;
 };
 
-// Conv: NHWC bf16 in and out, weights reordered to the implementation's format at build time.
+// Conv: NHWC bf16 (or, for the f32 kernel table, f32) in and out, weights reordered to the
+// implementation's format at build time.
 class ConvKernel final : public ConvPrimitiveKernel {
  public:
   using ConvPrimitiveKernel::ConvPrimitiveKernel;
@@ -351,8 +359,9 @@ class ConvKernel final : public ConvPrimitiveKernel {
     if (!append_activation(s_.act, &ops)) return false;
     dnnl::primitive_attr attr = owned_scratchpad_attr();
     attr.set_post_ops(ops);
+    const dt act = f32_ ? dt::f32 : dt::bf16;
     RETURN_IF_ERROR(
-        create_primitive(x, dt::bf16, dt::bf16, dt::bf16, dt::f32, s_.weight->data<float>(), attr,
+        create_primitive(x, act, act, act, dt::f32, s_.weight->data<float>(), attr,
                          [&](float* b) { std::memcpy(b, s_.bias->raw(), s_.bias->byte_size()); }));
     name(label(), pd_);
     return true;
@@ -368,10 +377,11 @@ class ConvKernel final : public ConvPrimitiveKernel {
   }
 };
 
-Result<std::unique_ptr<Kernel>> make_conv(const KernelRequest& req) {
+Result<std::unique_ptr<Kernel>> make_conv(const KernelRequest& req, bool f32 = false) {
   ASSIGN_OR_RETURN(std::optional<ConvSetup> setup, conv_setup(req));
   if (!setup) return decline();
   auto k = std::make_unique<ConvKernel>(std::move(*setup));
+  k->f32_ = f32;
   k->what_ = "node " + quote_name(req.node.name) + " (Conv)";
   k->shape_ = req.ctx.input(0).shape;
   ASSIGN_OR_RETURN(bool ok, k->create(k->shape_));
@@ -919,6 +929,12 @@ Result<std::unique_ptr<Kernel>> make_onednn_bf16_kernel(const KernelRequest& req
     default:
       return decline();
   }
+}
+
+Result<std::unique_ptr<Kernel>> make_onednn_f32_conv(const KernelRequest& req) {
+  // Not the rules' choice for any configuration: measured kernel choice offers it every node.
+  if (!req.any_config || req.node.kind != OpKind::kConv) return decline();
+  return or_decline(make_conv(req, /*f32=*/true));
 }
 
 Result<std::unique_ptr<Kernel>> make_onednn_int8_kernel(const KernelRequest& req,

@@ -1,4 +1,5 @@
-// Reduced-precision kernels of the cpu device on oneDNN (Debian's libdnnl, docs/precision.md).
+// Reduced-precision kernels of the cpu device on oneDNN (Debian's libdnnl, docs/precision.md),
+// and oneDNN's f32 convolution as a measured candidate of the f32 kernel table.
 //
 // bf16: Conv (dense, grouped, depthwise; fused relu/clip/leaky relu/sigmoid/tanh/hard swish and a
 // fused residual Add), Gemm and MatMul with a constant weight matrix, MaxPool, AveragePool and
@@ -37,6 +38,13 @@ std::string onednn_note();
 // implementation of it on this CPU (the f32 kernels run it). Errors are real errors (bad
 // attributes, a oneDNN failure).
 Result<std::unique_ptr<Kernel>> make_onednn_bf16_kernel(const KernelRequest& req);
+
+// oneDNN's f32 convolution (NHWC f32 in and out, weights reordered once into the format of the
+// implementation oneDNN picks, e.g. brgconv on AVX-512; fused activations and residual Add as
+// post-ops), an entry of the f32 kernel table (kConvKernels, "onednn_conv_f32"). The rules never
+// pick it (it declines unless req.any_config): measured kernel choice offers it every Conv and
+// keeps it where it is the fastest. Null without oneDNN or where oneDNN has no implementation.
+Result<std::unique_ptr<Kernel>> make_onednn_f32_conv(const KernelRequest& req);
 
 // The int8 kernel for a node, or null when oneDNN has none for this configuration or a value it
 // would read or write in int8 has no quantisation (`quant`, by ValueId; CpuProgram assigns it

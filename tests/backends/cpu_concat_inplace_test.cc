@@ -311,7 +311,8 @@ INSTANTIATE_TEST_SUITE_P(Cpu, ConcatInPlaceTest, ::testing::Values(1, 2),
 
 // Every convolution variant writes its slice with the output's pixel stride, including a fused
 // activation the clamp cannot express (Tessera's GEMM runs it per item, Winograd per pixel);
-// XNNPACK then applies it in a separate dense pass, so its output keeps the copy.
+// XNNPACK then applies it in a separate dense pass, so its output keeps the copy, and oneDNN's
+// f32 kernel always writes densely.
 class ConcatInPlaceVariantTest : public ::testing::TestWithParam<std::tuple<int, int>> {};
 
 TEST_P(ConcatInPlaceVariantTest, EveryConvVariantWritesItsSlice) {
@@ -338,7 +339,41 @@ TEST_P(ConcatInPlaceVariantTest, EveryConvVariantWritesItsSlice) {
     const Compiled c = check(net, threads, {}, entry.variant);
     const bool xnn_pass = std::string_view(entry.variant).starts_with("xnnpack") &&
                           std::string_view(activation) == "sigmoid";
-    EXPECT_EQ(c.in_place, xnn_pass ? 0 : 2) << c.describe;
+    const bool dense_only = std::string_view(entry.variant).starts_with("onednn");
+    EXPECT_EQ(c.in_place, xnn_pass || dense_only ? 0 : 2) << c.describe;
+  }
+}
+
+// A convolution with a fused residual Add (and ReLU after it) writing into a Concat: the
+// variants that write strided outputs add the residual to their slice; oneDNN's f32 kernel
+// writes densely (a strided destination would run oneDNN's reference implementation) and the
+// Concat copies.
+TEST_P(ConcatInPlaceVariantTest, ResidualFusedConvWritesItsSlice) {
+  const cpu::KernelEntry& entry = cpu::kConvKernels[std::get<0>(GetParam())];
+  const int threads = std::get<1>(GetParam());
+  if (cpu_pool_on_first_cores(threads) == nullptr) GTEST_SKIP() << "needs " << threads << " cores";
+  SCOPED_TRACE(entry.variant);
+  Net net;
+  const ValueId x = net.input(Shape{1, 16, 14, 14});
+  const ValueId a = net.conv(x, 16, 3, 1, /*relu=*/false);
+  const ValueId r = net.add(OpKind::kRelu, {net.add(OpKind::kAdd, {a, x}, {}, 16)}, {}, 16);
+  const ValueId y = net.concat({r, net.conv(x, 24, 3)});
+  net.output(net.pool(OpKind::kMaxPool, y, 2, 2, 0));
+  {
+    Graph probe = net.g;
+    ASSERT_TRUE(probe.infer_shapes().ok());
+    std::vector<NodeId> layers;
+    for (NodeId i = 0; i < probe.num_nodes(); ++i) layers.push_back(i);
+    auto p =
+        cpu::CpuProgram::compile(probe, layers, cpu_pool_on_first_cores(threads), entry.variant);
+    if (!p.ok() && p.status().code() == StatusCode::kUnimplemented)
+      GTEST_SKIP() << p.status().to_string();
+  }
+  const Compiled c = check(net, threads, {}, entry.variant);
+  if (entry.variant == std::string_view("onednn_conv_f32")) {
+    EXPECT_NE(c.describe.find("onednn f32 conv 3x3/1 +relu +residual"), std::string::npos)
+        << c.describe;
+    EXPECT_EQ(c.in_place, 0) << c.describe;
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include "backends/cpu/cpu_program.h"
 #include "backends/cpu/kernel_table.h"
+#include "backends/cpu/onednn.h"
 #include "tests/backends/backend_test_util.h"
 #include "tests/backends/cpu_test_util.h"
 
@@ -80,6 +81,7 @@ bool must_run(std::string_view variant, const ConvCase& c) {
   if (variant.starts_with("winograd")) return winograd;
   if (variant == "tessera_direct_conv") return c.x[1] <= 16 && c.dilation == 1;
   if (variant == "tessera_depthwise_conv") return false;  // depthwise only: its own test file
+  if (variant.starts_with("onednn")) return cpu::onednn_available();
   return true;  // tessera/openblas_gemm_conv and xnnpack take every dense 2-D convolution
 }
 
