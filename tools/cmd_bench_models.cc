@@ -48,6 +48,8 @@ const std::vector<cli::FlagSpec> kFlags = {
     {"--warmup", "-w", true, false, "untimed runs first (default 3)"},
     {"--stream", "", true, false, "frames streamed for frames/s (default 50; 0: no stream)"},
     {"--no-op-times", "", false, false, "skip the time per operator kind"},
+    {"--top-layers", "", true, false,
+     "also print the K slowest layers of each device run (median ms, op, name; default 0)"},
     {"--compare-ort", "", false, false,
      "add ONNX Runtime's median latency (Python package onnxruntime; $TESSERA_PYTHON or python3)"},
     {"--onnx", "", true, true,
@@ -81,7 +83,8 @@ struct Row {
   std::vector<double> latency_ms;
   double stream_fps = 0;
   double arena_mib = 0, peak_rss_mib = 0;
-  std::map<std::string, double> op_ms;  // median per-run ms by operator kind
+  std::map<std::string, double> op_ms;                   // median per-run ms by operator kind
+  std::vector<std::pair<std::string, double>> layer_ms;  // "op name" -> median ms, in layer order
   double ort_ms = -1;
 };
 
@@ -105,6 +108,11 @@ json::Json row_json(const Row& r) {
   j["stream_frames_per_s"] = r.stream_fps;
   j["memory_mib"] = {{"programs", r.arena_mib}, {"peak_rss", r.peak_rss_mib}};
   if (!r.op_ms.empty()) j["op_ms"] = r.op_ms;
+  if (!r.layer_ms.empty()) {
+    json::Json layers = json::Json::array();
+    for (const auto& [name, ms] : r.layer_ms) layers.push_back({{"layer", name}, {"ms", ms}});
+    j["layer_ms"] = layers;
+  }
   if (r.ort_ms >= 0) j["onnxruntime_p50_ms"] = r.ort_ms;
   return j;
 }
@@ -142,9 +150,10 @@ Status bench_session(Session& s, const std::vector<Tensor>& inputs, int warmup, 
   return Status();
 }
 
-// Median ms per operator kind: every layer timed on `device_name`, `runs` runs.
-Result<std::map<std::string, double>> op_times(const LayerGraph& lg, const std::string& device_name,
-                                               int runs, const CompileOptions& options) {
+// Median ms per operator kind, and per layer ("Op name", in layer order): every layer timed on
+// `device_name`, `runs` runs.
+Status layer_times(const LayerGraph& lg, const std::string& device_name, int runs,
+                   const CompileOptions& options, Row* row) {
   ASSIGN_OR_RETURN(std::unique_ptr<Device> device, open_device(device_name));
   ASSIGN_OR_RETURN(SliceProgram p, SliceProgram::compile(lg, *device, 0, lg.num_layers(), options));
   RETURN_IF_ERROR(p.run());
@@ -154,11 +163,13 @@ Result<std::map<std::string, double>> op_times(const LayerGraph& lg, const std::
     RETURN_IF_ERROR(p.run_timed(&ms));
     for (size_t l = 0; l < per_layer.size() && l < ms.size(); ++l) per_layer[l].push_back(ms[l]);
   }
-  std::map<std::string, double> out;
   for (int l = 0; l < lg.num_layers(); ++l) {
-    out[op_name(lg.layer(l).kind)] += percentile(per_layer[static_cast<size_t>(l)], 0.5);
+    const double ms = percentile(per_layer[static_cast<size_t>(l)], 0.5);
+    const char* op = op_name(lg.layer(l).kind);
+    row->op_ms[op] += ms;
+    row->layer_ms.emplace_back(std::string(op) + " " + lg.layer(l).name, ms);
   }
-  return out;
+  return Status();
 }
 
 // ONNX Runtime's median latency of `onnx` with `threads` threads (0: its default), through its
@@ -205,7 +216,7 @@ Result<double> ort_median_ms(const std::string& onnx, int threads, int warmup, i
   return failed_precondition("ONNX Runtime did not run " + onnx + " (" + python + "): " + tail);
 }
 
-void print_table(const std::vector<Row>& rows) {
+void print_table(const std::vector<Row>& rows, int top_layers) {
   std::printf("%-16s %-28s %9s %9s %9s %9s %10s %9s %9s %9s\n", "model", "target", "min ms",
               "p50 ms", "p90 ms", "p99 ms", "stream f/s", "prog MiB", "RSS MiB", "ORT ms");
   for (const Row& r : rows) {
@@ -235,6 +246,18 @@ void print_table(const std::vector<Row>& rows) {
       std::printf(" %s %.3f (%.0f%%)", k.c_str(), v, total > 0 ? 100 * v / total : 0.0);
     }
     std::printf("\n");
+    if (top_layers <= 0) continue;
+    std::vector<std::pair<double, std::string>> slowest;
+    for (const auto& [name, ms] : r.layer_ms) slowest.emplace_back(ms, name);
+    std::stable_sort(slowest.begin(), slowest.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+    if (slowest.size() > static_cast<size_t>(top_layers))
+      slowest.resize(static_cast<size_t>(top_layers));
+    std::printf("%s on %s, the %zu slowest layers:\n", r.model.c_str(), r.target.c_str(),
+                slowest.size());
+    for (const auto& [ms, name] : slowest) {
+      std::printf("  %9.3f ms %5.1f%%  %s\n", ms, total > 0 ? 100 * ms / total : 0.0, name.c_str());
+    }
   }
 }
 
@@ -258,7 +281,8 @@ int cmd_bench_models(int argc, char** argv) {
   auto warmup = args->get_int("--warmup", 3, 0, 1000000);
   auto stream = args->get_int("--stream", 50, 0, 100000000);
   auto ort_threads = args->get_int("--ort-threads", 0, 0, 1024);
-  for (const auto* r : {&runs, &warmup, &stream, &ort_threads}) {
+  auto top_layers = args->get_int("--top-layers", 0, 0, 1000000);
+  for (const auto* r : {&runs, &warmup, &stream, &ort_threads, &top_layers}) {
     if (!r->ok()) return report_error("bench", r->status());
   }
   std::vector<std::string> devices = cli::split_device_list(args->get("--devices", "cpu"));
@@ -348,8 +372,11 @@ int cmd_bench_models(int argc, char** argv) {
                                                progress, &done, total)
                                : session.status();
       if (st.ok() && session.ok() && options.plan_path.empty() && op_kinds) {
-        auto ops = op_times(*lg, options.device, *runs, compile);
-        if (ops.ok()) row.op_ms = std::move(*ops);
+        Row timed;
+        if (layer_times(*lg, options.device, *runs, compile, &timed).ok()) {
+          row.op_ms = std::move(timed.op_ms);
+          row.layer_ms = std::move(timed.layer_ms);
+        }
         progress.update(++done, total, target + " per layer");
       }
       if (session.ok() && !options.plan_path.empty())
@@ -359,7 +386,7 @@ int cmd_bench_models(int argc, char** argv) {
     }
   }
   progress.finish();
-  print_table(rows);
+  print_table(rows, static_cast<int>(*top_layers));
   if (args->has("--json")) {
     json::Json j = json::Json::array();
     for (const Row& r : rows) j.push_back(row_json(r));

@@ -133,6 +133,25 @@ TEST(Cli, BenchReportsLatencyStreamMemoryAndOpTimes) {
   EXPECT_EQ(rows[1]["target"], "cpu:0");
 }
 
+TEST(Cli, BenchListsTheSlowestLayers) {
+  const std::string model = write_small_model();
+  const std::string out = temp_path("bench_layers.json");
+  CommandResult r =
+      run_cli("bench " + model +
+              " --devices cpu:0 --runs 3 --warmup 1 --stream 0 --top-layers 5 --json " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // The small model's one layer (node 'relu'), with its op and share of the total.
+  EXPECT_NE(r.output.find("the 1 slowest layers:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("%  Relu relu"), std::string::npos) << r.output;
+  auto j = json::parse_file(out);
+  ASSERT_TRUE(j.ok()) << j.status().to_string();
+  const json::Json& layers = (*j)["bench"][0]["layer_ms"];
+  ASSERT_EQ(layers.size(), 1u) << j->dump();
+  EXPECT_EQ(layers[0]["layer"], "Relu relu");
+  EXPECT_GE(layers[0]["ms"].get<double>(), 0);
+  EXPECT_EQ(run_cli("bench " + model + " --top-layers -1").exit_code, 1);
+}
+
 TEST(Cli, BenchNamesWhatCouldNotRun) {
   const std::string model = write_small_model();
   // A device that does not exist: the others are still measured, the command fails naming it.
