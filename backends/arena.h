@@ -1,9 +1,12 @@
 // Offsets of a program's intermediate tensors in one arena.
 //
 // Every tensor is live over an inclusive range of steps. Tensors whose ranges overlap must not
-// overlap in memory; others may share it. Planning is greedy by size (largest first), each
+// overlap in memory; others may share it (a range given last-before-first is taken as the steps
+// between the two). Planning is greedy by size (largest first), each
 // tensor taking the lowest-waste gap among the tensors already placed that it overlaps in time
 // (best fit), or the end of the arena: the "greedy by size" strategy of TFLite's arena planner.
+// The tensors a request overlaps are found through per-step lists of the placed ones, so the work
+// grows with the lifetimes scanned, not with the square of the tensor count.
 #pragma once
 
 #include <cstdint>

@@ -3,6 +3,7 @@
 #include <cpuinfo.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -10,6 +11,7 @@
 #include <fstream>
 #include <functional>
 #include <mutex>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -387,6 +389,76 @@ TEST(ArenaTest, OverlappingLifetimesNeverShareMemory) {
     }
   }
   EXPECT_LT(p.total_bytes, p.sum_bytes);  // 0 and 2 share memory
+}
+
+// The greedy-by-size plan as first written: every request scans every placed one. The planner
+// finds the overlapping tensors through per-step lists; its offsets must be these, exactly.
+ArenaPlan brute_force_plan(std::span<const ArenaRequest> req, uint64_t alignment,
+                           uint64_t padding) {
+  const size_t n = req.size();
+  ArenaPlan plan;
+  plan.offsets.assign(n, 0);
+  std::vector<uint64_t> size(n);
+  for (size_t i = 0; i < n; ++i) {
+    size[i] = (req[i].bytes + padding + alignment - 1) & ~(alignment - 1);
+    plan.sum_bytes += size[i];
+  }
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return size[a] > size[b]; });
+  std::vector<size_t> placed;
+  for (size_t idx : order) {
+    std::vector<std::pair<uint64_t, uint64_t>> busy;
+    for (size_t p : placed) {
+      if (req[p].last_step < req[idx].first_step || req[idx].last_step < req[p].first_step)
+        continue;
+      busy.push_back({plan.offsets[p], plan.offsets[p] + size[p]});
+    }
+    std::sort(busy.begin(), busy.end());
+    uint64_t best = UINT64_MAX, best_waste = UINT64_MAX, cursor = 0;
+    for (const auto& [lo, hi] : busy) {
+      if (lo >= cursor && lo - cursor >= size[idx] && lo - cursor - size[idx] < best_waste) {
+        best = cursor;
+        best_waste = lo - cursor - size[idx];
+      }
+      cursor = std::max(cursor, hi);
+    }
+    if (best == UINT64_MAX) best = cursor;
+    plan.offsets[idx] = best;
+    plan.total_bytes = std::max(plan.total_bytes, best + size[idx]);
+    placed.push_back(idx);
+  }
+  return plan;
+}
+
+TEST(ArenaTest, MatchesTheBruteForcePlanOnRandomLifetimes) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int n = 1 + static_cast<int>(rng() % 60), steps = 1 + static_cast<int>(rng() % 40);
+    const int base = static_cast<int>(rng() % 5) - 2;  // steps may start below 0
+    std::vector<ArenaRequest> req(static_cast<size_t>(n));
+    for (ArenaRequest& r : req) {
+      // Sizes from a few values, so that ties in the size order occur.
+      r.bytes = (rng() % 3 == 0) ? 4096 : 1 + rng() % 20000;
+      r.first_step = base + static_cast<int>(rng() % static_cast<unsigned>(steps));
+      const int len = rng() % 4 == 0 ? static_cast<int>(rng() % static_cast<unsigned>(steps))
+                                     : static_cast<int>(rng() % 3);
+      r.last_step = r.first_step + len;
+    }
+    const ArenaPlan got = plan_arena(req, 64, 16), want = brute_force_plan(req, 64, 16);
+    ASSERT_EQ(got.offsets, want.offsets) << "trial " << trial;
+    EXPECT_EQ(got.total_bytes, want.total_bytes);
+    EXPECT_EQ(got.sum_bytes, want.sum_bytes);
+  }
+}
+
+TEST(ArenaTest, ABackwardRangeCountsAsTheStepsBetween) {
+  // [5, 3] is live at 3..5: it may not share memory with a tensor live at 4.
+  std::vector<ArenaRequest> req = {{1000, 5, 3}, {1000, 4, 4}};
+  const ArenaPlan p = plan_arena(req, 64, 0);
+  EXPECT_NE(p.offsets[0], p.offsets[1]);
+  EXPECT_TRUE(plan_arena(std::vector<ArenaRequest>{}, 64, 0).offsets.empty());
 }
 
 TEST(CpuDeviceTest, NamesAndErrors) {
