@@ -1,6 +1,7 @@
 #include "graph/qdq.h"
 
 #include <cmath>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace tessera {
@@ -69,6 +70,7 @@ FoundPairs find_pairs(const Graph& g, std::span<const NodeId> layers) {
   std::vector<std::pair<ValueId, QdqQuantisation>>& quant = f.quant;
   std::vector<std::pair<ValueId, ValueId>>& redirect = f.redirect;
   std::unordered_set<NodeId>& folded = f.folded;
+  std::unordered_map<ValueId, QdqQuantisation> first_quant;  // each folded x's quantisation
   for (NodeId id : layers) {
     const Node& q = g.node(id);
     if (q.kind != OpKind::kQuantizeLinear || q.inputs.empty() || q.outputs.size() != 1) continue;
@@ -94,9 +96,9 @@ FoundPairs find_pairs(const Graph& g, std::span<const NodeId> layers) {
     if (!ok) continue;
     // A value quantised twice: the later pair replaces the earlier one's parameters only if they
     // agree; otherwise it is not folded.
-    bool clash = false;
-    for (const auto& [v, other] : quant) clash = clash || (v == x && !same(other, *p));
-    if (clash) continue;
+    const auto known = first_quant.find(x);
+    if (known != first_quant.end() && !same(known->second, *p)) continue;
+    first_quant.emplace(x, *p);
     quant.emplace_back(x, *p);
     folded.insert(id);
     for (NodeId r : readers[static_cast<size_t>(qv)]) {
@@ -147,11 +149,13 @@ std::vector<std::pair<ValueId, QdqQuantisation>> qdq_quantisation(const Graph& g
   for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<NodeId>(i);
   FoundPairs found = find_pairs(g, all);
   out = found.quant;
-  // A DequantizeLinear output holds values on its pair's grid: the same quantisation.
+  // A DequantizeLinear output holds values on its pair's grid: the same quantisation (each x's
+  // pairs agree, find_pairs folds no other).
+  std::unordered_map<ValueId, QdqQuantisation> of_x;
+  for (const auto& [v, q] : found.quant) of_x.emplace(v, q);
   for (const auto& [dq_out, x] : found.redirect) {
-    for (const auto& [v, q] : found.quant) {
-      if (v == x) out.emplace_back(dq_out, q);
-    }
+    const auto it = of_x.find(x);
+    if (it != of_x.end()) out.emplace_back(dq_out, it->second);
   }
   return out;
 }
