@@ -48,7 +48,8 @@ std::string describe_cores(const CoreSet& cores) {
 
 Result<std::unique_ptr<CpuDevice>> CpuDevice::open(const std::string& name, const CoreSet& cores,
                                                    Precision precision) {
-  if (precision != Precision::kF32 && !onednn_available()) {
+  // int8 runs on oneDNN or XNNPACK (kernel_table.h: use_xnnpack_int8), bf16 on oneDNN only.
+  if (precision == Precision::kBf16 && !onednn_available()) {
     return unimplemented("device " + quote_name(name) + ": " + precision_name(precision) +
                          " needs oneDNN: " + onednn_note());
   }
@@ -91,7 +92,8 @@ Capability CpuDevice::capabilities(const Graph& /*g*/, const Node& node) const {
 }
 
 bool CpuDevice::has_precision(Precision p) const {
-  return p == Precision::kF32 || onednn_available();
+  // int8 on oneDNN or XNNPACK (kernel_table.h: use_xnnpack_int8); bf16 on oneDNN.
+  return p == Precision::kF32 || p == Precision::kInt8 || onednn_available();
 }
 
 uint64_t CpuDevice::memory_capacity() const {

@@ -58,7 +58,8 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& graph,
                                                         const char* variant, KernelChoice choice,
                                                         Precision precision,
                                                         const CalibrationTable* calibration) {
-  if (precision != Precision::kF32 && !onednn_available()) {
+  // int8 runs on oneDNN or on XNNPACK (use_xnnpack_int8); bf16 needs oneDNN.
+  if (precision == Precision::kBf16 && !onednn_available()) {
     return unimplemented(std::string(precision_name(precision)) +
                          " on the cpu device needs oneDNN: " + onednn_note());
   }
@@ -88,8 +89,9 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& graph,
   std::unique_ptr<CpuProgram> p(new CpuProgram(g, std::move(pool)));
   p->owned_graph_ = std::move(owned);
   p->int8_ = precision == Precision::kInt8;
+  const bool xnn_int8 = p->int8_ && use_xnnpack_int8();
   if (p->int8_) {
-    p->assign_quantisation(layers, calibration, qdq_all, qdq ? &qdq->quant : nullptr);
+    p->assign_quantisation(layers, calibration, qdq_all, qdq ? &qdq->quant : nullptr, xnn_int8);
     p->qdq_pairs_ = qdq ? qdq->pairs : 0;
   }
   p->measured_ = variant == nullptr && choice == KernelChoice::kMeasured;
@@ -115,7 +117,7 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& graph,
       if (k.ok() && *k == nullptr && node.kind == OpKind::kConcat) k = make_bf16_concat(req);
     }
     if (precision == Precision::kInt8 && variant == nullptr) {
-      k = make_onednn_int8_kernel(req, p->quant_);
+      k = xnn_int8 ? make_xnn_int8_kernel(req, p->quant_) : make_onednn_int8_kernel(req, p->quant_);
       if (k.ok() && *k == nullptr) k = make_int8_kernel(req, p->quant_);
     }
     if (k.ok() && *k != nullptr && p->measured_) {
@@ -172,7 +174,7 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& graph,
 void CpuProgram::assign_quantisation(
     std::span<const NodeId> layers, const CalibrationTable* table,
     const std::vector<std::pair<ValueId, QdqQuantisation>>& graph_qdq,
-    const std::vector<std::pair<ValueId, QdqQuantisation>>* qdq) {
+    const std::vector<std::pair<ValueId, QdqQuantisation>>* qdq, bool all_signed) {
   quant_.assign(static_cast<size_t>(g_.num_values()), QuantParam{});
   for (ValueId v = 0; v < g_.num_values() && table != nullptr; ++v) {
     const Value& val = g_.value(v);
@@ -206,6 +208,12 @@ void CpuProgram::assign_quantisation(
         !fixed[static_cast<size_t>(n.outputs[0])]) {
       const QuantParam in = quant_[static_cast<size_t>(n.inputs[0])];
       if (in.valid()) quant_[static_cast<size_t>(n.outputs[0])] = in;
+    }
+  }
+  // XNNPACK's int8 operators take s8: a u8 grid is held as s8 with its zero point 128 lower.
+  if (all_signed) {
+    for (QuantParam& q : quant_) {
+      if (q.valid() && q.is_unsigned) q = QuantParam{q.scale, false, q.zero_point - 128};
     }
   }
 }

@@ -122,10 +122,11 @@ class CpuProgram final : public Program {
   // quant_: the QuantParam of every value with a calibrated range in `table` (may be null), a
   // QDQ pair's quantisation anywhere in the graph (`graph_qdq`, qdq_quantisation) or a pair
   // folded in this slice (`qdq`, may be null; these win), pools' outputs without their own
-  // taking their input's.
+  // taking their input's; with `all_signed` (XNNPACK's int8 kernels) every u8 grid as s8.
   void assign_quantisation(std::span<const NodeId> layers, const CalibrationTable* table,
                            const std::vector<std::pair<ValueId, QdqQuantisation>>& graph_qdq,
-                           const std::vector<std::pair<ValueId, QdqQuantisation>>* qdq);
+                           const std::vector<std::pair<ValueId, QdqQuantisation>>* qdq,
+                           bool all_signed);
   // Decides layouts, conversions and buffers for the given slice-input layouts (steps_ get no
   // kernels yet); records the layout each slice input's first reader wants.
   void plan(std::span<const NodeId> layers, const std::vector<std::unique_ptr<Kernel>>& kernels,

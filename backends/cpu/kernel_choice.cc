@@ -481,6 +481,10 @@ Result<std::unique_ptr<Kernel>> f32_kernel_if_faster(const KernelRequest& req, K
   const bool reduced_out = int8 ? reduced.int8_output() : true;
   std::string key = kernel_choice_key(req) + (int8 ? "|precision int8 " : "|precision bf16");
   if (int8) key += int8_label(in_q) + "->" + (reduced_out ? int8_label(out_q) : std::string("f32"));
+  // The library of the reduced kernel (its description's first word: onednn, xnnpack, tessera):
+  // a decision against oneDNN's kernel says nothing of XNNPACK's.
+  const std::string what = reduced.describe();
+  key += " " + what.substr(0, what.find(' '));
   if (const std::string cached = cached_decision(key); !cached.empty()) {
     if (cached != "f32") return std::unique_ptr<Kernel>();  // no f32 kernel built, nor packed
     return build_measured_kernel(req);

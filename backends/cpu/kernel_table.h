@@ -93,6 +93,19 @@ Result<std::unique_ptr<Kernel>> make_entry_kernel(const KernelEntry& entry,
 Result<std::unique_ptr<Kernel>> build_kernel(const KernelRequest& req,
                                              const char* variant = nullptr);
 
+// Whether int8 programs run on XNNPACK's int8 operators rather than oneDNN's: where this build
+// has no oneDNN (aarch64), or TESSERA_CPU_INT8_KERNELS=xnnpack (=onednn: oneDNN where it is
+// built in). Such a program holds every int8 tensor signed (u8 grids become s8 with the zero
+// point 128 lower, the same values): XNNPACK's operators take s8 only.
+bool use_xnnpack_int8();
+
+// The XNNPACK int8 kernel of a node (xnn_int8.cc), or null: Conv (dense, grouped, depthwise;
+// per-output-channel s8 weights, int32 bias; a fused ReLU or Clip as the output clamp), Add of two
+// int8 tensors of one shape, GlobalAveragePool. Every activation it reads or writes must be s8
+// in `quant` (by ValueId); scales whose ratio XNNPACK cannot requantise decline (f32 runs it).
+Result<std::unique_ptr<Kernel>> make_xnn_int8_kernel(const KernelRequest& req,
+                                                     const std::vector<QuantParam>& quant);
+
 // Tessera's own kernels of an int8 program (oneDNN's are in onednn.h): Concat and
 // BatchNormalization, below; null for other nodes and where a value has no quantisation.
 Result<std::unique_ptr<Kernel>> make_int8_kernel(const KernelRequest& req,

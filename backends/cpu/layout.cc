@@ -478,4 +478,22 @@ void nhwc_int8_to_nchw_f32(const void* src, float* dst, int64_t n, int64_t c, in
   }
 }
 
+void quantize_weights_per_channel(const float* w, int64_t rows, int64_t cols,
+                                  std::vector<int8_t>* wq, std::vector<float>* scales) {
+  wq->resize(static_cast<size_t>(rows * cols));
+  scales->resize(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = w + r * cols;
+    float m = 0;
+    for (int64_t i = 0; i < cols; ++i) m = std::max(m, std::fabs(row[i]));
+    const float sc = m > 0 && std::isfinite(m) ? m / 127.f : 1.f;
+    (*scales)[static_cast<size_t>(r)] = sc;
+    for (int64_t i = 0; i < cols; ++i) {
+      const float q = std::nearbyint(row[i] / sc);
+      (*wq)[static_cast<size_t>(r * cols + i)] =
+          static_cast<int8_t>(q == q ? std::clamp(q, -127.f, 127.f) : 0.f);
+    }
+  }
+}
+
 }  // namespace tessera::cpu

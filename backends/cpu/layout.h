@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "backends/cpu/kernel.h"
 
@@ -40,6 +41,12 @@ void nchw_f32_to_nhwc_int8(const float* src, void* dst, int64_t n, int64_t c, in
                            QuantParam q, ThreadPool* pool);
 void nhwc_int8_to_nchw_f32(const void* src, float* dst, int64_t n, int64_t c, int64_t hw,
                            QuantParam q, ThreadPool* pool);
+
+// Per-output-channel symmetric s8 weights of the int8 kernels (oneDNN's and XNNPACK's): `rows`
+// rows of `cols` weights each (row r is output channel r); w_q[r][i] = round(w / s[r]) in
+// [-127, 127], s[r] = max |w[r]| / 127 (1 for an all-zero or non-finite row).
+void quantize_weights_per_channel(const float* w, int64_t rows, int64_t cols,
+                                  std::vector<int8_t>* wq, std::vector<float>* scales);
 
 // A step converting one bound tensor between f32 and a reduced precision (bf16, or int8 with the
 // value's QuantParam), and between layouts at the same time when they differ (a rank-4 tensor:

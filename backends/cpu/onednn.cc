@@ -12,6 +12,7 @@
 
 #include "backends/cpu/conv.h"
 #include "backends/cpu/fully_connected.h"
+#include "backends/cpu/layout.h"
 #include "ops/conv_pool_util.h"
 
 #ifdef TESSERA_HAVE_ONEDNN
@@ -595,26 +596,6 @@ void set_zero_points(dnnl::primitive_attr& attr, QuantParam src, const QuantPara
     attr.set_zero_points(DNNL_ARG_DST, 0, {dst->zero_point});
 }
 
-// Per-output-channel symmetric s8 weights: `rows` rows of `cols` weights each (row r is output
-// channel r); w_q[r][i] = round(w / s[r]), s[r] = max |w[r]| / 127 (1 for an all-zero row).
-void quantize_weights(const float* w, int64_t rows, int64_t cols, std::vector<int8_t>* wq,
-                      std::vector<float>* scales) {
-  wq->resize(static_cast<size_t>(rows * cols));
-  scales->resize(static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* row = w + r * cols;
-    float m = 0;
-    for (int64_t i = 0; i < cols; ++i) m = std::max(m, std::fabs(row[i]));
-    const float sc = m > 0 && std::isfinite(m) ? m / 127.f : 1.f;
-    (*scales)[static_cast<size_t>(r)] = sc;
-    for (int64_t i = 0; i < cols; ++i) {
-      const float q = std::nearbyint(row[i] / sc);
-      (*wq)[static_cast<size_t>(r * cols + i)] =
-          static_cast<int8_t>(q == q ? std::clamp(q, -127.f, 127.f) : 0.f);
-    }
-  }
-}
-
 // Whether an activation commutes with a positive scale once its bounds are scaled.
 bool scale_invariant(const Activation& a) {
   return a.kind == ActivationKind::kNone || a.kind == ActivationKind::kRelu ||
@@ -635,7 +616,8 @@ class Int8ConvKernel final : public ConvPrimitiveKernel {
   Result<bool> create(const Shape& x) override {
     const ConvSetup& s = s_;
     if (wq_.empty()) {
-      quantize_weights(s.weight->data<float>(), s.cout, s.cin_g * s.kh * s.kw, &wq_, &wscale_);
+      quantize_weights_per_channel(s.weight->data<float>(), s.cout, s.cin_g * s.kh * s.kw, &wq_,
+                                   &wscale_);
     }
     const bool fold = scale_invariant(s.act);
     std::vector<float> scales(static_cast<size_t>(s.cout));
@@ -831,7 +813,7 @@ Result<std::unique_ptr<Kernel>> make_int8_matmul(const KernelRequest& req,
   }
   std::vector<int8_t> wq;
   std::vector<float> ws;
-  quantize_weights(rows.data(), nn, kk, &wq, &ws);
+  quantize_weights_per_channel(rows.data(), nn, kk, &wq, &ws);
   std::vector<float> scales(static_cast<size_t>(nn));
   for (size_t j = 0; j < scales.size(); ++j) scales[j] = in.scale * ws[j];
   dnnl::primitive_attr attr = owned_scratchpad_attr();

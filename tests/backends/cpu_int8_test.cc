@@ -1,13 +1,17 @@
 // int8 on the cpu device (docs/precision.md): the f32 <-> int8 conversions against a brute-force
-// oracle, oneDNN's int8 convolutions and matmuls against a scalar int8 reference written here
-// (quantise, integer accumulate, requantise), a residual network that stays int8 between its
-// int8 layers, calibration (methods, the sidecar table's schema) and hostile calibration input.
+// oracle, oneDNN's and XNNPACK's int8 convolutions and oneDNN's matmuls against a scalar int8
+// reference written here (quantise, integer accumulate, requantise), a residual network that
+// stays int8 between its int8 layers (on either library's kernels), calibration (methods, the
+// sidecar table's schema) and hostile calibration input.
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <random>
+#include <string_view>
 
 #include "backends/cpu/cpu_program.h"
+#include "backends/cpu/kernel_table.h"
 #include "backends/cpu/layout.h"
 #include "backends/cpu/onednn.h"
 #include "backends/registry.h"
@@ -229,13 +233,23 @@ TEST(Int8Conv, MatchesScalarInt8Reference) {
     const QuantParam qx = QuantParam::from_range(range_of(xin).first, range_of(xin).second);
     const QuantParam qy = QuantParam::from_range(range_of(yref).first, range_of(yref).second);
     EXPECT_EQ(qx.is_unsigned, c.unsigned_input);
-    for (const char* device : {"cpu#int8", "cpu:0#int8"}) {
+    for (const char* device : {"cpu#int8", "cpu:0#int8", "cpu:0#int8 on xnnpack"}) {
       SCOPED_TRACE(device);
-      auto dev = open_device(device);
+      // The last: XNNPACK's int8 convolution (s8 grids). It declines the sigmoid, which then
+      // runs in f32 from end to end (no int8 layer quantises anything): not the oracle's case.
+      const bool xnn = std::string_view(device).ends_with("xnnpack");
+      std::optional<testing::ScopedEnv> env;
+      if (xnn) env.emplace("TESSERA_CPU_INT8_KERNELS", "xnnpack");
+      auto dev = open_device(xnn ? "cpu:0#int8" : device);
       ASSERT_TRUE(dev.ok()) << dev.status().to_string();
       auto p = (*dev)->compile(g, layers, o);
       ASSERT_TRUE(p.ok()) << p.status().to_string();
-      ASSERT_NE((*p)->describe().find("onednn int8 conv"), std::string::npos) << (*p)->describe();
+      if (xnn && c.act == "sigmoid") {
+        EXPECT_EQ((*p)->describe().find("int8"), std::string::npos) << (*p)->describe();
+        continue;
+      }
+      const char* kernel = xnn ? "xnnpack int8 conv" : "onednn int8 conv";
+      ASSERT_NE((*p)->describe().find(kernel), std::string::npos) << (*p)->describe();
       const Tensor got = run_program(**p, {xin})[0];
       ASSERT_EQ(got.shape(), yref.shape());
       // The oracle.
@@ -474,6 +488,60 @@ TEST(Int8Program, TensorsStayInt8BetweenInt8Layers) {
         // Five int8 layers deep, each rounding to 1/255 of its range.
         EXPECT_LT(m.result().relative_l2, 5e-2);
         EXPECT_GT(m.result().relative_l2, 0.0) << "exact: not int8?";
+      }
+    }
+  }
+}
+
+// The same network on XNNPACK's int8 operators (as a build without oneDNN runs it): every tensor
+// is held s8 (the ReLU outputs' u8 grids with zero point -128), the convolutions, the Add and the
+// global pool run on XNNPACK (the Add unfused: XNNPACK's convolution takes no residual), the max
+// pool and the classifier in f32 between conversions; as close to f32 as oneDNN's int8, and within
+// a few steps of it.
+TEST(Int8Program, XnnpackKernelsHoldEveryTensorSigned) {
+  Net net;
+  auto cpu = open_device("cpu");
+  ASSERT_TRUE(cpu.ok());
+  auto table = calibrate(net.g, **cpu, net.inputs(4, 100), CalibrationMethod::kMinMax);
+  ASSERT_TRUE(table.ok()) << table.status().to_string();
+  auto ref_dev = open_device("reference");
+  ASSERT_TRUE(ref_dev.ok());
+  auto ref = (*ref_dev)->compile(net.g, net.layers);
+  ASSERT_TRUE(ref.ok());
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    std::shared_ptr<cpu::ThreadPool> pool = testing::cpu_pool_on_first_cores(threads);
+    if (pool == nullptr) GTEST_SKIP() << "fewer than " << threads << " cores";
+    auto onednn = cpu::CpuProgram::compile(net.g, net.layers, pool, nullptr,
+                                           cpu::KernelChoice::kRules, Precision::kInt8, &*table);
+    ASSERT_TRUE(onednn.ok()) << onednn.status().to_string();
+    testing::ScopedEnv xnn("TESSERA_CPU_INT8_KERNELS", "xnnpack");
+    ASSERT_TRUE(cpu::use_xnnpack_int8());
+    auto p = cpu::CpuProgram::compile(net.g, net.layers, pool, nullptr, cpu::KernelChoice::kRules,
+                                      Precision::kInt8, &*table);
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    const std::string d = (*p)->describe();
+    EXPECT_EQ(d.find("onednn"), std::string::npos) << d;
+    EXPECT_NE(d.find("xnnpack int8 conv 3x3/2 +relu s8->s8 zp -128"), std::string::npos) << d;
+    EXPECT_NE(d.find("xnnpack int8 conv 3x3/1 depthwise +clip s8 zp -128->s8 zp -128"),
+              std::string::npos)
+        << d;
+    EXPECT_NE(d.find("xnnpack int8 add +relu"), std::string::npos) << d;
+    EXPECT_NE(d.find("xnnpack int8 global avgpool"), std::string::npos) << d;
+    // stem, c1, c2, add, dw, gap.
+    EXPECT_EQ((*p)->num_int8_layers(), 6) << d;
+    for (const std::vector<Tensor>& in : net.inputs(2, 200)) {
+      const std::vector<Tensor> want = run_program(**ref, in);
+      const std::vector<Tensor> theirs = run_program(**onednn, in);
+      for (int rep = 0; rep < 2; ++rep) {
+        const std::vector<Tensor> got = run_program(**p, in);
+        ASSERT_EQ(got.size(), 1u);
+        FidelityMeter m, between;
+        ASSERT_TRUE(m.add(got, want).ok());
+        ASSERT_TRUE(between.add(got, theirs).ok());
+        EXPECT_LT(m.result().relative_l2, 5e-2);
+        EXPECT_GT(m.result().relative_l2, 0.0) << "exact: not int8?";
+        EXPECT_LT(between.result().relative_l2, 5e-2);
       }
     }
   }

@@ -97,14 +97,17 @@ TEST(PrecisionNames, ParseAndPrint) {
   Result<DeviceName> wrong = parse_device_name("cpu#bf8");
   ASSERT_FALSE(wrong.ok());
   EXPECT_NE(wrong.status().message().find("cpu#bf8"), std::string::npos);
-  // Only cpu devices have precision levels, and int8 (like bf16) only with oneDNN.
+  // Only cpu devices have precision levels; int8 everywhere (oneDNN or XNNPACK), bf16 only with
+  // oneDNN.
   Result<std::unique_ptr<Device>> ref = open_device("reference#bf16");
   ASSERT_FALSE(ref.ok());
   EXPECT_EQ(ref.status().code(), StatusCode::kUnimplemented);
   Result<std::unique_ptr<Device>> int8 = open_device("cpu#int8");
-  EXPECT_EQ(int8.ok(), cpu::onednn_available());
-  if (!int8.ok()) {
-    EXPECT_EQ(int8.status().code(), StatusCode::kUnimplemented);
+  EXPECT_TRUE(int8.ok()) << int8.status().to_string();
+  Result<std::unique_ptr<Device>> bf16 = open_device("cpu#bf16");
+  EXPECT_EQ(bf16.ok(), cpu::onednn_available());
+  if (!bf16.ok()) {
+    EXPECT_EQ(bf16.status().code(), StatusCode::kUnimplemented);
   }
 }
 

@@ -19,13 +19,16 @@
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
+#include <string>
 
 #include "backends/reference/reference_device.h"
 #include "backends/registry.h"
 #include "scheduler/calibrate.h"
 #include "tests/backends/backend_test_util.h"
 #include "tests/backends/op_cases.h"
+#include "tests/scoped_env.h"
 
 namespace tessera::testing {
 namespace {
@@ -55,6 +58,8 @@ struct HarnessDevice {
   // An int8 level: each case is calibrated (min/max) on its own inputs on the reference device
   // before the device compiles it, NaN and infinities (which int8 cannot hold) calibrated as 0.
   bool calibrate = false;
+  // An environment variable set while the device runs the cases (NAME=VALUE), or null.
+  const char* env = nullptr;
 };
 
 const std::set<OpKind> kXnnpackClamps = {
@@ -103,6 +108,10 @@ const std::vector<HarnessDevice>& harness_devices() {
       {"cpu#int8", "cpu_int8", nullptr, Held::kEveryCase, kInt8Tolerance, kInt8Tolerance, false,
        kXnnpackClamps, /*calibrate=*/true},
 #endif
+      // int8 on XNNPACK's operators (Conv, Add, GlobalAveragePool; every tensor s8), as builds
+      // without oneDNN run it (kernel_table.h: use_xnnpack_int8).
+      {"cpu#int8", "cpu_int8_xnnpack", nullptr, Held::kEveryCase, kInt8Tolerance, kInt8Tolerance,
+       false, kXnnpackClamps, /*calibrate=*/true, "TESSERA_CPU_INT8_KERNELS=xnnpack"},
       {"opencl:0", "opencl_0", "TESSERA_REQUIRE_OPENCL", Held::kFoundationCases, 0, 0, true, {}},
       // Declines documented in docs/backend-vulkan.md: arithmetic on non-f32 tensors, 1-D and
       // partially broadcast MatMul, run-time BatchNormalization statistics, ...
@@ -152,6 +161,10 @@ class DeviceOpTest : public ::testing::TestWithParam<Param> {};
 TEST_P(DeviceOpTest, MatchesReference) {
   const HarnessDevice& hd = harness_devices()[std::get<0>(GetParam())];
   const OpKind kind = std::get<1>(GetParam());
+  const std::string setting = hd.env != nullptr ? hd.env : "";
+  const std::string env_name = setting.substr(0, setting.find('='));  // outlives `env`
+  std::optional<testing::ScopedEnv> env;
+  if (!setting.empty()) env.emplace(env_name.c_str(), setting.substr(setting.find('=') + 1));
   Result<std::unique_ptr<Device>> opened = open_device(hd.name);
   if (!opened.ok()) {
     if (env_set(hd.require_env)) {
