@@ -26,6 +26,12 @@ fidelity of each reduced precision against its own f32 (relative L2, top-1 agree
 --fidelity-inputs held-out inputs, seeds 1000..) is printed after the latency table. The
 precision `qdq` runs Tessera's int8 kernels on ONNX Runtime's QDQ model itself (converted; its
 scales and zero points, no Tessera calibration): both engines on the same quantised file.
+
+With --openvino (the Python package openvino) OpenVINO's CPU plugin joins the alternation on the
+same ONNX file, with the same thread count (INFERENCE_NUM_THREADS, one stream, latency hint,
+synchronous requests): at f32 (INFERENCE_PRECISION_HINT f32) and at its default precision on this
+CPU (no hint: bf16 where it picks bf16, e.g. on AMX hosts; the precision it chose is printed), and
+with int8 on ONNX Runtime's QDQ model. A second table then gives Tessera against each.
 """
 import argparse
 import json
@@ -165,6 +171,55 @@ def check_outputs(tessera, tsr, onnx_path, inp, x, out_dir):
     return len(want), err, ref
 
 
+def openvino_compiles(path, config):
+    """Whether OpenVINO compiles and runs `path` with `config`, tried in a child process: OpenVINO
+    2026.4 crashes (SIGSEGV) compiling some QDQ models (ONNX Runtime's DenseNet-121)."""
+    code = ("import sys, json, numpy as np, openvino as ov\n"
+            "c = ov.Core(); m = c.compile_model(c.read_model(sys.argv[1]), 'CPU', json.loads(sys.argv[2]))\n"
+            "r = m.create_infer_request()\n"
+            "r.infer([np.zeros([d if isinstance(d, int) else 1 for d in m.inputs[0].get_partial_shape().get_min_shape()], np.float32)])\n")
+    out = subprocess.run([sys.executable, "-c", code, path, json.dumps(config)],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        print("OpenVINO cannot run %s (exit %d): left out" % (path, out.returncode),
+              file=sys.stderr, flush=True)
+    return out.returncode == 0
+
+
+class OpenVinoPeer:
+    """OpenVINO's compiled models of one ONNX file at `threads` threads: "f32", "default" and,
+    given a QDQ model, "int8"; each runs synchronously on the input. A model OpenVINO cannot
+    compile (openvino_compiles) is left out; its columns read nan."""
+
+    def __init__(self, onnx_path, qdq_path, threads, x):
+        import openvino as ov
+        core = ov.Core()
+        base = {"INFERENCE_NUM_THREADS": threads, "NUM_STREAMS": 1,
+                "PERFORMANCE_HINT": "LATENCY"}
+        self.requests = {}
+        self.precision = {}
+        for label, path, extra in [("f32", onnx_path, {"INFERENCE_PRECISION_HINT": "f32"}),
+                                   ("default", onnx_path, {}),
+                                   ("int8", qdq_path, {})]:
+            if path is None or not openvino_compiles(path, {**base, **extra}):
+                continue
+            compiled = core.compile_model(core.read_model(path), "CPU", {**base, **extra})
+            hint = compiled.get_property("INFERENCE_PRECISION_HINT")
+            self.precision[label] = hint.to_string() if hasattr(hint, "to_string") else str(hint)
+            req = compiled.create_infer_request()
+            req.infer([x])  # warm-up
+            self.requests[label] = req
+        self.x = x
+
+    def batch(self, label, n):
+        req, x, ms = self.requests[label], self.x, []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            req.infer([x])
+            ms.append((time.perf_counter() - t0) * 1e3)
+        return ms
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tessera", default="build/tools/tessera")
@@ -193,12 +248,15 @@ def main():
                     help="with int8: calibration inputs for Tessera and ONNX Runtime")
     ap.add_argument("--fidelity-inputs", type=int, default=8,
                     help="held-out inputs for the fidelity of the reduced precisions")
+    ap.add_argument("--openvino", action="store_true",
+                    help="also time OpenVINO (f32, its default precision, int8 on the QDQ model)")
     args = ap.parse_args()
     precisions = args.precisions.split(",")
     # "qdq": Tessera's int8 kernels on ONNX Runtime's own QDQ model (its scales and zero points).
     int8 = "int8" in precisions or "qdq" in precisions
     fid_rows = []
     check_rows = []
+    ov_rows = []
 
     peaks = {}
     if os.path.exists(args.bench):
@@ -266,6 +324,8 @@ def main():
                 qsess = ort.InferenceSession(ort_q, so, providers=["CPUExecutionProvider"])
                 qsess.run(None, feed)
             ortq_ms = []
+            ov = OpenVinoPeer(onnx_path, ort_q, threads, x) if args.openvino else None
+            ov_ms = {k: [] for k in (ov.requests if ov else {})}
             device = "cpu:0" if threads == 1 else "cpu:0-%d" % (threads - 1)
             ort_ms, tes_ms = [], {p: [] for p in precisions}
             batch = args.batch
@@ -280,6 +340,9 @@ def main():
                         t0 = time.perf_counter()
                         qsess.run(None, feed)
                         ortq_ms.append((time.perf_counter() - t0) * 1e3)
+                    time.sleep(args.pause)
+                for label in ov_ms:
+                    ov_ms[label].extend(ov.batch(label, batch))
                     time.sleep(args.pause)
                 # tessera run: --warmup untimed runs, then `batch` timed runs, each run's time.
                 for p in precisions:
@@ -296,11 +359,27 @@ def main():
                              flops / o * 1e-6, peak * 1e-9))
                 print("%-14s %d thr %-5s tessera %8.2f ms  ort %8.2f ms  ratio %.2f"
                       % (name, threads, p, t, o, t / o), file=sys.stderr, flush=True)
+                if ov is not None:
+                    nan = float("nan")
+                    med = {k: statistics.median(v) for k, v in ov_ms.items()}
+                    f, d, q = med.get("f32", nan), med.get("default", nan), med.get("int8", nan)
+                    ov_rows.append((name, threads, p, t, f, t / f, d,
+                                    ov.precision.get("default", "-"), t / d, q, t / q))
+                    print("%-14s %d thr %-5s tessera %8.2f ms  openvino f32 %8.2f  default (%s) "
+                          "%8.2f  int8 %8.2f ms" % (name, threads, p, t, f,
+                                                     ov.precision.get("default", "-"), d, q),
+                          file=sys.stderr, flush=True)
 
     print("| model | threads | precision | Tessera ms | ORT f32 ms | Tessera/ORT | ORT int8 ms | Tessera/ORT int8 | Tessera GFLOP/s | ORT GFLOP/s | FMA peak GFLOP/s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print("| %s | %d | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f | %.1f | %.0f |" % r)
+    if ov_rows:
+        print()
+        print("| model | threads | precision | Tessera ms | OpenVINO f32 ms | Tessera/OV f32 | OpenVINO default ms | its precision | Tessera/OV default | OpenVINO int8 (QDQ) ms | Tessera/OV int8 |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        for r in ov_rows:
+            print("| %s | %d | %s | %.2f | %.2f | %.2f | %.2f | %s | %.2f | %.2f | %.2f |" % r)
     if check_rows:
         print()
         print("| model | outputs | max abs error vs ORT | max abs ORT output |")
