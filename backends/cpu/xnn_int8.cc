@@ -73,7 +73,13 @@ class XnnInt8Kernel : public Kernel {
       return internal_error(what_ + ": bound to a tensor of another quantisation");
     return Status();
   }
+  // Input 0 and output 0 as the operator was made for (in_, out_).
+  Status check_io(std::span<const Operand> in, std::span<const Operand> out) const {
+    RETURN_IF_ERROR(check_bound(in[0], in_));
+    return check_bound(out[0], out_);
+  }
 
+  QuantParam in_, out_;
   XnnOperator op_;
   size_t rank4_inputs_ = 1;  // inputs 0..n-1 arrive in NHWC
   std::string what_, desc_;
@@ -85,8 +91,7 @@ class XnnInt8ConvKernel final : public XnnInt8Kernel {
  public:
   Status bind(std::span<const Operand> in, std::span<const Operand> out,
               ThreadPool& pool) override {
-    RETURN_IF_ERROR(check_bound(in[0], in_));
-    RETURN_IF_ERROR(check_bound(out[0], out_));
+    RETURN_IF_ERROR(check_io(in, out));
     const Shape& x = in[0].shape;
     return xnn_check(xnn_setup_convolution2d_nhwc_qc8(
                          op_.get(), static_cast<size_t>(x[0]), static_cast<size_t>(x[2]),
@@ -94,7 +99,6 @@ class XnnInt8ConvKernel final : public XnnInt8Kernel {
                          static_cast<int8_t*>(out[0].data), pool.pthreadpool()),
                      what_);
   }
-  QuantParam in_, out_;
 };
 
 Result<std::unique_ptr<Kernel>> make_conv(const KernelRequest& req,
@@ -170,9 +174,8 @@ class XnnInt8AddKernel final : public XnnInt8Kernel {
   bool reduced_inputs_all() const override { return true; }
   Status bind(std::span<const Operand> in, std::span<const Operand> out,
               ThreadPool& pool) override {
-    RETURN_IF_ERROR(check_bound(in[0], a_));
+    RETURN_IF_ERROR(check_io(in, out));
     RETURN_IF_ERROR(check_bound(in[1], b_));
-    RETURN_IF_ERROR(check_bound(out[0], out_));
     if (in[0].layout != in[1].layout) return internal_error(what_ + ": inputs in two layouts");
     const Shape phys = in[0].physical_shape();
     std::vector<size_t> dims(phys.dims().begin(), phys.dims().end());
@@ -182,7 +185,7 @@ class XnnInt8AddKernel final : public XnnInt8Kernel {
                                           static_cast<int8_t*>(out[0].data), pool.pthreadpool()),
                      what_);
   }
-  QuantParam a_, b_, out_;
+  QuantParam b_;  // input 1's (input 0's is in_)
 };
 
 Result<std::unique_ptr<Kernel>> make_add(const KernelRequest& req,
@@ -216,7 +219,7 @@ Result<std::unique_ptr<Kernel>> make_add(const KernelRequest& req,
   RETURN_IF_ERROR(xnn_check(st, k->what_));
   k->op_.reset(op);
   k->rank4_inputs_ = a.shape.rank() == 4 ? 2 : 0;
-  k->a_ = qa;
+  k->in_ = qa;
   k->b_ = qb;
   k->out_ = qy;
   k->desc_ = "xnnpack int8 add" + activation_suffix(act) + " " + s8_label(qa) + " + " +
@@ -229,8 +232,7 @@ class XnnInt8GlobalPoolKernel final : public XnnInt8Kernel {
  public:
   Status bind(std::span<const Operand> in, std::span<const Operand> out,
               ThreadPool& pool) override {
-    RETURN_IF_ERROR(check_bound(in[0], in_));
-    RETURN_IF_ERROR(check_bound(out[0], out_));
+    RETURN_IF_ERROR(check_io(in, out));
     const Shape& x = in[0].shape;
     return xnn_check(xnn_setup_global_average_pooling_nwc_qs8(
                          op_.get(), static_cast<size_t>(x[0]), static_cast<size_t>(x[2] * x[3]),
@@ -238,7 +240,6 @@ class XnnInt8GlobalPoolKernel final : public XnnInt8Kernel {
                          pool.pthreadpool()),
                      what_);
   }
-  QuantParam in_, out_;
 };
 
 Result<std::unique_ptr<Kernel>> make_global_average_pool(const KernelRequest& req,

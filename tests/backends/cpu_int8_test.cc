@@ -449,22 +449,37 @@ struct Net : NetBuilder {
   }
 };
 
-TEST(Int8Program, TensorsStayInt8BetweenInt8Layers) {
-  if (!cpu::onednn_available()) GTEST_SKIP() << "no oneDNN in this build";
+// Net calibrated (min/max) on 4 inputs (seeds 100..) on `cpu`, and compiled on the reference
+// device: the oracle of the program tests, which measure on 2 other inputs (seeds 200..).
+struct CalibratedNet {
   Net net;
+  CalibrationTable table;
+  std::unique_ptr<Program> ref;
+};
+void calibrated_net(CalibratedNet* c) {
   auto cpu = open_device("cpu");
   ASSERT_TRUE(cpu.ok());
-  // Calibrated on 4 inputs, measured on 2 others.
-  auto table = calibrate(net.g, **cpu, net.inputs(4, 100), CalibrationMethod::kMinMax);
+  auto table = calibrate(c->net.g, **cpu, c->net.inputs(4, 100), CalibrationMethod::kMinMax);
   ASSERT_TRUE(table.ok()) << table.status().to_string();
+  c->table = std::move(*table);
+  auto ref_dev = open_device("reference");
+  ASSERT_TRUE(ref_dev.ok());
+  auto ref = (*ref_dev)->compile(c->net.g, c->net.layers);
+  ASSERT_TRUE(ref.ok());
+  c->ref = std::move(*ref);
+}
+
+TEST(Int8Program, TensorsStayInt8BetweenInt8Layers) {
+  if (!cpu::onednn_available()) GTEST_SKIP() << "no oneDNN in this build";
+  CalibratedNet c;
+  ASSERT_NO_FATAL_FAILURE(calibrated_net(&c));
+  Net& net = c.net;
+  const CalibrationTable* table = &c.table;
   // Every activation has a range containing 0; relu outputs are >= 0.
   EXPECT_EQ(table->ranges.size(), 10u);
   EXPECT_EQ(table->find("stem")->first, 0.f);
   EXPECT_LT(table->find("x")->first, 0.f);
-  auto ref_dev = open_device("reference");
-  ASSERT_TRUE(ref_dev.ok());
-  auto ref = (*ref_dev)->compile(net.g, net.layers);
-  ASSERT_TRUE(ref.ok());
+  const std::unique_ptr<Program>& ref = c.ref;
   for (int threads : {1, 2}) {
     SCOPED_TRACE(threads);
     std::shared_ptr<cpu::ThreadPool> pool = testing::cpu_pool_on_first_cores(threads);
@@ -483,7 +498,7 @@ TEST(Int8Program, TensorsStayInt8BetweenInt8Layers) {
     EXPECT_EQ((*p)->num_conversions(), 3) << d;
     EXPECT_NE(d.find("convert NCHW f32->NHWC s8"), std::string::npos) << d;
     for (const std::vector<Tensor>& in : net.inputs(2, 200)) {
-      const std::vector<Tensor> want = run_program(**ref, in);
+      const std::vector<Tensor> want = run_program(*ref, in);
       for (int rep = 0; rep < 2; ++rep) {
         const std::vector<Tensor> got = run_program(**p, in);
         ASSERT_EQ(got.size(), 1u);
@@ -503,15 +518,11 @@ TEST(Int8Program, TensorsStayInt8BetweenInt8Layers) {
 // pool and the classifier in f32 between conversions; as close to f32 as oneDNN's int8, and within
 // a few steps of it.
 TEST(Int8Program, XnnpackKernelsHoldEveryTensorSigned) {
-  Net net;
-  auto cpu = open_device("cpu");
-  ASSERT_TRUE(cpu.ok());
-  auto table = calibrate(net.g, **cpu, net.inputs(4, 100), CalibrationMethod::kMinMax);
-  ASSERT_TRUE(table.ok()) << table.status().to_string();
-  auto ref_dev = open_device("reference");
-  ASSERT_TRUE(ref_dev.ok());
-  auto ref = (*ref_dev)->compile(net.g, net.layers);
-  ASSERT_TRUE(ref.ok());
+  CalibratedNet c;
+  ASSERT_NO_FATAL_FAILURE(calibrated_net(&c));
+  Net& net = c.net;
+  const CalibrationTable* table = &c.table;
+  const std::unique_ptr<Program>& ref = c.ref;
   for (int threads : {1, 2}) {
     SCOPED_TRACE(threads);
     std::shared_ptr<cpu::ThreadPool> pool = testing::cpu_pool_on_first_cores(threads);
@@ -539,7 +550,7 @@ TEST(Int8Program, XnnpackKernelsHoldEveryTensorSigned) {
     // stem, c1, c2, add, dw, gap.
     EXPECT_EQ((*p)->num_int8_layers(), 6) << d;
     for (const std::vector<Tensor>& in : net.inputs(2, 200)) {
-      const std::vector<Tensor> want = run_program(**ref, in);
+      const std::vector<Tensor> want = run_program(*ref, in);
       const std::vector<Tensor> theirs = onednn.ok() ? run_program(**onednn, in) : want;
       for (int rep = 0; rep < 2; ++rep) {
         const std::vector<Tensor> got = run_program(**p, in);
