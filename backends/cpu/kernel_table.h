@@ -94,10 +94,11 @@ Result<std::unique_ptr<Kernel>> build_kernel(const KernelRequest& req,
                                              const char* variant = nullptr);
 
 // Whether int8 programs run on XNNPACK's int8 operators rather than oneDNN's: where this build
-// has no oneDNN (aarch64), or TESSERA_CPU_INT8_KERNELS=xnnpack (=onednn: oneDNN where it is
-// built in). Such a program holds every int8 tensor signed (u8 grids become s8 with the zero
-// point 128 lower, the same values): XNNPACK's operators take s8 only.
-bool use_xnnpack_int8();
+// has no oneDNN (aarch64), or TESSERA_CPU_INT8_KERNELS=xnnpack (=onednn asks for oneDNN: an
+// Unimplemented error where the build has none; another value is an InvalidArgument error).
+// Such a program holds every int8 tensor signed (u8 grids become s8 with the zero point 128
+// lower, the same values): XNNPACK's operators take s8 only.
+Result<bool> use_xnnpack_int8();
 
 // The XNNPACK int8 kernel of a node (xnn_int8.cc), or null: Conv (dense, grouped, depthwise;
 // per-output-channel s8 weights, int32 bias; a fused ReLU or Clip as the output clamp), Add of two

@@ -14,11 +14,20 @@
 
 namespace tessera::cpu {
 
-bool use_xnnpack_int8() {
+Result<bool> use_xnnpack_int8() {
   const char* env = std::getenv("TESSERA_CPU_INT8_KERNELS");
-  if (env != nullptr && std::string_view(env) == "xnnpack") return true;
-  if (env != nullptr && std::string_view(env) == "onednn" && onednn_available()) return false;
-  return !onednn_available();
+  const std::string_view v = env != nullptr ? env : "";
+  if (v.empty()) return !onednn_available();
+  if (v == "xnnpack") return true;
+  if (v == "onednn") {
+    if (!onednn_available()) {
+      return unimplemented("TESSERA_CPU_INT8_KERNELS=onednn, but " + onednn_note() +
+                           " (xnnpack runs int8 here)");
+    }
+    return false;
+  }
+  return invalid_argument("TESSERA_CPU_INT8_KERNELS=" + quote_name(v) +
+                          " is not an int8 kernel library (expected onednn or xnnpack)");
 }
 
 namespace {

@@ -535,7 +535,7 @@ TEST(Int8Program, XnnpackKernelsHoldEveryTensorSigned) {
       ASSERT_TRUE(onednn.ok()) << onednn.status().to_string();
     }
     testing::ScopedEnv xnn("TESSERA_CPU_INT8_KERNELS", "xnnpack");
-    ASSERT_TRUE(cpu::use_xnnpack_int8());
+    ASSERT_TRUE(cpu::use_xnnpack_int8().ok() && *cpu::use_xnnpack_int8());
     auto p = cpu::CpuProgram::compile(net.g, net.layers, pool, nullptr, cpu::KernelChoice::kRules,
                                       Precision::kInt8, &*table);
     ASSERT_TRUE(p.ok()) << p.status().to_string();
@@ -563,6 +563,41 @@ TEST(Int8Program, XnnpackKernelsHoldEveryTensorSigned) {
         EXPECT_LT(between.result().relative_l2, 5e-2);
       }
     }
+  }
+}
+
+// TESSERA_CPU_INT8_KERNELS picks the library; a value naming none, or oneDNN where the build has
+// none, fails the int8 compile with a message naming the variable.
+TEST(Int8Program, TheKernelLibraryComesFromTheEnvironment) {
+  CalibratedNet c;
+  ASSERT_NO_FATAL_FAILURE(calibrated_net(&c));
+  CompileOptions o;
+  o.calibration = std::make_shared<const CalibrationTable>(c.table);
+  auto dev = open_device("cpu:0#int8");
+  ASSERT_TRUE(dev.ok()) << dev.status().to_string();
+  {
+    testing::ScopedEnv bad("TESSERA_CPU_INT8_KERNELS", "mkl");
+    auto p = (*dev)->compile(c.net.g, c.net.layers, o);
+    ASSERT_FALSE(p.ok());
+    EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(p.status().message().find("TESSERA_CPU_INT8_KERNELS='mkl'"), std::string::npos)
+        << p.status().message();
+  }
+  {
+    testing::ScopedEnv want("TESSERA_CPU_INT8_KERNELS", "onednn");
+    auto p = (*dev)->compile(c.net.g, c.net.layers, o);
+    EXPECT_EQ(p.ok(), cpu::onednn_available()) << p.status().to_string();
+    if (p.ok()) {
+      EXPECT_NE((*p)->describe().find("onednn int8"), std::string::npos);
+    }
+  }
+  for (const char* lib : {"xnnpack", ""}) {
+    testing::ScopedEnv set("TESSERA_CPU_INT8_KERNELS", lib);
+    auto p = (*dev)->compile(c.net.g, c.net.layers, o);
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    const bool xnn = std::string_view(lib) == "xnnpack" || !cpu::onednn_available();
+    EXPECT_NE((*p)->describe().find(xnn ? "xnnpack int8" : "onednn int8"), std::string::npos)
+        << (*p)->describe();
   }
 }
 
