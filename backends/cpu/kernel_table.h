@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -100,10 +101,21 @@ Result<std::unique_ptr<Kernel>> build_kernel(const KernelRequest& req,
 // lower, the same values): XNNPACK's operators take s8 only.
 Result<bool> use_xnnpack_int8();
 
+// The window of a MaxPool (average: an AveragePool) as XNNPACK's NHWC pooling operators take it
+// (pool.cc): paddings (a ceil-mode end padding extended so that XNNPACK's floor rounding gives the
+// same size), window, strides, dilations, channels. nullopt for what they cannot run (1x1
+// windows, MaxPool's Indices output, an average counting padding...).
+struct XnnPoolWindow {
+  uint32_t top = 0, right = 0, bottom = 0, left = 0, kh = 0, kw = 0, sh = 0, sw = 0, dh = 1, dw = 1;
+  size_t channels = 0;
+};
+Result<std::optional<XnnPoolWindow>> xnn_pool_window(const KernelRequest& req, bool average);
+
 // The XNNPACK int8 kernel of a node (xnn_int8.cc), or null: Conv (dense, grouped, depthwise;
 // per-output-channel s8 weights, int32 bias; a fused ReLU or Clip as the output clamp), Add of two
-// int8 tensors of one shape, GlobalAveragePool. Every activation it reads or writes must be s8
-// in `quant` (by ValueId); scales whose ratio XNNPACK cannot requantise decline (f32 runs it).
+// int8 tensors of one shape, MaxPool (the output in the input's quantisation), GlobalAveragePool.
+// Every activation it reads or writes must be s8 in `quant` (by ValueId); scales whose ratio
+// XNNPACK cannot requantise decline (f32 runs it).
 Result<std::unique_ptr<Kernel>> make_xnn_int8_kernel(const KernelRequest& req,
                                                      const std::vector<QuantParam>& quant);
 

@@ -67,11 +67,14 @@ class XnnPoolKernel final : public NhwcIo<> {
   std::string desc_;
 };
 
-Result<std::unique_ptr<Kernel>> make_window_pool(const KernelRequest& req, PoolKind kind) {
+}  // namespace
+
+Result<std::optional<XnnPoolWindow>> xnn_pool_window(const KernelRequest& req, bool average) {
   const OpContext& ctx = req.ctx;
   const Node& n = req.node;
-  if (ctx.input(0).dtype != DType::kF32 || ctx.input(0).shape.rank() != 4) return decline();
-  if (n.outputs.size() > 1 && n.outputs[1] != kNoValue) return decline();  // MaxPool Indices
+  const std::optional<XnnPoolWindow> none;
+  if (ctx.input(0).dtype != DType::kF32 || ctx.input(0).shape.rank() != 4) return none;
+  if (n.outputs.size() > 1 && n.outputs[1] != kNoValue) return none;  // MaxPool Indices
   const Shape& xs = ctx.input(0).shape;
   ASSIGN_OR_RETURN(std::vector<int64_t> kernel, read_pool_kernel(ctx, 2));
   ForwardWindowOptions opt;
@@ -79,14 +82,14 @@ Result<std::unique_ptr<Kernel>> make_window_pool(const KernelRequest& req, PoolK
   opt.pads_below_kernel = true;
   const int64_t in[2] = {xs[2], xs[3]};
   ASSIGN_OR_RETURN(WindowGeometry geo, forward_window(ctx, in, kernel, opt));
-  if (kind == PoolKind::kAverage) {
+  if (average) {
     ASSIGN_OR_RETURN(bool include_pad, read_flag(ctx, "count_include_pad"));
     bool padded = false;
     for (int i = 0; i < 2; ++i) padded = padded || geo.pads_begin[i] > 0 || geo.pads_end[i] > 0;
-    if ((include_pad && padded) || opt.ceil_mode) return decline();
-    if (geo.dilations[0] != 1 || geo.dilations[1] != 1) return decline();
+    if ((include_pad && padded) || opt.ceil_mode) return none;
+    if (geo.dilations[0] != 1 || geo.dilations[1] != 1) return none;
   }
-  if (geo.kernel[0] * geo.kernel[1] <= 1) return decline();  // XNNPACK rejects 1x1 windows
+  if (geo.kernel[0] * geo.kernel[1] <= 1) return none;  // XNNPACK rejects 1x1 windows
   // Ceil mode: extend the end padding so that XNNPACK's floor rounding gives the same size
   // (MaxPool ignores padding, so the extra cells change nothing).
   int64_t pe[2];
@@ -96,8 +99,31 @@ Result<std::unique_ptr<Kernel>> make_window_pool(const KernelRequest& req, PoolK
     if (!opt.ceil_mode) pe[i] = geo.pads_end[i];
     const int64_t out =
         (geo.input[i] + geo.pads_begin[i] + pe[i] - geo.effective_kernel(i)) / geo.strides[i] + 1;
-    if (out != geo.output[i]) return decline();
+    if (out != geo.output[i]) return none;
   }
+  const auto u = [](int64_t v) { return static_cast<uint32_t>(v); };
+  XnnPoolWindow w;
+  w.top = u(geo.pads_begin[0]);
+  w.right = u(pe[1]);
+  w.bottom = u(pe[0]);
+  w.left = u(geo.pads_begin[1]);
+  w.kh = u(geo.kernel[0]);
+  w.kw = u(geo.kernel[1]);
+  w.sh = u(geo.strides[0]);
+  w.sw = u(geo.strides[1]);
+  w.dh = u(geo.dilations[0]);
+  w.dw = u(geo.dilations[1]);
+  w.channels = static_cast<size_t>(xs[1]);
+  return std::optional<XnnPoolWindow>(w);
+}
+
+namespace {
+
+Result<std::unique_ptr<Kernel>> make_window_pool(const KernelRequest& req, PoolKind kind) {
+  const Node& n = req.node;
+  ASSIGN_OR_RETURN(std::optional<XnnPoolWindow> window,
+                   xnn_pool_window(req, kind == PoolKind::kAverage));
+  if (!window) return decline();
   ASSIGN_OR_RETURN(Activation act, parse_fused_activation(n.attrs));
   if (!activation_is_clamp(act)) return decline();
   const ClampRange clamp = clamp_of(act);
@@ -106,12 +132,10 @@ Result<std::unique_ptr<Kernel>> make_window_pool(const KernelRequest& req, PoolK
   auto k = std::make_unique<XnnPoolKernel>();
   k->kind_ = kind;
   k->what_ = "node " + quote_name(n.name) + " (" + op_name(n.kind) + ")";
-  const size_t c = static_cast<size_t>(xs[1]);
-  const auto u = [](int64_t v) { return static_cast<uint32_t>(v); };
-  const uint32_t top = u(geo.pads_begin[0]), right = u(pe[1]), bottom = u(pe[0]),
-                 left = u(geo.pads_begin[1]), kh = u(geo.kernel[0]), kw = u(geo.kernel[1]),
-                 sh = u(geo.strides[0]), sw = u(geo.strides[1]), dh = u(geo.dilations[0]),
-                 dw = u(geo.dilations[1]);
+  const XnnPoolWindow& w = *window;
+  const size_t c = w.channels;
+  const uint32_t top = w.top, right = w.right, bottom = w.bottom, left = w.left, kh = w.kh,
+                 kw = w.kw, sh = w.sh, sw = w.sw, dh = w.dh, dw = w.dw;
   if (kind == PoolKind::kMax) {
     k->create_ = [=](size_t stride, xnn_operator_t* op) {
       return xnn_create_max_pooling2d_nhwc_f32(top, right, bottom, left, kh, kw, sh, sw, dh, dw, c,
@@ -125,8 +149,7 @@ Result<std::unique_ptr<Kernel>> make_window_pool(const KernelRequest& req, PoolK
   }
   RETURN_IF_ERROR(k->create(c));
   k->desc_ = std::string("xnnpack ") + (kind == PoolKind::kMax ? "maxpool " : "avgpool ") +
-             std::to_string(geo.kernel[0]) + "x" + std::to_string(geo.kernel[1]) + "/" +
-             std::to_string(geo.strides[0]);
+             std::to_string(kh) + "x" + std::to_string(kw) + "/" + std::to_string(sh);
   return std::unique_ptr<Kernel>(std::move(k));
 }
 

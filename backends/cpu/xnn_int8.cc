@@ -236,6 +236,48 @@ Result<std::unique_ptr<Kernel>> make_add(const KernelRequest& req,
   return std::unique_ptr<Kernel>(std::move(k));
 }
 
+// MaxPool: NHWC int8 in and out, one quantisation (a max of values on a grid is on it).
+class XnnInt8MaxPoolKernel final : public XnnInt8Kernel {
+ public:
+  Status bind(std::span<const Operand> in, std::span<const Operand> out,
+              ThreadPool& pool) override {
+    RETURN_IF_ERROR(check_io(in, out));
+    const Shape& x = in[0].shape;
+    return xnn_check(xnn_setup_max_pooling2d_nhwc_s8(
+                         op_.get(), static_cast<size_t>(x[0]), static_cast<size_t>(x[2]),
+                         static_cast<size_t>(x[3]), static_cast<const int8_t*>(in[0].data),
+                         static_cast<int8_t*>(out[0].data), pool.pthreadpool()),
+                     what_);
+  }
+};
+
+Result<std::unique_ptr<Kernel>> make_max_pool(const KernelRequest& req,
+                                              const std::vector<QuantParam>& quant) {
+  const Node& n = req.node;
+  const QuantParam in = quant_of(quant, n.inputs[0]), out = quant_of(quant, n.outputs[0]);
+  if (!xnn_s8(in) || !(out == in)) return decline();
+  ASSIGN_OR_RETURN(std::optional<XnnPoolWindow> window, xnn_pool_window(req, /*average=*/false));
+  if (!window) return decline();
+  ASSIGN_OR_RETURN(Activation act, parse_fused_activation(n.attrs));
+  int8_t lo = 0, hi = 0;
+  if (!int8_clamp(act, out, &lo, &hi)) return decline();
+  RETURN_IF_ERROR(ensure_xnnpack());
+  const XnnPoolWindow& w = *window;
+  auto k = std::make_unique<XnnInt8MaxPoolKernel>();
+  k->what_ = "node " + quote_name(n.name) + " (MaxPool)";
+  xnn_operator_t op = nullptr;
+  RETURN_IF_ERROR(xnn_check(xnn_create_max_pooling2d_nhwc_s8(
+                                w.top, w.right, w.bottom, w.left, w.kh, w.kw, w.sh, w.sw, w.dh,
+                                w.dw, w.channels, w.channels, w.channels, lo, hi, 0, &op),
+                            k->what_));
+  k->op_.reset(op);
+  k->in_ = in;
+  k->out_ = out;
+  k->desc_ = "xnnpack int8 maxpool " + std::to_string(w.kh) + "x" + std::to_string(w.kw) + "/" +
+             std::to_string(w.sh) + activation_suffix(act) + " " + s8_label(in);
+  return std::unique_ptr<Kernel>(std::move(k));
+}
+
 // GlobalAveragePool: NHWC int8 in, [N, C, 1, 1] int8 out.
 class XnnInt8GlobalPoolKernel final : public XnnInt8Kernel {
  public:
@@ -291,6 +333,8 @@ Result<std::unique_ptr<Kernel>> make_xnn_int8_kernel(const KernelRequest& req,
       return make_conv(req, quant);
     case OpKind::kAdd:
       return make_add(req, quant);
+    case OpKind::kMaxPool:
+      return make_max_pool(req, quant);
     case OpKind::kGlobalAveragePool:
       return make_global_average_pool(req, quant);
     default:
