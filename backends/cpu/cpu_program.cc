@@ -89,11 +89,9 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& graph,
   std::unique_ptr<CpuProgram> p(new CpuProgram(g, std::move(pool)));
   p->owned_graph_ = std::move(owned);
   p->int8_ = precision == Precision::kInt8;
-  bool xnn_int8 = false;
+  bool xnn_int8 = false;  // the int8 kernels are XNNPACK's (every int8 tensor s8)
   if (p->int8_) {
     ASSIGN_OR_RETURN(xnn_int8, use_xnnpack_int8());
-  }
-  if (p->int8_) {
     p->assign_quantisation(layers, calibration, qdq_all, qdq ? &qdq->quant : nullptr, xnn_int8);
     p->qdq_pairs_ = qdq ? qdq->pairs : 0;
   }
