@@ -4,6 +4,7 @@
 #include <array>
 #include <chrono>
 #include <cstring>
+#include <unordered_map>
 
 #include "backends/arena.h"
 #include "backends/cpu/kernel_table.h"
@@ -99,51 +100,89 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& graph,
   // The boundary of the slice as given: folding changes neither its values nor (here) their order.
   slice_boundary(graph, slice, &p->inputs_, &p->outputs_);
 
-  // Phase 1: build a kernel per layer (weights packed here).
-  std::vector<std::unique_ptr<Kernel>> kernels;
-  for (NodeId id : layers) {
-    const Node& node = g.node(id);
+  // Phase 1: build a kernel per layer (weights packed here). First the reduced-precision kernels
+  // (bf16 / int8 programs), then the precision choice with both neighbours known, then the f32
+  // kernels of the other layers.
+  const size_t nl = layers.size();
+  std::vector<std::unique_ptr<Kernel>> kernels(nl);
+  const auto request = [&](const Node& node, NodeContext& nc) {
+    KernelRequest req{g, node, nc.ctx(), *p->pool_};
+    req.packs = &p->packs_;
+    return req;
+  };
+  const auto failed = [&](const Node& node, const Status& st) {
+    return st.with_context("node " + quote_name(node.name) + " (" + op_name(node.kind) + ")");
+  };
+  for (size_t i = 0; i < nl; ++i) {
+    const Node& node = g.node(layers[i]);
     for (ValueId v : node.inputs) {
       if (v != kNoValue && !g.value(v).has_info && !g.value(v).is_constant) {
         return failed_precondition("node " + quote_name(node.name) + ": input '" + g.value(v).name +
                                    "' has no inferred shape (run shape inference first)");
       }
     }
+    if (variant != nullptr || precision == Precision::kF32) continue;
     NodeContext nc(g, node);
-    KernelRequest req{g, node, nc.ctx(), *p->pool_};
-    req.packs = &p->packs_;
+    const KernelRequest req = request(node, nc);
     Result<std::unique_ptr<Kernel>> k = std::unique_ptr<Kernel>();
-    if (precision == Precision::kBf16 && variant == nullptr) {
+    if (precision == Precision::kBf16) {
       k = make_onednn_bf16_kernel(req);
       if (k.ok() && *k == nullptr && node.kind == OpKind::kConcat) k = make_bf16_concat(req);
-    }
-    if (precision == Precision::kInt8 && variant == nullptr) {
+    } else {
       k = xnn_int8 ? make_xnn_int8_kernel(req, p->quant_) : make_onednn_int8_kernel(req, p->quant_);
       if (k.ok() && *k == nullptr) k = make_int8_kernel(req, p->quant_);
     }
-    if (k.ok() && *k != nullptr && p->measured_) {
-      // A reduced kernel that measures slower than the f32 one (with its conversions) gives way.
-      const auto quant = [&](ValueId v) {
-        return p->int8_ ? quant_of(p->quant_, v) : QuantParam{};
-      };
-      Result<std::unique_ptr<Kernel>> f32 = f32_kernel_if_faster(
-          req, **k,
-          p->int8_ ? PrecisionConversion::Reduced::kInt8 : PrecisionConversion::Reduced::kBf16,
-          quant(node.inputs[0]), quant(node.outputs[0]));
-      if (!f32.ok())
-        return f32.status().with_context("node " + quote_name(node.name) + " (" +
-                                         op_name(node.kind) + ")");
-      if (*f32 != nullptr) {
-        k = std::move(*f32);
-        p->measured_f32_.push_back(id);
-      }
+    if (!k.ok()) return failed(node, k.status());
+    kernels[i] = std::move(*k);
+  }
+  // Whether a kernel reads its input 0 / writes its output 0 in the reduced precision.
+  const auto reads_reduced = [](const Kernel* k) {
+    return k != nullptr && (k->bf16_io() || k->int8_io());
+  };
+  const auto writes_reduced = [](const Kernel* k) {
+    return k != nullptr && (k->bf16_io() || (k->int8_io() && k->int8_output()));
+  };
+  std::unordered_map<NodeId, size_t> position;
+  for (size_t i = 0; i < nl; ++i) position[layers[i]] = i;
+  const std::vector<std::vector<NodeId>> readers = g.consumers();
+  for (size_t i = 0; i < nl && p->measured_; ++i) {
+    if (kernels[i] == nullptr) continue;
+    // A reduced kernel that measures slower than the f32 one (with the conversions each needs
+    // between its neighbours) gives way. Input 0 arrives in f32 from a slice input or an f32
+    // producer (decided already: producers come first); output 0 goes on in f32 when no reader
+    // in the slice has a reduced kernel (readers are tentative: not yet decided).
+    const Node& node = g.node(layers[i]);
+    const ValueId x = node.inputs[0], y = node.outputs[0];
+    const NodeId producer = x == kNoValue ? kNoNode : g.value(x).producer;
+    const auto at = position.find(producer);
+    const bool input_f32 = at == position.end() || !writes_reduced(kernels[at->second].get());
+    bool output_f32 = true;
+    for (NodeId r : y == kNoValue ? std::vector<NodeId>{} : readers[static_cast<size_t>(y)]) {
+      const auto rt = position.find(r);
+      if (rt != position.end() && rt->second > i && reads_reduced(kernels[rt->second].get()))
+        output_f32 = false;
     }
-    if (k.ok() && *k == nullptr)
-      k = p->measured_ ? build_measured_kernel(req) : build_kernel(req, variant);
-    if (!k.ok())
-      return k.status().with_context("node " + quote_name(node.name) + " (" + op_name(node.kind) +
-                                     ")");
-    kernels.push_back(std::move(*k));
+    const auto quant = [&](ValueId v) { return p->int8_ ? quant_of(p->quant_, v) : QuantParam{}; };
+    NodeContext nc(g, node);
+    Result<std::unique_ptr<Kernel>> f32 = f32_kernel_if_faster(
+        request(node, nc), *kernels[i],
+        p->int8_ ? PrecisionConversion::Reduced::kInt8 : PrecisionConversion::Reduced::kBf16,
+        quant(x), quant(y), NeighbourPrecision{input_f32, output_f32});
+    if (!f32.ok()) return failed(node, f32.status());
+    if (*f32 != nullptr) {
+      kernels[i] = std::move(*f32);
+      p->measured_f32_.push_back(layers[i]);
+    }
+  }
+  for (size_t i = 0; i < nl; ++i) {
+    if (kernels[i] != nullptr) continue;
+    const Node& node = g.node(layers[i]);
+    NodeContext nc(g, node);
+    const KernelRequest req = request(node, nc);
+    Result<std::unique_ptr<Kernel>> k =
+        p->measured_ ? build_measured_kernel(req) : build_kernel(req, variant);
+    if (!k.ok()) return failed(node, k.status());
+    kernels[i] = std::move(*k);
   }
   fuse_channel_shuffles(g, layers, p->outputs_, &kernels);
   fuse_silu(g, layers, p->outputs_, &kernels);

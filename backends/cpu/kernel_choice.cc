@@ -139,6 +139,7 @@ struct ReducedIo {
   bool bf16 = false, int8 = false;
   QuantParam in, out;
   bool output = true;  // output 0 reduced too (an int8 classifier writes f32)
+  NeighbourPrecision neighbours;
 };
 
 Result<Scratch> bind_scratch(const KernelRequest& req, Kernel& k,
@@ -259,18 +260,35 @@ Result<std::pair<double, double>> time_reduced_and_f32(const KernelRequest& req,
   // f32 with its conversions: input 0 from the reduced kernel's input, output 0 into its output.
   const Operand& r_in = rs.inputs[0];
   const Operand& f_in = fs.inputs[0];
-  PrecisionConversion in_conv(r_in.layout, f_in.layout, precision, /*to_reduced=*/false);
-  RETURN_IF_ERROR(in_conv.bind(std::span(&r_in, 1), std::span(&f_in, 1), req.pool));
-  std::vector<Kernel*> f32_side{&in_conv, &f32};
+  // Input 0 is converted for the side that does not get it in its own precision, and output 0
+  // for the readers where they want the other one (NeighbourPrecision).
+  std::vector<Kernel*> f32_side{&f32}, reduced_side{&reduced};
+  const bool in_f32 = io.neighbours.input_f32;
+  PrecisionConversion in_conv(in_f32 ? f_in.layout : r_in.layout,
+                              in_f32 ? r_in.layout : f_in.layout, precision,
+                              /*to_reduced=*/in_f32);
+  if (in_f32) {
+    RETURN_IF_ERROR(in_conv.bind(std::span(&f_in, 1), std::span(&r_in, 1), req.pool));
+    reduced_side.insert(reduced_side.begin(), &in_conv);
+  } else {
+    RETURN_IF_ERROR(in_conv.bind(std::span(&r_in, 1), std::span(&f_in, 1), req.pool));
+    f32_side.insert(f32_side.begin(), &in_conv);
+  }
   std::optional<PrecisionConversion> out_conv;
-  if (io.output) {
+  if (io.output) {  // (an int8 classifier writes f32 on both sides: nothing to convert)
     const Operand& f_out = fs.outputs[0];
     const Operand& r_out = rs.outputs[0];
-    out_conv.emplace(f_out.layout, r_out.layout, precision, /*to_reduced=*/true);
-    RETURN_IF_ERROR(out_conv->bind(std::span(&f_out, 1), std::span(&r_out, 1), req.pool));
-    f32_side.push_back(&*out_conv);
+    const bool out_f32 = io.neighbours.output_f32;
+    out_conv.emplace(out_f32 ? r_out.layout : f_out.layout, out_f32 ? f_out.layout : r_out.layout,
+                     precision, /*to_reduced=*/!out_f32);
+    if (out_f32) {
+      RETURN_IF_ERROR(out_conv->bind(std::span(&r_out, 1), std::span(&f_out, 1), req.pool));
+      reduced_side.push_back(&*out_conv);
+    } else {
+      RETURN_IF_ERROR(out_conv->bind(std::span(&f_out, 1), std::span(&r_out, 1), req.pool));
+      f32_side.push_back(&*out_conv);
+    }
   }
-  Kernel* reduced_side[] = {&reduced};
 
   // One untimed run each, then interleaved rounds (as build_measured_kernel).
   ASSIGN_OR_RETURN(double warm_r, time_sequence(req.pool, reduced_side));
@@ -474,6 +492,7 @@ Result<std::unique_ptr<Kernel>> build_measured_kernel(const KernelRequest& req,
 Result<std::unique_ptr<Kernel>> f32_kernel_if_faster(const KernelRequest& req, Kernel& reduced,
                                                      PrecisionConversion::Reduced precision,
                                                      QuantParam in_q, QuantParam out_q,
+                                                     NeighbourPrecision neighbours,
                                                      std::vector<KernelTiming>* timings) {
   if (timings != nullptr) timings->clear();
   if (!measured_op(req.node.kind)) return std::unique_ptr<Kernel>();
@@ -485,6 +504,8 @@ Result<std::unique_ptr<Kernel>> f32_kernel_if_faster(const KernelRequest& req, K
   // a decision against oneDNN's kernel says nothing of XNNPACK's.
   const std::string what = reduced.describe();
   key += " " + what.substr(0, what.find(' '));
+  key += std::string(neighbours.input_f32 ? "|in f32" : "|in reduced") +
+         (neighbours.output_f32 ? "|out f32" : "|out reduced");
   if (const std::string cached = cached_decision(key); !cached.empty()) {
     if (cached != "f32") return std::unique_ptr<Kernel>();  // no f32 kernel built, nor packed
     return build_measured_kernel(req);
@@ -498,6 +519,7 @@ Result<std::unique_ptr<Kernel>> f32_kernel_if_faster(const KernelRequest& req, K
   io.in = in_q;
   io.out = out_q;
   io.output = reduced_out;
+  io.neighbours = neighbours;
   // A pair that cannot be set up or run on scratch tensors is not measured: the reduced kernel
   // stays, and nothing is cached (as build_measured_kernel drops such candidates).
   Result<std::pair<double, double>> ms = time_reduced_and_f32(req, reduced, f32, io, precision);

@@ -53,24 +53,33 @@ struct KernelTiming {
 Result<std::unique_ptr<Kernel>> build_measured_kernel(const KernelRequest& req,
                                                       std::vector<KernelTiming>* timings = nullptr);
 
+// In which precision a layer's neighbours hand it input 0 and take its output 0: f32 (an f32
+// producer or a slice input; no reader with a reduced kernel) or the reduced precision.
+struct NeighbourPrecision {
+  bool input_f32 = false;
+  bool output_f32 = false;
+};
+
 // Measured precision choice inside a bf16 or int8 program (docs/precision.md): whether a layer
-// runs its reduced-precision kernel `reduced` (oneDNN, onednn.h) or its f32 kernel. A reduced
-// kernel is not always the faster one: each oneDNN call pays an OpenMP fork/join and a
-// primitive's overhead, which on small layers (depthwise convolutions, late 1x1 ones) costs more
-// than the f32 kernel saves by computing in f32 on the pool. Both are bound to scratch tensors of
-// the node's shapes and timed in interleaved rounds on the pool; the f32 side is charged a
-// conversion of input 0 from the reduced precision and of output 0 back to it (what it costs
-// between two reduced layers; at most what it costs in the program), so the reduced kernel is kept
-// unless f32 with both conversions is more than 3% faster. Only convolutions, Gemm and MatMul are
-// measured. `in_q`/`out_q`: the int8 quantisation of input 0 and output 0 (ignored for bf16).
-// Decisions are cached with the kernel variants' (same file, a key naming the precision, the
-// signedness and whether there are zero points). Returns null to keep `reduced`, else the f32
-// kernel (build_measured_kernel) to run instead; the f32 kernel is built (and its weights packed)
-// only when the decision is measured now or cached as f32. `timings` (optional): what was
-// measured now, as "reduced" and "f32" entries (empty when the decision came from the cache).
+// runs its reduced-precision kernel `reduced` (oneDNN, onednn.h; XNNPACK's int8) or its f32
+// kernel. A reduced kernel is not always the faster one: each oneDNN call pays an OpenMP
+// fork/join and a primitive's overhead, which on small layers (depthwise convolutions, late 1x1
+// ones) costs more than the f32 kernel saves by computing in f32 on the pool. Both are bound to
+// scratch tensors of the node's shapes and timed in interleaved rounds on the pool, each side
+// charged the conversions its neighbours make it need (`neighbours`): input 0 into its precision
+// where it arrives in the other, output 0 into the other where the readers want that. The
+// reduced kernel is kept unless f32 with its conversions is more than 3% faster. Only
+// convolutions, Gemm and MatMul are measured. `in_q`/`out_q`: the int8 quantisation of input 0 and
+// output 0 (ignored for bf16). Decisions are cached with the kernel variants' (same file, a key
+// naming the precision, the signedness and whether there are zero points). Returns null to keep
+// `reduced`, else the f32 kernel (build_measured_kernel) to run instead; the f32 kernel is built
+// (and its weights packed) only when the decision is measured now or cached as f32. `timings`
+// (optional): what was measured now, as "reduced" and "f32" entries (empty when the decision came
+// from the cache).
 Result<std::unique_ptr<Kernel>> f32_kernel_if_faster(const KernelRequest& req, Kernel& reduced,
                                                      PrecisionConversion::Reduced precision,
                                                      QuantParam in_q, QuantParam out_q,
+                                                     NeighbourPrecision neighbours = {},
                                                      std::vector<KernelTiming>* timings = nullptr);
 
 // The cache key of a node's configuration on a pool (op, shapes, attributes, core set).
