@@ -70,7 +70,7 @@ class XnnInt8Kernel : public Kernel {
                       std::span<Layout> produced) const override {
     Kernel::choose_layouts(available, wanted, produced);
     for (size_t i = 0; i < wanted.size() && i < rank4_inputs_; ++i) wanted[i] = Layout::kNHWC;
-    produced[0] = Layout::kNHWC;
+    if (rank4_inputs_ > 0) produced[0] = Layout::kNHWC;  // else logical order, as the inputs
   }
   Status run(ThreadPool& pool) override {
     return xnn_check(xnn_run_operator(op_.get(), pool.pthreadpool()), what_);
@@ -90,7 +90,7 @@ class XnnInt8Kernel : public Kernel {
 
   QuantParam in_, out_;
   XnnOperator op_;
-  size_t rank4_inputs_ = 1;  // inputs 0..n-1 arrive in NHWC
+  size_t rank4_inputs_ = 1;  // inputs 0..n-1 arrive in NHWC (and output 0 leaves so); 0: rank != 4
   std::string what_, desc_;
   uint64_t owned_bytes_ = 0;
 };

@@ -409,6 +409,9 @@ std::vector<OpCase> elementwise_cases() {
   binary(OpKind::kAdd, "same_relu", odd, odd, attrs({{"activation", "relu"}}), 5);
   binary(OpKind::kMul, "se_gate", Shape({2, 13, 7, 9}), Shape({2, 13, 1, 1}), attrs({}), 6);
   binary(OpKind::kAdd, "row_bias", Shape({3, 5, 127}), Shape({127}), attrs({}), 7, true);
+  // Two activations of one rank-3 shape: an int8 Add in logical order (not NHWC).
+  binary(OpKind::kAdd, "same_rank3_relu", Shape({3, 5, 127}), Shape({3, 5, 127}),
+         attrs({{"activation", "relu"}}), 8);
   // Shape arithmetic in i32 / i64: wrapping on random bits, broadcasting, and every Div corner
   // (negative operands truncate toward zero, MIN / -1 wraps).
   for (DType t : {DType::kI32, DType::kI64}) {
