@@ -95,19 +95,25 @@ class XnnInt8Kernel : public Kernel {
   uint64_t owned_bytes_ = 0;
 };
 
-// Conv: per-output-channel s8 weights (qc8), int32 bias, fused ReLU / Clip as the output clamp.
-class XnnInt8ConvKernel final : public XnnInt8Kernel {
+// An operator set up on one NHWC image batch (N, H, W): the int8 Conv (qc8: per-output-channel
+// s8 weights, int32 bias, fused ReLU / Clip as the output clamp) and MaxPool.
+class XnnInt8SpatialKernel final : public XnnInt8Kernel {
  public:
+  using Setup = xnn_status (*)(xnn_operator_t, size_t batch, size_t height, size_t width,
+                               const int8_t* input, int8_t* output, pthreadpool_t);
+  explicit XnnInt8SpatialKernel(Setup setup) : setup_(setup) {}
   Status bind(std::span<const Operand> in, std::span<const Operand> out,
               ThreadPool& pool) override {
     RETURN_IF_ERROR(check_io(in, out));
     const Shape& x = in[0].shape;
-    return xnn_check(xnn_setup_convolution2d_nhwc_qc8(
-                         op_.get(), static_cast<size_t>(x[0]), static_cast<size_t>(x[2]),
-                         static_cast<size_t>(x[3]), static_cast<const int8_t*>(in[0].data),
-                         static_cast<int8_t*>(out[0].data), pool.pthreadpool()),
+    return xnn_check(setup_(op_.get(), static_cast<size_t>(x[0]), static_cast<size_t>(x[2]),
+                            static_cast<size_t>(x[3]), static_cast<const int8_t*>(in[0].data),
+                            static_cast<int8_t*>(out[0].data), pool.pthreadpool()),
                      what_);
   }
+
+ private:
+  Setup setup_;
 };
 
 Result<std::unique_ptr<Kernel>> make_conv(const KernelRequest& req,
@@ -160,7 +166,7 @@ Result<std::unique_ptr<Kernel>> make_conv(const KernelRequest& req,
   if (st == xnn_status_unsupported_parameter || st == xnn_status_invalid_parameter) {
     return decline();
   }
-  auto k = std::make_unique<XnnInt8ConvKernel>();
+  auto k = std::make_unique<XnnInt8SpatialKernel>(xnn_setup_convolution2d_nhwc_qc8);
   k->what_ = "node " + quote_name(req.node.name) + " (Conv)";
   RETURN_IF_ERROR(xnn_check(st, k->what_));
   k->op_.reset(op);
@@ -237,20 +243,6 @@ Result<std::unique_ptr<Kernel>> make_add(const KernelRequest& req,
 }
 
 // MaxPool: NHWC int8 in and out, one quantisation (a max of values on a grid is on it).
-class XnnInt8MaxPoolKernel final : public XnnInt8Kernel {
- public:
-  Status bind(std::span<const Operand> in, std::span<const Operand> out,
-              ThreadPool& pool) override {
-    RETURN_IF_ERROR(check_io(in, out));
-    const Shape& x = in[0].shape;
-    return xnn_check(xnn_setup_max_pooling2d_nhwc_s8(
-                         op_.get(), static_cast<size_t>(x[0]), static_cast<size_t>(x[2]),
-                         static_cast<size_t>(x[3]), static_cast<const int8_t*>(in[0].data),
-                         static_cast<int8_t*>(out[0].data), pool.pthreadpool()),
-                     what_);
-  }
-};
-
 Result<std::unique_ptr<Kernel>> make_max_pool(const KernelRequest& req,
                                               const std::vector<QuantParam>& quant) {
   const Node& n = req.node;
@@ -263,7 +255,7 @@ Result<std::unique_ptr<Kernel>> make_max_pool(const KernelRequest& req,
   if (!int8_clamp(act, out, &lo, &hi)) return decline();
   RETURN_IF_ERROR(ensure_xnnpack());
   const XnnPoolWindow& w = *window;
-  auto k = std::make_unique<XnnInt8MaxPoolKernel>();
+  auto k = std::make_unique<XnnInt8SpatialKernel>(xnn_setup_max_pooling2d_nhwc_s8);
   k->what_ = "node " + quote_name(n.name) + " (MaxPool)";
   xnn_operator_t op = nullptr;
   RETURN_IF_ERROR(xnn_check(xnn_create_max_pooling2d_nhwc_s8(
