@@ -50,6 +50,10 @@ const char* const kGpuDevices[] = {"vulkan:0", "opencl:0"};
 // (ResNet-18), 0.13 (MobileNetV2), 0.35 (ResNet-50) on them; Tessera's bf16 rounds less
 // often (f32 between fused operations, f32 accumulation) and stays below that (docs/precision.md).
 constexpr double kBf16ModelBound = 0.3;
+// How many root-mean-square logit errors may separate, in PyTorch's f32 output, the class a
+// reduced precision ranks first from PyTorch's top-1. The difference of two logit errors has
+// about sqrt(2) times the rms; 6 rms is over 4 of its standard deviations.
+constexpr double kTop1ErrorReach = 6.0;
 
 bool is_gpu(const std::string& device) {
   return device.rfind("vulkan", 0) == 0 || device.rfind("opencl", 0) == 0;
@@ -133,7 +137,12 @@ TEST_P(ModelTest, MatchesPyTorch) {
   }
   if (test_device().find('#') != std::string::npos) {
     // A reduced precision: the relative L2 error against PyTorch's f32 output, bounded by
-    // kBf16ModelBound (see there), and the same arg max.
+    // kBf16ModelBound (see there), and a top-1 decision the error can account for. With seeded
+    // random weights the logits behave like 1000 near-Gaussian values, so PyTorch's top-1 often
+    // leads the runner-up by a few hundredths of a logit std (ResNet-50: 0.089 at a std of 1.1)
+    // and any reduced precision may swap them. Asserted: the class Tessera ranks first scores,
+    // in PyTorch's f32 output, within kTop1ErrorReach root-mean-square errors of PyTorch's top-1;
+    // a reference margin above that reach makes it the same class.
     double err2 = 0, ref2 = 0;
     int64_t arg = 0, arg_ref = 0;
     for (int64_t i = 0; i < got.numel(); ++i) {
@@ -144,11 +153,19 @@ TEST_P(ModelTest, MatchesPyTorch) {
       if (e > expected->data<float>()[arg_ref]) arg_ref = i;
     }
     const double rel = std::sqrt(err2 / std::max(ref2, 1e-30));
-    std::printf("[ model ] %-14s device %-10s relative L2 %.3g  bound %.3g  top-1 %s\n",
-                model_case().name, test_device().c_str(), rel, kBf16ModelBound,
-                arg == arg_ref ? "same" : "differs");
+    const double rms_err = std::sqrt(err2 / static_cast<double>(got.numel()));
+    const double ref_top = expected->data<float>()[arg_ref];
+    const double ref_at_arg = expected->data<float>()[arg];
+    std::printf(
+        "[ model ] %-14s device %-10s relative L2 %.3g  bound %.3g  top-1 %s (f32 %.4g vs "
+        "%.4g, rms error %.3g)\n",
+        model_case().name, test_device().c_str(), rel, kBf16ModelBound,
+        arg == arg_ref ? "same" : "differs", ref_at_arg, ref_top, rms_err);
     EXPECT_LE(rel, kBf16ModelBound);
-    EXPECT_EQ(arg, arg_ref);
+    EXPECT_GE(ref_at_arg, ref_top - kTop1ErrorReach * rms_err)
+        << "Tessera's top-1 class " << arg << " scores " << ref_at_arg
+        << " in f32, PyTorch's top-1 " << arg_ref << " scores " << ref_top << "; the rms error "
+        << rms_err << " does not account for the swap";
     return;
   }
   const double tol = (is_gpu(test_device()) ? 1e-3 : 1e-4) * std::max(1.0, max_ref);
