@@ -14,7 +14,7 @@ reference and cpu; the QDQ models also on cpu#int8, the int8 kernels with the mo
 and zero points) and ONNX Runtime (CPU provider, ORT_DISABLE_ALL so that ORT runs the graph as
 written) on the same seeded input, and prints max |tessera - ort| per output, in units of the
 output quantisation step for quantized outputs. Exits 1 if any error is over its bound, 77 (skip)
-when onnxruntime, onnx or torch is missing.
+when numpy, onnxruntime, onnx or torch is missing.
 """
 import argparse
 import os
@@ -22,14 +22,13 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
-
 try:
+    import numpy as np
     import onnx
     import onnxruntime as ort
     from onnxruntime import quantization as q
 except ImportError as e:  # the ctest registration treats 77 as "skipped"
-    print("SKIP: %s (this check needs onnxruntime and onnx)" % e)
+    print("SKIP: %s (this check needs numpy, onnxruntime and onnx)" % e)
     sys.exit(77)
 
 # Exported by /usr/bin/python3 (torch); writes <out>/<name>.onnx and <name>.input.npy.

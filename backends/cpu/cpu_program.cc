@@ -105,9 +105,20 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& graph,
   // kernels of the other layers.
   const size_t nl = layers.size();
   std::vector<std::unique_ptr<Kernel>> kernels(nl);
+  const std::vector<std::vector<NodeId>> readers = g.consumers();
+  std::unordered_map<NodeId, size_t> position;
+  for (size_t i = 0; i < nl; ++i) position[layers[i]] = i;
   const auto request = [&](const Node& node, NodeContext& nc) {
     KernelRequest req{g, node, nc.ctx(), *p->pool_};
     req.packs = &p->packs_;
+    // Output 0 read only by a Concat of this slice, and not a slice output: the Concat may take
+    // it in place (place_concat_inputs).
+    const ValueId y = node.outputs.empty() ? kNoValue : node.outputs[0];
+    if (y != kNoValue && readers[static_cast<size_t>(y)].size() == 1 &&
+        std::find(p->outputs_.begin(), p->outputs_.end(), y) == p->outputs_.end()) {
+      const NodeId r = readers[static_cast<size_t>(y)][0];
+      req.output_to_concat = position.count(r) != 0 && g.node(r).kind == OpKind::kConcat;
+    }
     return req;
   };
   const auto failed = [&](const Node& node, const Status& st) {
@@ -142,9 +153,6 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& graph,
   const auto writes_reduced = [](const Kernel* k) {
     return k != nullptr && (k->bf16_io() || (k->int8_io() && k->int8_output()));
   };
-  std::unordered_map<NodeId, size_t> position;
-  for (size_t i = 0; i < nl; ++i) position[layers[i]] = i;
-  const std::vector<std::vector<NodeId>> readers = g.consumers();
   for (size_t i = 0; i < nl && p->measured_; ++i) {
     if (kernels[i] == nullptr) continue;
     // A reduced kernel that measures slower than the f32 one (with the conversions each needs

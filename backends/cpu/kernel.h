@@ -201,6 +201,10 @@ struct KernelRequest {
   // their packing from it, so that nodes reading the same constant share one packed copy. Null
   // (tests, benchmarks): every kernel packs its own.
   PackCache* packs = nullptr;
+  // The node's output 0 goes only to a Concat of the same program, which takes it in place
+  // (a slice of the Concat's output) from a kernel that writes_strided_output(), and copies it
+  // from any other. Measured kernel choice charges that copy to the kernels that cannot.
+  bool output_to_concat = false;
 };
 
 // Creates the optimised kernel for the node, or returns null when this configuration has none

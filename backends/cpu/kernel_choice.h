@@ -48,8 +48,10 @@ struct KernelTiming {
 
 // The kernel for `req` by measurement: as build_kernel(req) when at most one entry of the node's
 // op accepts it (any_config) or the op is not measured (convolutions, Gemm and MatMul are);
-// otherwise the fastest candidate. `timings` (optional) receives what was measured now (empty when
-// the decision came from the cache).
+// otherwise the fastest candidate. With req.output_to_concat, a candidate that cannot write
+// strided output is charged the copy the Concat then makes (a copy of the output's bytes, timed
+// in the same rounds). `timings` (optional) receives what was measured now, charges included
+// (empty when the decision came from the cache).
 Result<std::unique_ptr<Kernel>> build_measured_kernel(const KernelRequest& req,
                                                       std::vector<KernelTiming>* timings = nullptr);
 

@@ -169,6 +169,42 @@ TEST_F(KernelChoiceTest, MeasuresEveryAccurateCandidateAndCachesTheDecision) {
   EXPECT_EQ(cache_lines(path_).size(), 1u);
 }
 
+// A convolution whose output a Concat takes in place: the candidates that write only dense output
+// (oneDNN's) are charged the Concat's copy, under a key of their own; what is kept writes into
+// the slice unless it wins with the copy charged.
+TEST_F(KernelChoiceTest, MeasuredChoiceChargesTheConcatCopy) {
+  if (!cpu::gemm_available()) GTEST_SKIP() << "one variant only without AVX-512";
+  auto pool = cpu_pool_on_first_cores(1);
+  ASSERT_NE(pool, nullptr);
+  ConvGraph c = conv_graph(32, 32, 14, 3, false);
+  ConvRequest plain(c, *pool), into(c, *pool);
+  into.req.output_to_concat = true;
+  const std::string key = cpu::kernel_choice_key(plain.req);
+  const std::string concat_key = cpu::kernel_choice_key(into.req);
+  EXPECT_NE(key, concat_key);
+  EXPECT_NE(concat_key.find("to concat"), std::string::npos) << concat_key;
+
+  std::vector<cpu::KernelTiming> t_plain, t_into;
+  auto k_plain = cpu::build_measured_kernel(plain.req, &t_plain);
+  ASSERT_TRUE(k_plain.ok()) << k_plain.status().to_string();
+  auto k_into = cpu::build_measured_kernel(into.req, &t_into);
+  ASSERT_TRUE(k_into.ok()) << k_into.status().to_string();
+  ASSERT_NE(*k_into, nullptr);
+  // Two decisions, one line each, the same candidates.
+  EXPECT_EQ(cache_lines(path_).size(), 2u);
+  ASSERT_EQ(t_plain.size(), t_into.size());
+  // The kept kernel is the fastest with the charge, within the rules' margin.
+  double fastest = INFINITY, kept = INFINITY;
+  const std::string kept_desc = (*k_into)->describe();
+  for (const cpu::KernelTiming& kt : t_into) fastest = std::min(fastest, kt.ms);
+  for (const cpu::KernelTiming& kt : t_into) {
+    auto k = cpu::build_kernel(into.req, kt.variant.c_str());
+    ASSERT_TRUE(k.ok()) << kt.variant;
+    if (*k != nullptr && (*k)->describe() == kept_desc) kept = std::min(kept, kt.ms);
+  }
+  EXPECT_LE(kept, fastest * 1.031) << kept_desc;
+}
+
 TEST_F(KernelChoiceTest, DamagedOrForeignCacheLinesAreIgnored) {
   auto pool = cpu_pool_on_first_cores(1);
   ASSERT_NE(pool, nullptr);
