@@ -112,8 +112,9 @@ def calibration_inputs(x, count, seed0, out_dir):
     return arrays
 
 
-def ort_int8_model(onnx_path, input_name, arrays, out_path):
-    """ONNX Runtime's static int8 model (QDQ, per-channel weights) calibrated on `arrays`."""
+def ort_int8_model(onnx_path, input_name, arrays, out_path, unsigned=False):
+    """ONNX Runtime's static int8 model (QDQ, per-channel weights) calibrated on `arrays`; s8
+    activations, or u8 with `unsigned`."""
     from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
                                           quantize_static)
     from onnxruntime.quantization.shape_inference import quant_pre_process
@@ -128,7 +129,8 @@ def ort_int8_model(onnx_path, input_name, arrays, out_path):
     pre = out_path + ".pre.onnx"
     quant_pre_process(onnx_path, pre)
     quantize_static(pre, out_path, Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
-                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
+                    activation_type=QuantType.QUInt8 if unsigned else QuantType.QInt8,
+                    weight_type=QuantType.QInt8)
     return out_path
 
 
@@ -189,9 +191,11 @@ def openvino_compiles(path, config):
 class OpenVinoPeer:
     """OpenVINO's compiled models of one ONNX file at `threads` threads: "f32", "default" and,
     given a QDQ model, "int8"; each runs synchronously on the input. A model OpenVINO cannot
-    compile (openvino_compiles) is left out; its columns read nan."""
+    compile (openvino_compiles) is left out; its columns read nan. OpenVINO 2026.4 finds no
+    implementation for ONNX Runtime's s8-activation QDQ models on AMX hosts: there "int8" runs the
+    u8-activation QDQ model `qdq_u8()` makes (same calibration inputs), and says so."""
 
-    def __init__(self, onnx_path, qdq_path, threads, x):
+    def __init__(self, onnx_path, qdq_path, threads, x, qdq_u8=None):
         import openvino as ov
         core = ov.Core()
         base = {"INFERENCE_NUM_THREADS": threads, "NUM_STREAMS": 1,
@@ -201,11 +205,21 @@ class OpenVinoPeer:
         for label, path, extra in [("f32", onnx_path, {"INFERENCE_PRECISION_HINT": "f32"}),
                                    ("default", onnx_path, {}),
                                    ("int8", qdq_path, {})]:
-            if path is None or not openvino_compiles(path, {**base, **extra}):
+            if path is None:
                 continue
+            if not openvino_compiles(path, {**base, **extra}):
+                if label != "int8" or qdq_u8 is None:
+                    continue
+                path = qdq_u8()
+                if not openvino_compiles(path, {**base, **extra}):
+                    continue
+                label_note = " (u8 activations)"
+            else:
+                label_note = ""
             compiled = core.compile_model(core.read_model(path), "CPU", {**base, **extra})
             hint = compiled.get_property("INFERENCE_PRECISION_HINT")
-            self.precision[label] = hint.to_string() if hasattr(hint, "to_string") else str(hint)
+            self.precision[label] = (hint.to_string() if hasattr(hint, "to_string") else
+                                     str(hint)) + label_note
             req = compiled.create_infer_request()
             req.infer([x])  # warm-up
             self.requests[label] = req
@@ -279,7 +293,7 @@ def main():
         flops = model_flops(args.tessera, tsr)
         if args.check:
             check_rows.append((name,) + check_outputs(args.tessera, tsr, onnx_path, inp, x, tmp))
-        ort_q = None
+        ort_q = qdq_u8 = None
         if int8:
             cdir = os.path.join(tmp, name + "_calib")
             arrays = calibration_inputs(x, args.calib_samples, 1, cdir)
@@ -288,6 +302,10 @@ def main():
             s0 = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
             ort_q = ort_int8_model(onnx_path, s0.get_inputs()[0].name, arrays,
                                    os.path.join(tmp, name + ".int8.onnx"))
+            u8_path = os.path.join(tmp, name + ".int8u8.onnx")
+            qdq_u8 = (lambda onnx_path=onnx_path, n0=s0.get_inputs()[0].name, arrays=arrays,
+                      u8_path=u8_path: u8_path if os.path.exists(u8_path) else
+                      ort_int8_model(onnx_path, n0, arrays, u8_path, unsigned=True))
             subprocess.run([args.tessera, "convert", ort_q, "-o", qdq_tsr(tsr)], check=True,
                            capture_output=True)
         # Fidelity on held-out inputs (seeds 1000..), each reduced precision against its f32.
@@ -324,7 +342,7 @@ def main():
                 qsess = ort.InferenceSession(ort_q, so, providers=["CPUExecutionProvider"])
                 qsess.run(None, feed)
             ortq_ms = []
-            ov = OpenVinoPeer(onnx_path, ort_q, threads, x) if args.openvino else None
+            ov = OpenVinoPeer(onnx_path, ort_q, threads, x, qdq_u8) if args.openvino else None
             ov_ms = {k: [] for k in (ov.requests if ov else {})}
             device = "cpu:0" if threads == 1 else "cpu:0-%d" % (threads - 1)
             ort_ms, tes_ms = [], {p: [] for p in precisions}
@@ -366,8 +384,11 @@ def main():
                     ov_rows.append((name, threads, p, t, f, t / f, d,
                                     ov.precision.get("default", "-"), t / d, q, t / q))
                     print("%-14s %d thr %-5s tessera %8.2f ms  openvino f32 %8.2f  default (%s) "
-                          "%8.2f  int8 %8.2f ms" % (name, threads, p, t, f,
-                                                     ov.precision.get("default", "-"), d, q),
+                          "%8.2f  int8%s %8.2f ms" % (name, threads, p, t, f,
+                                                       ov.precision.get("default", "-"), d,
+                                                       ov.precision.get("int8", "")[-17:]
+                                                       if "u8" in ov.precision.get("int8", "")
+                                                       else "", q),
                           file=sys.stderr, flush=True)
 
     print("| model | threads | precision | Tessera ms | ORT f32 ms | Tessera/ORT | ORT int8 ms | Tessera/ORT int8 | Tessera GFLOP/s | ORT GFLOP/s | FMA peak GFLOP/s |")
