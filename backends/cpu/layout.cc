@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "backends/cpu/onednn.h"
 #include "backends/cpu/simd.h"
@@ -390,11 +391,73 @@ inline T quantize_one(float x, float scale, float zp, float lo, float hi) {
   return static_cast<T>(r);
 }
 
+#if TESSERA_X86_64
+// GCC 12 flags the _mm512_undefined_ps() placeholders inside the intrinsics once inlined.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// quantize_one on 16 floats at a time (the first `count` of them at `src`; a tail is masked):
+// the same division, rounding (the current mode, to nearest even), zero point, NaN and
+// saturation, bit for bit. Stores through the saturating narrowing stores of AVX-512F.
+template <bool kUnsigned>
+TESSERA_AVX512 void quantize16(const float* src, void* dst, int64_t count, __m512 scale, __m512 zp,
+                               __m512 lo, __m512 hi) {
+  const __mmask16 k = count >= 16 ? __mmask16(0xffff) : __mmask16((1u << count) - 1);
+  __m512 v = _mm512_div_ps(_mm512_maskz_loadu_ps(k, src), scale);
+  v = _mm512_add_ps(_mm512_roundscale_ps(v, _MM_FROUND_CUR_DIRECTION), zp);
+  const __mmask16 number = _mm512_cmp_ps_mask(v, v, _CMP_ORD_Q);
+  v = _mm512_mask_blend_ps(number, zp, _mm512_min_ps(_mm512_max_ps(v, lo), hi));
+  const __m512i r = _mm512_cvtps_epi32(v);
+  if (kUnsigned) {
+    _mm512_mask_cvtusepi32_storeu_epi8(dst, k, r);
+  } else {
+    _mm512_mask_cvtsepi32_storeu_epi8(dst, k, r);
+  }
+}
+
+template <typename T>
+TESSERA_AVX512 void quantize_avx512(const float* src, T* dst, int64_t count, float scale,
+                                    float zp) {
+  constexpr bool kUnsigned = std::is_unsigned_v<T>;
+  const __m512 vs = _mm512_set1_ps(scale), vz = _mm512_set1_ps(zp);
+  const __m512 lo = _mm512_set1_ps(static_cast<float>(std::numeric_limits<T>::min()));
+  const __m512 hi = _mm512_set1_ps(static_cast<float>(std::numeric_limits<T>::max()));
+  for (int64_t i = 0; i < count; i += 16) {
+    quantize16<kUnsigned>(src + i, dst + i, count - i, vs, vz, lo, hi);
+  }
+}
+
+// Pixels [p0, p0 + len) (len <= 16) of one NCHW image with `c` channels of `hw` pixels, into
+// NHWC int8: each channel's run of pixels quantised as one vector, then interleaved.
+template <typename T>
+TESSERA_AVX512 void nchw_to_nhwc_q_avx512(const float* img, T* dst, int64_t c, int64_t hw,
+                                          int64_t p0, int64_t len, float scale, float zp) {
+  constexpr bool kUnsigned = std::is_unsigned_v<T>;
+  const __m512 vs = _mm512_set1_ps(scale), vz = _mm512_set1_ps(zp);
+  const __m512 lo = _mm512_set1_ps(static_cast<float>(std::numeric_limits<T>::min()));
+  const __m512 hi = _mm512_set1_ps(static_cast<float>(std::numeric_limits<T>::max()));
+  T run[16];
+  for (int64_t ch = 0; ch < c; ++ch) {
+    quantize16<kUnsigned>(img + ch * hw + p0, run, len, vs, vz, lo, hi);
+    for (int64_t i = 0; i < len; ++i) dst[i * c + ch] = run[i];
+  }
+}
+#pragma GCC diagnostic pop
+#endif  // TESSERA_X86_64
+
 template <typename T>
 void quantize_t(const float* src, T* dst, int64_t count, QuantParam q, ThreadPool* pool) {
   const float lo = static_cast<float>(std::numeric_limits<T>::min());
   const float hi = static_cast<float>(std::numeric_limits<T>::max());
   const float scale = q.scale, zp = static_cast<float>(q.zero_point);
+#if TESSERA_X86_64
+  static const bool avx512 = has_avx512();
+  if (avx512) {
+    for_pieces(count, pool,
+               [&](int64_t b, int64_t e) { quantize_avx512(src + b, dst + b, e - b, scale, zp); });
+    return;
+  }
+#endif
   for_pieces(count, pool, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) dst[i] = quantize_one<T>(src[i], scale, zp, lo, hi);
   });
@@ -416,6 +479,20 @@ void nchw_to_nhwc_q(const float* src, T* dst, int64_t n, int64_t c, int64_t hw, 
   const float lo = static_cast<float>(std::numeric_limits<T>::min());
   const float hi = static_cast<float>(std::numeric_limits<T>::max());
   const float scale = q.scale, zp = static_cast<float>(q.zero_point);
+#if TESSERA_X86_64
+  static const bool avx512 = has_avx512();
+  if (avx512) {
+    for_pieces(n * hw, pool, [&](int64_t b, int64_t e) {
+      for (int64_t px = b; px < e;) {
+        const int64_t img = px / hw, p = px % hw;
+        const int64_t len = std::min<int64_t>({16, e - px, hw - p});
+        nchw_to_nhwc_q_avx512(src + img * c * hw, dst + px * c, c, hw, p, len, scale, zp);
+        px += len;
+      }
+    });
+    return;
+  }
+#endif
   for_pieces(n * hw, pool, [&](int64_t b, int64_t e) {
     for (int64_t px = b; px < e; ++px) {
       const int64_t img = px / hw, p = px % hw;
