@@ -167,7 +167,12 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& graph,
     bool output_f32 = true;
     for (NodeId r : y == kNoValue ? std::vector<NodeId>{} : readers[static_cast<size_t>(y)]) {
       const auto rt = position.find(r);
-      if (rt != position.end() && rt->second > i && reads_reduced(kernels[rt->second].get()))
+      if (rt == position.end() || rt->second <= i) continue;
+      const Kernel* rk = kernels[rt->second].get();
+      const std::vector<ValueId>& rin = g.node(r).inputs;
+      // The reader takes y in the reduced precision where y is its reduced input (or all are).
+      if (reads_reduced(rk) && (rk->reduced_inputs_all() || (rk->reduced_input() < rin.size() &&
+                                                             rin[rk->reduced_input()] == y)))
         output_f32 = false;
     }
     const auto quant = [&](ValueId v) { return p->int8_ ? quant_of(p->quant_, v) : QuantParam{}; };
@@ -465,8 +470,8 @@ void CpuProgram::plan(std::span<const NodeId> layers,
       }
       const TensorInfo& info = g_.value(v).info;
       // A bf16 kernel reads its activation input 0 and a fused residual in bf16.
-      const bool want_bf16 =
-          bf16 && (j == 0 || j >= node.inputs.size() || kernel.reduced_inputs_all());
+      const bool want_bf16 = bf16 && (j == kernel.reduced_input() || j >= node.inputs.size() ||
+                                      kernel.reduced_inputs_all());
       const Layout want_layout = want_bf16                ? bf16_layout(info)
                                  : info.shape.rank() == 4 ? wanted[j]
                                                           : Layout::kNCHW;

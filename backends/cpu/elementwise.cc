@@ -521,6 +521,158 @@ class Int8BatchNormKernel final : public Kernel {
   int64_t pixels_ = 0;
 };
 
+// ---- Mul by a per-channel gate on int8 ----------------------------------------------------------
+//
+// y = x * s[n, c] with x int8 NHWC [N, C, H, W] and the gate s f32 [N or 1, C, 1, 1] (a
+// squeeze-and-excitation block's sigmoid or hard-sigmoid, computed at run time): the affine
+// requantisation of the int8 BatchNormalization with A[n, c] = s_x s[n, c] / s_y and
+// B[n, c] = -s_x zp_x s[n, c] / s_y, made for each run from the gate. So the gated tensor stays in
+// int8 and the block costs no conversion of it. One rounding: within one step of the f32 round
+// trip.
+
+class Int8ChannelGateKernel final : public Kernel {
+ public:
+  bool int8_io() const override { return true; }
+  size_t reduced_input() const override { return xi_; }
+  void choose_layouts(std::span<const Layout> available, std::span<Layout> wanted,
+                      std::span<Layout> produced) const override {
+    (void)available;
+    for (size_t i = 0; i < wanted.size(); ++i) wanted[i] = Layout::kNCHW;
+    wanted[xi_] = Layout::kNHWC;
+    produced[0] = Layout::kNHWC;
+  }
+  Status bind(std::span<const Operand> in, std::span<const Operand> out, ThreadPool&) override {
+    const Operand& x = in[xi_];
+    const Operand& g = in[1 - xi_];
+    if (!x.int8 || !out[0].int8 || !(x.quant == qx_) || !(out[0].quant == qy_) || g.int8 || g.bf16)
+      return internal_error(what_ + ": bound to tensors of another precision");
+    if (x.shape.rank() != 4 || (x.layout != Layout::kNHWC && !layout_trivial(x.shape)))
+      return internal_error(what_ + ": channels are not innermost");
+    n_ = x.shape[0];
+    c_ = x.shape[1];
+    hw_ = x.shape[2] * x.shape[3];
+    gate_batch_ = g.numel() == n_ * c_ && n_ > 1;
+    if (g.numel() != c_ && g.numel() != n_ * c_)
+      return internal_error(what_ + ": the gate has " + std::to_string(g.numel()) + " values for " +
+                            std::to_string(c_) + " channels");
+    x_ = static_cast<const uint8_t*>(x.data);
+    gate_ = g.f32();
+    y_ = static_cast<uint8_t*>(out[0].data);
+    a_.resize(static_cast<size_t>(n_ * c_));
+    b_.resize(a_.size());
+    return Status();
+  }
+  Status run(ThreadPool& pool) override {
+    const float k = qx_.scale / qy_.scale, zx = static_cast<float>(qx_.zero_point);
+    for (int64_t n = 0; n < n_; ++n) {
+      const float* g = gate_ + (gate_batch_ ? n * c_ : 0);
+      for (int64_t ch = 0; ch < c_; ++ch) {
+        const float a = k * g[ch];
+        a_[static_cast<size_t>(n * c_ + ch)] = a;
+        b_[static_cast<size_t>(n * c_ + ch)] = -zx * a;
+      }
+    }
+    const int64_t c = c_;
+    pool.parallel_for(static_cast<size_t>(n_ * hw_), std::max<size_t>(1, 4096 / c + 1),
+                      [&](size_t b, size_t e) {
+                        for (size_t p = b; p < e; ++p) pixel(p, c);
+                      });
+    return Status();
+  }
+  void pixel(size_t p, int64_t c) const {
+    const uint8_t* x = x_ + static_cast<int64_t>(p) * c;
+    uint8_t* y = y_ + static_cast<int64_t>(p) * c;
+    const size_t row = static_cast<size_t>(static_cast<int64_t>(p) / hw_ * c);
+    const float* a = a_.data() + row;
+    const float* b = b_.data() + row;
+    const float zp = static_cast<float>(qy_.zero_point);
+#if TESSERA_X86_64
+    if (avx512_) {
+      if (qx_.is_unsigned && qy_.is_unsigned)
+        int8_affine_avx512<true, true>(x, y, c, a, b, zp, lo_, hi_);
+      if (qx_.is_unsigned && !qy_.is_unsigned)
+        int8_affine_avx512<true, false>(x, y, c, a, b, zp, lo_, hi_);
+      if (!qx_.is_unsigned && qy_.is_unsigned)
+        int8_affine_avx512<false, true>(x, y, c, a, b, zp, lo_, hi_);
+      if (!qx_.is_unsigned && !qy_.is_unsigned)
+        int8_affine_avx512<false, false>(x, y, c, a, b, zp, lo_, hi_);
+      return;
+    }
+#endif
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const float q = qx_.is_unsigned ? static_cast<float>(x[ch])
+                                      : static_cast<float>(static_cast<int8_t>(x[ch]));
+      float v = std::nearbyint(q * a[ch] + b[ch]) + zp;
+      v = std::min(std::max(v, lo_), hi_);
+      y[ch] =
+          qy_.is_unsigned ? static_cast<uint8_t>(v) : static_cast<uint8_t>(static_cast<int8_t>(v));
+    }
+  }
+  std::string describe() const override {
+    return std::string("tessera int8 mul by channel gate ") + (qx_.is_unsigned ? "u8" : "s8") +
+           "->" + (qy_.is_unsigned ? "u8" : "s8") + (avx512_ ? " (avx512)" : "");
+  }
+
+  std::string what_;
+  size_t xi_ = 0;  // the int8 input; the gate is the other
+  QuantParam qx_, qy_;
+  float lo_ = 0, hi_ = 0;
+  bool avx512_ = false;
+  int64_t n_ = 0, c_ = 0, hw_ = 0;
+  bool gate_batch_ = false;  // a gate per image, not one for all
+  const uint8_t* x_ = nullptr;
+  const float* gate_ = nullptr;
+  uint8_t* y_ = nullptr;
+  std::vector<float> a_, b_;  // per image and channel, made each run
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Kernel>> make_int8_channel_gate(const KernelRequest& req,
+                                                       const std::vector<QuantParam>& quant) {
+  const Node& n = req.node;
+  if (n.kind != OpKind::kMul || n.inputs.size() != 2 || n.outputs.size() != 1) return decline();
+  ASSIGN_OR_RETURN(Activation act, parse_fused_activation(n.attrs));
+  if (act.kind != ActivationKind::kNone) return decline();
+  const TensorInfo& out = req.graph.value(n.outputs[0]).info;
+  if (out.dtype != DType::kF32 || out.shape.rank() != 4) return decline();
+  // The activation: the input of the output's shape; the gate: [N or 1, C, 1, 1] (or [C, 1, 1]).
+  int xi = -1;
+  for (int i = 0; i < 2; ++i) {
+    const Value& v = req.graph.value(n.inputs[static_cast<size_t>(i)]);
+    if (!v.is_constant && v.info.dtype == DType::kF32 && v.info.shape == out.shape) {
+      if (xi >= 0) return decline();  // both full size: not a gate
+      xi = i;
+    }
+  }
+  if (xi < 0) return decline();
+  const Value& gv = req.graph.value(n.inputs[static_cast<size_t>(1 - xi)]);
+  if (gv.is_constant || gv.info.dtype != DType::kF32) return decline();
+  const Shape& gs = gv.info.shape;
+  const int64_t c = out.shape[1];
+  const bool gate_shape = (gs.rank() == 4 && (gs[0] == 1 || gs[0] == out.shape[0]) && gs[1] == c &&
+                           gs[2] == 1 && gs[3] == 1) ||
+                          (gs.rank() == 3 && gs[0] == c && gs[1] == 1 && gs[2] == 1);
+  if (!gate_shape) return decline();
+  const QuantParam qx = quant_of(quant, n.inputs[static_cast<size_t>(xi)]);
+  const QuantParam qy = quant_of(quant, n.outputs[0]);
+  if (!qx.valid() || !qy.valid()) return decline();
+  auto k = std::make_unique<Int8ChannelGateKernel>();
+  k->what_ = "node " + quote_name(n.name) + " (Mul)";
+  k->xi_ = static_cast<size_t>(xi);
+  k->qx_ = qx;
+  k->qy_ = qy;
+  k->lo_ = qy.is_unsigned ? 0.f : -128.f;
+  k->hi_ = qy.is_unsigned ? 255.f : 127.f;
+#if TESSERA_X86_64
+  k->avx512_ = cpuinfo_initialize() && cpuinfo_has_x86_avx512f() && cpuinfo_has_x86_avx512bw() &&
+               cpuinfo_has_x86_avx512vl();
+#endif
+  return std::unique_ptr<Kernel>(std::move(k));
+}
+
+namespace {
+
 // ---- Softmax ------------------------------------------------------------------------------------
 
 class XnnSoftmaxKernel final : public Kernel {

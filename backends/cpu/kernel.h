@@ -143,6 +143,10 @@ class Kernel {
   // With bf16_io() or int8_io(): every activation input is bound in the reduced precision, not
   // only input 0 (a bf16 or int8 Concat).
   virtual bool reduced_inputs_all() const { return false; }
+  // With bf16_io() or int8_io(): which input is the activation bound in the reduced precision
+  // (and "input 0" above means this one). 0, except for a kernel whose activation may come
+  // second (an int8 Mul by a per-channel gate written gate * x).
+  virtual size_t reduced_input() const { return 0; }
   // fuse_residual for an int8 kernel: R arrives in int8 with quantisation `residual`, and the
   // output is written in int8 with quantisation `out` (the Add's output value's).
   virtual bool fuse_residual_int8(const Activation& act, QuantParam residual, QuantParam out) {

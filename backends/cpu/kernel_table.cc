@@ -128,6 +128,8 @@ Result<std::unique_ptr<Kernel>> make_int8_kernel(const KernelRequest& req,
       return make_int8_concat(req, quant);
     case OpKind::kBatchNormalization:
       return make_int8_batch_norm(req, quant);
+    case OpKind::kMul:
+      return make_int8_channel_gate(req, quant);
     default:
       return std::unique_ptr<Kernel>();
   }

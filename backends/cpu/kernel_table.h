@@ -119,8 +119,9 @@ Result<std::optional<XnnPoolWindow>> xnn_pool_window(const KernelRequest& req, b
 Result<std::unique_ptr<Kernel>> make_xnn_int8_kernel(const KernelRequest& req,
                                                      const std::vector<QuantParam>& quant);
 
-// Tessera's own kernels of an int8 program (oneDNN's are in onednn.h): Concat and
-// BatchNormalization, below; null for other nodes and where a value has no quantisation.
+// Tessera's own kernels of an int8 program (oneDNN's are in onednn.h): Concat, BatchNormalization
+// and a Mul by a per-channel gate, below; null for other nodes and where a value has no
+// quantisation.
 Result<std::unique_ptr<Kernel>> make_int8_kernel(const KernelRequest& req,
                                                  const std::vector<QuantParam>& quant);
 
@@ -131,6 +132,13 @@ Result<std::unique_ptr<Kernel>> make_int8_kernel(const KernelRequest& req,
 // fused activations decline. Within one step of the f32 round trip.
 Result<std::unique_ptr<Kernel>> make_int8_batch_norm(const KernelRequest& req,
                                                      const std::vector<QuantParam>& quant);
+
+// A Mul of an int8 program by a per-channel gate (elementwise.cc): x int8 NHWC [N, C, H, W] (input
+// 0 or 1) times an f32 gate [N or 1, C, 1, 1] computed at run time (squeeze-and-excitation), the
+// output int8; q_y = clamp(round(q_x * A[n, c] + B[n, c]) + zp_y) with A and B made from the gate
+// each run. Within one step of the f32 round trip. Null for other Muls.
+Result<std::unique_ptr<Kernel>> make_int8_channel_gate(const KernelRequest& req,
+                                                       const std::vector<QuantParam>& quant);
 
 // The Concat of an int8 program (tensor_ops.cc): its inputs and output held in int8, each input
 // requantised into the output's quantisation through a 256-entry table (the same arithmetic as

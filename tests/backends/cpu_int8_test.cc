@@ -569,6 +569,68 @@ TEST(Int8Program, XnnpackKernelsHoldEveryTensorSigned) {
   }
 }
 
+// A squeeze-and-excitation block: the gated tensor stays int8 through the Mul (the gate, from a
+// Sigmoid in f32, is read in f32), with the gate as either operand (torchvision writes
+// scale * input), on oneDNN's and on XNNPACK's kernels; as close to f32 as the plain network.
+TEST(Int8Program, SqueezeExcitationGateKeepsItsInputInt8) {
+  for (const bool gate_first : {true, false}) {
+    for (const char* library : {"onednn", "xnnpack"}) {
+      if (std::string(library) == "onednn" && !cpu::onednn_available()) continue;
+      SCOPED_TRACE(std::string(library) + (gate_first ? ", gate first" : ", gate second"));
+      testing::ScopedEnv env("TESSERA_CPU_INT8_KERNELS", library);
+      NetBuilder b;
+      const ValueId x = b.g.add_value("x", TensorInfo{DType::kF32, Shape{2, 3, 17, 19}});
+      b.g.inputs().push_back(x);
+      const ValueId stem = b.conv("stem", x, 3, 24, 3, 1, 1, "relu");
+      const ValueId squeezed = b.node(OpKind::kGlobalAveragePool, "squeeze", {stem});
+      const ValueId fc1 = b.conv("fc1", squeezed, 24, 8, 1, 1, 1, "relu");
+      const ValueId fc2 = b.conv("fc2", fc1, 8, 24, 1, 1, 1, "");
+      const ValueId gate = b.node(OpKind::kSigmoid, "gate", {fc2});
+      const ValueId gated =
+          b.node(OpKind::kMul, "excite",
+                 gate_first ? std::vector<ValueId>{gate, stem} : std::vector<ValueId>{stem, gate});
+      const ValueId c = b.conv("project", gated, 24, 24, 1, 1, 1, "");
+      b.g.outputs() = {b.classifier(b.node(OpKind::kGlobalAveragePool, "gap", {c}))};
+      ASSERT_TRUE(b.g.infer_shapes().ok());
+      auto inputs = [&](int count, uint32_t seed) {
+        std::vector<std::vector<Tensor>> s;
+        for (int i = 0; i < count; ++i)
+          s.push_back({random_tensor(Shape{2, 3, 17, 19}, seed + static_cast<uint32_t>(i))});
+        return s;
+      };
+      auto cpu_dev = open_device("cpu");
+      ASSERT_TRUE(cpu_dev.ok());
+      auto table = calibrate(b.g, **cpu_dev, inputs(4, 100), CalibrationMethod::kMinMax);
+      ASSERT_TRUE(table.ok()) << table.status().to_string();
+      auto ref_dev = open_device("reference");
+      ASSERT_TRUE(ref_dev.ok());
+      auto ref = (*ref_dev)->compile(b.g, b.layers);
+      ASSERT_TRUE(ref.ok());
+      std::shared_ptr<cpu::ThreadPool> pool = testing::cpu_pool_on_first_cores(1);
+      ASSERT_NE(pool, nullptr);
+      auto p = cpu::CpuProgram::compile(b.g, b.layers, pool, nullptr, cpu::KernelChoice::kRules,
+                                        Precision::kInt8, &*table);
+      ASSERT_TRUE(p.ok()) << p.status().to_string();
+      const std::string d = (*p)->describe();
+      EXPECT_NE(d.find("excite: tessera int8 mul by channel gate"), std::string::npos) << d;
+      // The gated tensor is never converted: the stem's output reaches the Mul in int8, and the
+      // Mul's output reaches the projection in int8.
+      EXPECT_EQ(d.find("->NHWC f32\nexcite"), std::string::npos) << d;
+      EXPECT_EQ(d.find("f32->NHWC s8\nproject"), std::string::npos) << d;
+      EXPECT_EQ(d.find("f32->NHWC u8\nproject"), std::string::npos) << d;
+      for (const std::vector<Tensor>& in : inputs(2, 200)) {
+        const std::vector<Tensor> want = run_program(**ref, in);
+        const std::vector<Tensor> got = run_program(**p, in);
+        ASSERT_EQ(got.size(), 1u);
+        FidelityMeter m;
+        ASSERT_TRUE(m.add(got, want).ok());
+        EXPECT_LT(m.result().relative_l2, 5e-2) << d;
+        EXPECT_GT(m.result().relative_l2, 0.0) << "exact: not int8?";
+      }
+    }
+  }
+}
+
 // TESSERA_CPU_INT8_KERNELS picks the library; a value naming none, or oneDNN where the build has
 // none, fails the int8 compile with a message naming the variable.
 TEST(Int8Program, TheKernelLibraryComesFromTheEnvironment) {

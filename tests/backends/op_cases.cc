@@ -408,6 +408,9 @@ std::vector<OpCase> elementwise_cases() {
   }
   binary(OpKind::kAdd, "same_relu", odd, odd, attrs({{"activation", "relu"}}), 5);
   binary(OpKind::kMul, "se_gate", Shape({2, 13, 7, 9}), Shape({2, 13, 1, 1}), attrs({}), 6);
+  // The gate first (torchvision writes scale * input), one gate for both images, 37 channels (a
+  // vector and a tail).
+  binary(OpKind::kMul, "se_gate_left", Shape({1, 37, 1, 1}), Shape({2, 37, 5, 3}), attrs({}), 9);
   binary(OpKind::kAdd, "row_bias", Shape({3, 5, 127}), Shape({127}), attrs({}), 7, true);
   // Two activations of one rank-3 shape: an int8 Add in logical order (not NHWC).
   binary(OpKind::kAdd, "same_rank3_relu", Shape({3, 5, 127}), Shape({3, 5, 127}),
