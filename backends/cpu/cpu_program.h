@@ -135,10 +135,17 @@ class CpuProgram final : public Program {
   // that nothing else reads, a channel slice of the Concat's output: the producer writes it in
   // place and the Concat copies only the other inputs.
   void place_concat_inputs();
-  // Fuses each residual Add whose convolution accepts it (Kernel::fuse_residual) and fills
-  // fusions_; `kernels[i]` is layer i's.
+  // Fuses each residual Add whose convolution accepts it (Kernel::fuse_residual) into fusions_;
+  // `kernels[i]` is layer i's.
   void fuse_residual_adds(std::span<const NodeId> layers,
                           std::vector<std::unique_ptr<Kernel>>* kernels);
+  // A bf16 or int8 program: fuses each SiLU that follows a reduced-precision convolution (its
+  // output read only by a Sigmoid and by a Mul of it and that Sigmoid) into the convolution
+  // (Kernel::fuse_silu), which then writes the Mul's output, into fusions_ and silu_fusions_.
+  // The measured precision choice leaves these convolutions reduced.
+  void fuse_reduced_silu(std::span<const NodeId> layers,
+                         std::vector<std::unique_ptr<Kernel>>* kernels);
+
   Status allocate_and_bind();
   Status run_steps(std::span<const Tensor> inputs, std::span<Tensor> outputs,
                    const RunOptions& options);
@@ -159,6 +166,10 @@ class CpuProgram final : public Program {
   std::vector<Buf> bufs_;
   std::vector<Step> steps_;
   std::vector<Fusion> fusions_;  // per layer
+  struct SiluFusion {
+    size_t conv = 0, sigmoid = 0, mul = 0;  // layer positions
+  };
+  std::vector<SiluFusion> silu_fusions_;
   std::vector<int> input_bufs_, output_bufs_;
   size_t num_layers_ = 0;
   std::shared_ptr<uint8_t> arena_;

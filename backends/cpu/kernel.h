@@ -155,6 +155,17 @@ class Kernel {
     (void)out;
     return false;
   }
+  // Appends SiLU, y * sigmoid(y), to what the kernel writes (a reduced-precision convolution
+  // followed by a Sigmoid and a Mul: the program then runs the three as this kernel). An int8
+  // kernel writes into `out`, the Mul output's quantisation. False, changing nothing, where the
+  // kernel cannot (an activation or a residual of its own, no such post-op).
+  virtual bool fuse_silu(QuantParam out) {
+    (void)out;
+    return false;
+  }
+  // True for the step of a node another kernel does the work of (a fused residual Add, the
+  // Sigmoid and Mul of a fused SiLU): it reads and writes nothing.
+  virtual bool fused_away() const { return false; }
   // True for a kernel that computes on its own OpenMP threads (oneDNN) rather than the pool's
   // pthreadpool workers: the program parks the workers before it, so that they do not spin on
   // the cores it uses.

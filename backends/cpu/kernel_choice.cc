@@ -527,7 +527,12 @@ Result<std::unique_ptr<Kernel>> f32_kernel_if_faster(const KernelRequest& req, K
   if (!measured_op(req.node.kind)) return std::unique_ptr<Kernel>();
   const bool int8 = precision == PrecisionConversion::Reduced::kInt8;
   const bool reduced_out = int8 ? reduced.int8_output() : true;
-  std::string key = kernel_choice_key(req) + (int8 ? "|precision int8 " : "|precision bf16");
+  // The revision of what a precision decision weighs (the conversions' kernels): decisions
+  // cached before a revision are measured again. 2: AVX-512 quantisation (1 was scalar, 10x
+  // slower, and kept layers in f32 that int8 now wins).
+  constexpr int kPrecisionChoiceRevision = 2;
+  std::string key = kernel_choice_key(req) + "|rev " + std::to_string(kPrecisionChoiceRevision) +
+                    (int8 ? "|precision int8 " : "|precision bf16");
   if (int8) key += int8_label(in_q) + "->" + (reduced_out ? int8_label(out_q) : std::string("f32"));
   // The library of the reduced kernel (its description's first word: onednn, xnnpack, tessera):
   // a decision against oneDNN's kernel says nothing of XNNPACK's.

@@ -290,7 +290,24 @@ class ConvPrimitiveKernel : public OneDnnKernel {
            (dw            ? " depthwise"
             : s.group > 1 ? " grouped"
                           : "") +
-           activation_suffix(s.act) + (residual_ ? " +residual" : "");
+           activation_suffix(s.act) + (silu_ ? " +silu" : "") + (residual_ ? " +residual" : "");
+  }
+
+  // fuse_silu for the bf16 and int8 convolutions: re-creates the primitive with a swish post-op
+  // after `apply` changed the kernel's own state (undone, and the old primitive rebuilt, when
+  // oneDNN refuses).
+  bool fuse_silu_with(const std::function<void()>& apply, const std::function<void()>& undo) {
+    if (s_.act.kind != ActivationKind::kNone || residual_ || silu_) return false;
+    silu_ = true;
+    apply();
+    Result<bool> ok = create(shape_);
+    if (!ok.ok() || !*ok) {
+      silu_ = false;
+      undo();
+      (void)create(shape_);
+      return false;
+    }
+    return true;
   }
 
   // Fuses a residual add followed by `act`: re-creates the primitive with a sum post-op after
@@ -299,7 +316,7 @@ class ConvPrimitiveKernel : public OneDnnKernel {
   bool fuse_residual_with(const Activation& act, const std::function<void()>& apply,
                           const std::function<void()>& undo) {
     ConvSetup with = s_;
-    if (!with.take_residual_activation(act)) return false;
+    if (silu_ || !with.take_residual_activation(act)) return false;
     dnnl::post_ops probe;
     if (!append_activation(with.act, &probe)) return false;
     const ConvSetup before = s_;
@@ -336,6 +353,7 @@ class ConvPrimitiveKernel : public OneDnnKernel {
   ConvSetup s_;
   Shape shape_;  // the input's
   bool residual_ = false;
+  bool silu_ = false;  // a fused SiLU after the activation (fuse_silu)
 
  protected:
   const void* residual_src_ = nullptr;
@@ -358,6 +376,7 @@ class ConvKernel final : public ConvPrimitiveKernel {
     // brgemm convolutions take a sum but not a binary add, which costs 2-8x on these layers.
     if (residual_) ops.append_sum(1.f);
     if (!append_activation(s_.act, &ops)) return false;
+    if (silu_) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f);
     dnnl::primitive_attr attr = owned_scratchpad_attr();
     attr.set_post_ops(ops);
     const dt act = f32_ ? dt::f32 : dt::bf16;
@@ -371,6 +390,9 @@ class ConvKernel final : public ConvPrimitiveKernel {
   bool fuse_residual(const Activation& act) override {
     return fuse_residual_with(
         act, [] {}, [] {});
+  }
+  bool fuse_silu(QuantParam) override {
+    return !f32_ && fuse_silu_with([] {}, [] {});
   }
 
   Status bind(std::span<const Operand> in, std::span<const Operand> out, ThreadPool&) override {
@@ -619,7 +641,7 @@ class Int8ConvKernel final : public ConvPrimitiveKernel {
       quantize_weights_per_channel(s.weight->data<float>(), s.cout, s.cin_g * s.kh * s.kw, &wq_,
                                    &wscale_);
     }
-    const bool fold = scale_invariant(s.act);
+    const bool fold = scale_invariant(s.act) && !silu_;
     std::vector<float> scales(static_cast<size_t>(s.cout));
     for (size_t oc = 0; oc < scales.size(); ++oc) {
       const float real = in_.scale * wscale_[oc];
@@ -643,6 +665,7 @@ class Int8ConvKernel final : public ConvPrimitiveKernel {
       act.beta /= out_.scale;
     }
     if (!append_activation(act, &ops)) return false;
+    if (silu_) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f);
     if (!fold) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, 1.f / out_.scale, 0.f);
     dnnl::primitive_attr attr = owned_scratchpad_attr();
     attr.set_output_scales(1 << 1, scales);
@@ -659,6 +682,11 @@ class Int8ConvKernel final : public ConvPrimitiveKernel {
     desc_ = "onednn int8 " + label() + " " + int8_label(in_) + "->" + int8_label(out_) + " (" +
             pd_.impl_info_str() + ")";
     return true;
+  }
+
+  bool fuse_silu(QuantParam out) override {
+    const QuantParam out_before = out_;
+    return out.valid() && fuse_silu_with([&] { out_ = out; }, [&] { out_ = out_before; });
   }
 
   bool fuse_residual_int8(const Activation& act, QuantParam residual, QuantParam out) override {

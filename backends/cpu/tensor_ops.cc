@@ -738,6 +738,8 @@ void fuse_silu(const Graph& g, std::span<const NodeId> layers,
     const int m = readers.only_reader(s);
     if (m < 0) continue;
     const Node& mul = g.node(layers[static_cast<size_t>(m)]);
+    // A SiLU a reduced-precision convolution computes already (CpuProgram::fuse_reduced_silu).
+    if ((*kernels)[a]->fused_away() || (*kernels)[static_cast<size_t>(m)]->fused_away()) continue;
     if (mul.kind != OpKind::kMul || mul.inputs.size() != 2 || mul.outputs.size() != 1 ||
         has_fused_activation(mul) || g.value(mul.outputs[0]).info.shape != xv.info.shape)
       continue;

@@ -631,6 +631,72 @@ TEST(Int8Program, SqueezeExcitationGateKeepsItsInputInt8) {
   }
 }
 
+// A SiLU after a reduced-precision convolution, x * Sigmoid(x) with x the convolution's output
+// (EfficientNet's activation, either operand order), runs inside the convolution as a oneDNN
+// swish post-op: the Sigmoid and the Mul steps do nothing, and the convolution writes the Mul's
+// output in int8 (its quantisation) or bf16. Where the Sigmoid has another reader the three run
+// as they are. As close to f32 as the plain network, in int8 and in bf16.
+TEST(Int8Program, SiluFusesIntoTheReducedConvolution) {
+  if (!cpu::onednn_available()) GTEST_SKIP() << "no oneDNN in this build";
+  for (const Precision precision : {Precision::kInt8, Precision::kBf16}) {
+    if (precision == Precision::kBf16 && !cpu::onednn_bf16_available()) continue;
+    for (int variant = 0; variant < 3; ++variant) {
+      // 0: Mul(x, sigmoid); 1: Mul(sigmoid, x); 2: the sigmoid also read by a second Mul.
+      SCOPED_TRACE(std::string(precision_name(precision)) + " variant " + std::to_string(variant));
+      NetBuilder b;
+      const ValueId x = b.g.add_value("x", TensorInfo{DType::kF32, Shape{2, 3, 19, 17}});
+      b.g.inputs().push_back(x);
+      const ValueId c = b.conv("expand", x, 3, 24, 3, 1, 1, "");
+      const ValueId sig = b.node(OpKind::kSigmoid, "sig", {c});
+      ValueId act =
+          b.node(OpKind::kMul, "silu",
+                 variant == 1 ? std::vector<ValueId>{sig, c} : std::vector<ValueId>{c, sig});
+      if (variant == 2) act = b.node(OpKind::kMul, "twice", {act, sig});
+      const ValueId dw = b.conv("dw", act, 24, 24, 3, 1, 24, "");
+      b.g.outputs() = {b.classifier(b.node(OpKind::kGlobalAveragePool, "gap", {dw}))};
+      ASSERT_TRUE(b.g.infer_shapes().ok());
+      auto inputs = [&](int count, uint32_t seed) {
+        std::vector<std::vector<Tensor>> v;
+        for (int i = 0; i < count; ++i)
+          v.push_back({random_tensor(Shape{2, 3, 19, 17}, seed + static_cast<uint32_t>(i))});
+        return v;
+      };
+      auto cpu_dev = open_device("cpu");
+      ASSERT_TRUE(cpu_dev.ok());
+      auto table = calibrate(b.g, **cpu_dev, inputs(4, 100), CalibrationMethod::kMinMax);
+      ASSERT_TRUE(table.ok()) << table.status().to_string();
+      auto ref_dev = open_device("reference");
+      ASSERT_TRUE(ref_dev.ok());
+      auto ref = (*ref_dev)->compile(b.g, b.layers);
+      ASSERT_TRUE(ref.ok());
+      for (int threads : {1, 2}) {
+        std::shared_ptr<cpu::ThreadPool> pool = testing::cpu_pool_on_first_cores(threads);
+        if (pool == nullptr) continue;
+        auto p = cpu::CpuProgram::compile(b.g, b.layers, pool, nullptr, cpu::KernelChoice::kRules,
+                                          precision, &*table);
+        ASSERT_TRUE(p.ok()) << p.status().to_string();
+        const std::string d = (*p)->describe();
+        const bool fused = variant != 2;
+        EXPECT_EQ(d.find("+silu") != std::string::npos, fused) << d;
+        EXPECT_EQ(d.find("sig: sigmoid fused into 'expand' (silu)") != std::string::npos, fused)
+            << d;
+        EXPECT_EQ(d.find("silu: mul fused into 'expand' (silu)") != std::string::npos, fused) << d;
+        for (const std::vector<Tensor>& in : inputs(2, 200)) {
+          const std::vector<Tensor> want = run_program(**ref, in);
+          for (int rep = 0; rep < 2; ++rep) {
+            const std::vector<Tensor> got = run_program(**p, in);
+            ASSERT_EQ(got.size(), 1u);
+            FidelityMeter m;
+            ASSERT_TRUE(m.add(got, want).ok());
+            EXPECT_LT(m.result().relative_l2, 5e-2) << d;
+            EXPECT_GT(m.result().relative_l2, 0.0) << "exact: not reduced?";
+          }
+        }
+      }
+    }
+  }
+}
+
 // TESSERA_CPU_INT8_KERNELS picks the library; a value naming none, or oneDNN where the build has
 // none, fails the int8 compile with a message naming the variable.
 TEST(Int8Program, TheKernelLibraryComesFromTheEnvironment) {
