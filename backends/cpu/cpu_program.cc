@@ -142,6 +142,9 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& graph,
     if (precision == Precision::kBf16) {
       k = make_onednn_bf16_kernel(req);
       if (k.ok() && *k == nullptr && node.kind == OpKind::kConcat) k = make_bf16_concat(req);
+      if (k.ok() && *k == nullptr && node.kind == OpKind::kBatchNormalization)
+        k = make_bf16_batch_norm(req);
+      if (k.ok() && *k == nullptr && node.kind == OpKind::kMul) k = make_bf16_channel_gate(req);
     } else {
       k = xnn_int8 ? make_xnn_int8_kernel(req, p->quant_) : make_onednn_int8_kernel(req, p->quant_);
       if (k.ok() && *k == nullptr) k = make_int8_kernel(req, p->quant_);

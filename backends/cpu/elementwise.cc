@@ -12,6 +12,7 @@
 #include "backends/cpu/activation.h"
 #include "backends/cpu/kernel_table.h"
 #include "backends/cpu/layout.h"
+#include "backends/cpu/onednn.h"
 #include "backends/cpu/simd.h"
 #include "ops/unary_math.h"
 
@@ -521,6 +522,176 @@ class Int8BatchNormKernel final : public Kernel {
   int64_t pixels_ = 0;
 };
 
+// ---- Per-channel scale-shift on bf16: BatchNormalization, Mul by a gate -------------------------
+//
+// y = act(x * a[c] + b[c]) on bf16 NHWC tensors (channels innermost): widened to f32 exactly,
+// one multiply-add, rounded back to bf16 to nearest even (f32_to_bf16). The same arithmetic as
+// the f32 kernels between two conversions, so the result equals the f32 round trip bit for bit.
+
+#if TESSERA_X86_64
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+// One pixel's `c` channels, 16 at a time (the tail masked); lo/hi clamp (ReLU, Clip; +-inf
+// for none).
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void bf16_affine_avx512(
+    const uint16_t* x, uint16_t* y, int64_t c, const float* a, const float* b, float lo, float hi) {
+  const __m512i one = _mm512_set1_epi32(1), bias = _mm512_set1_epi32(0x7fff);
+  for (int64_t ch = 0; ch < c; ch += 16) {
+    const __mmask16 k = c - ch >= 16 ? __mmask16(0xffff) : __mmask16((1u << (c - ch)) - 1);
+    const __m512i w =
+        _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(k, x + ch)), 16);
+    __m512 v = _mm512_fmadd_ps(_mm512_castsi512_ps(w), _mm512_maskz_loadu_ps(k, a + ch),
+                               _mm512_maskz_loadu_ps(k, b + ch));
+    // max/min return the second operand for a NaN first one: clamp only numbers.
+    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    v = _mm512_mask_min_ps(v, ~nan, _mm512_max_ps(v, _mm512_set1_ps(lo)), _mm512_set1_ps(hi));
+    const __m512i u = _mm512_castps_si512(v);
+    __m512i r = _mm512_srli_epi32(
+        _mm512_add_epi32(u,
+                         _mm512_add_epi32(bias, _mm512_and_si512(_mm512_srli_epi32(u, 16), one))),
+        16);
+    r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+    _mm256_mask_storeu_epi16(y + ch, k, _mm512_cvtepi32_epi16(r));
+  }
+}
+#pragma GCC diagnostic pop
+#endif
+
+// One pixel on scalars (no AVX-512 BW/VL), the same arithmetic.
+void bf16_affine_scalar(const uint16_t* x, uint16_t* y, int64_t c, const float* a, const float* b,
+                        float lo, float hi) {
+  for (int64_t ch = 0; ch < c; ++ch) {
+    float v = bf16_to_f32(x[ch]) * a[ch] + b[ch];
+    if (v == v) v = std::min(std::max(v, lo), hi);
+    y[ch] = f32_to_bf16(v);
+  }
+}
+
+// Runs `pixel_fn(p)` over `pixels` pixels of `c` channels on the pool.
+template <typename F>
+void over_pixels(ThreadPool& pool, int64_t pixels, int64_t c, F&& pixel_fn) {
+  pool.parallel_for(static_cast<size_t>(pixels),
+                    std::max<size_t>(1, 4096 / std::max<int64_t>(c, 1) + 1),
+                    [&](size_t b, size_t e) {
+                      for (size_t p = b; p < e; ++p) pixel_fn(static_cast<int64_t>(p));
+                    });
+}
+
+bool has_avx512_bw_vl() {
+#if TESSERA_X86_64
+  static const bool yes = cpuinfo_initialize() && cpuinfo_has_x86_avx512f() &&
+                          cpuinfo_has_x86_avx512bw() && cpuinfo_has_x86_avx512vl();
+  return yes;
+#else
+  return false;
+#endif
+}
+
+void bf16_affine(const uint16_t* x, uint16_t* y, int64_t c, const float* a, const float* b,
+                 float lo, float hi) {
+#if TESSERA_X86_64
+  if (has_avx512_bw_vl()) return bf16_affine_avx512(x, y, c, a, b, lo, hi);
+#endif
+  bf16_affine_scalar(x, y, c, a, b, lo, hi);
+}
+
+// BatchNormalization of a bf16 program: bf16 NHWC (or [N, C]) in and out; ReLU or Clip fused.
+class Bf16BatchNormKernel final : public Kernel {
+ public:
+  bool bf16_io() const override { return true; }
+  void choose_layouts(std::span<const Layout> available, std::span<Layout> wanted,
+                      std::span<Layout> produced) const override {
+    for (size_t i = 0; i < wanted.size(); ++i) wanted[i] = Layout::kNCHW;
+    wanted[0] = available[0];
+    produced[0] = available[0];
+  }
+  Status bind(std::span<const Operand> in, std::span<const Operand> out, ThreadPool&) override {
+    if (!in[0].bf16 || !out[0].bf16)
+      return internal_error(what_ + ": bound to tensors of another precision");
+    const Shape& s = in[0].shape;
+    if ((s.rank() != 4 && s.rank() != 2) ||
+        (s.rank() == 4 && in[0].layout != Layout::kNHWC && !layout_trivial(s)))
+      return internal_error(what_ + ": channels are not innermost");
+    x_ = static_cast<const uint16_t*>(in[0].data);
+    y_ = static_cast<uint16_t*>(out[0].data);
+    pixels_ = in[0].numel() / std::max<int64_t>(c(), 1);
+    return Status();
+  }
+  Status run(ThreadPool& pool) override {
+    const int64_t ch = c();
+    over_pixels(pool, pixels_, ch, [&](int64_t p) {
+      bf16_affine(x_ + p * ch, y_ + p * ch, ch, a_.data(), b_.data(), lo_, hi_);
+    });
+    return Status();
+  }
+  std::string describe() const override {
+    return std::string("tessera bf16 batchnorm scale-shift") + activation_;
+  }
+  uint64_t owned_bytes() const override { return 2 * a_.size() * sizeof(float); }
+  int64_t c() const { return static_cast<int64_t>(a_.size()); }
+
+  std::string what_, activation_;
+  std::vector<float> a_, b_;
+  float lo_ = -INFINITY, hi_ = INFINITY;
+  const uint16_t* x_ = nullptr;
+  uint16_t* y_ = nullptr;
+  int64_t pixels_ = 0;
+};
+
+// Mul of a bf16 program by a per-channel f32 gate (as Int8ChannelGateKernel below): y = x * s[n,
+// c].
+class Bf16ChannelGateKernel final : public Kernel {
+ public:
+  bool bf16_io() const override { return true; }
+  size_t reduced_input() const override { return xi_; }
+  void choose_layouts(std::span<const Layout> available, std::span<Layout> wanted,
+                      std::span<Layout> produced) const override {
+    (void)available;
+    for (size_t i = 0; i < wanted.size(); ++i) wanted[i] = Layout::kNCHW;
+    wanted[xi_] = Layout::kNHWC;
+    produced[0] = Layout::kNHWC;
+  }
+  Status bind(std::span<const Operand> in, std::span<const Operand> out, ThreadPool&) override {
+    const Operand& x = in[xi_];
+    const Operand& g = in[1 - xi_];
+    if (!x.bf16 || !out[0].bf16 || g.bf16 || g.int8)
+      return internal_error(what_ + ": bound to tensors of another precision");
+    if (x.shape.rank() != 4 || (x.layout != Layout::kNHWC && !layout_trivial(x.shape)))
+      return internal_error(what_ + ": channels are not innermost");
+    n_ = x.shape[0];
+    c_ = x.shape[1];
+    hw_ = x.shape[2] * x.shape[3];
+    if (g.numel() != c_ && g.numel() != n_ * c_)
+      return internal_error(what_ + ": the gate has " + std::to_string(g.numel()) + " values for " +
+                            std::to_string(c_) + " channels");
+    gate_batch_ = g.numel() == n_ * c_ && n_ > 1;
+    x_ = static_cast<const uint16_t*>(x.data);
+    gate_ = g.f32();
+    y_ = static_cast<uint16_t*>(out[0].data);
+    zeros_.assign(static_cast<size_t>(c_), 0.f);
+    return Status();
+  }
+  Status run(ThreadPool& pool) override {
+    const int64_t c = c_;
+    over_pixels(pool, n_ * hw_, c, [&](int64_t p) {
+      const float* a = gate_ + (gate_batch_ ? p / hw_ * c : 0);
+      bf16_affine(x_ + p * c, y_ + p * c, c, a, zeros_.data(), -INFINITY, INFINITY);
+    });
+    return Status();
+  }
+  std::string describe() const override { return "tessera bf16 mul by channel gate"; }
+
+  std::string what_;
+  size_t xi_ = 0;
+  int64_t n_ = 0, c_ = 0, hw_ = 0;
+  bool gate_batch_ = false;
+  const uint16_t* x_ = nullptr;
+  const float* gate_ = nullptr;
+  uint16_t* y_ = nullptr;
+  std::vector<float> zeros_;
+};
+
 // ---- Mul by a per-channel gate on int8 ----------------------------------------------------------
 //
 // y = x * s[n, c] with x int8 NHWC [N, C, H, W] and the gate s f32 [N or 1, C, 1, 1] (a
@@ -628,32 +799,75 @@ class Int8ChannelGateKernel final : public Kernel {
 
 }  // namespace
 
-Result<std::unique_ptr<Kernel>> make_int8_channel_gate(const KernelRequest& req,
-                                                       const std::vector<QuantParam>& quant) {
+// Which input of a Mul is the activation x [N, C, H, W] that the other, an f32 gate
+// [N or 1, C, 1, 1] (or [C, 1, 1]) computed at run time, scales per channel; -1 for other Muls.
+Result<int> channel_gate_input(const KernelRequest& req) {
   const Node& n = req.node;
-  if (n.kind != OpKind::kMul || n.inputs.size() != 2 || n.outputs.size() != 1) return decline();
+  if (n.kind != OpKind::kMul || n.inputs.size() != 2 || n.outputs.size() != 1) return -1;
   ASSIGN_OR_RETURN(Activation act, parse_fused_activation(n.attrs));
-  if (act.kind != ActivationKind::kNone) return decline();
+  if (act.kind != ActivationKind::kNone) return -1;
   const TensorInfo& out = req.graph.value(n.outputs[0]).info;
-  if (out.dtype != DType::kF32 || out.shape.rank() != 4) return decline();
-  // The activation: the input of the output's shape; the gate: [N or 1, C, 1, 1] (or [C, 1, 1]).
+  if (out.dtype != DType::kF32 || out.shape.rank() != 4) return -1;
   int xi = -1;
   for (int i = 0; i < 2; ++i) {
     const Value& v = req.graph.value(n.inputs[static_cast<size_t>(i)]);
     if (!v.is_constant && v.info.dtype == DType::kF32 && v.info.shape == out.shape) {
-      if (xi >= 0) return decline();  // both full size: not a gate
+      if (xi >= 0) return -1;  // both full size: not a gate
       xi = i;
     }
   }
-  if (xi < 0) return decline();
+  if (xi < 0) return -1;
   const Value& gv = req.graph.value(n.inputs[static_cast<size_t>(1 - xi)]);
-  if (gv.is_constant || gv.info.dtype != DType::kF32) return decline();
+  if (gv.is_constant || gv.info.dtype != DType::kF32) return -1;
   const Shape& gs = gv.info.shape;
   const int64_t c = out.shape[1];
   const bool gate_shape = (gs.rank() == 4 && (gs[0] == 1 || gs[0] == out.shape[0]) && gs[1] == c &&
                            gs[2] == 1 && gs[3] == 1) ||
                           (gs.rank() == 3 && gs[0] == c && gs[1] == 1 && gs[2] == 1);
-  if (!gate_shape) return decline();
+  return gate_shape ? xi : -1;
+}
+
+Result<std::unique_ptr<Kernel>> make_bf16_channel_gate(const KernelRequest& req) {
+  ASSIGN_OR_RETURN(int xi, channel_gate_input(req));
+  if (xi < 0) return decline();
+  auto k = std::make_unique<Bf16ChannelGateKernel>();
+  k->what_ = "node " + quote_name(req.node.name) + " (Mul)";
+  k->xi_ = static_cast<size_t>(xi);
+  return std::unique_ptr<Kernel>(std::move(k));
+}
+
+Result<std::unique_ptr<Kernel>> make_bf16_batch_norm(const KernelRequest& req) {
+  const Node& n = req.node;
+  if (n.kind != OpKind::kBatchNormalization || n.inputs.empty() || n.outputs.size() != 1)
+    return decline();
+  const int rank = req.ctx.input(0).shape.rank();
+  if (rank != 4 && rank != 2) return decline();
+  ASSIGN_OR_RETURN(std::unique_ptr<Kernel> f32, make_batch_norm(req));
+  if (f32 == nullptr) return decline();
+  const auto& bn = static_cast<const BatchNormKernel&>(*f32);
+  const Activation& act = bn.post_.activation();
+  auto k = std::make_unique<Bf16BatchNormKernel>();
+  k->what_ = "node " + quote_name(n.name) + " (BatchNormalization)";
+  if (act.kind == ActivationKind::kRelu) {
+    k->lo_ = 0.f;
+    k->activation_ = " +relu";
+  } else if (act.kind == ActivationKind::kClip) {
+    k->lo_ = act.alpha;
+    k->hi_ = act.beta;
+    k->activation_ = " +clip";
+  } else if (act.kind != ActivationKind::kNone) {
+    return decline();
+  }
+  k->a_ = bn.scale_;
+  k->b_ = bn.shift_;
+  return std::unique_ptr<Kernel>(std::move(k));
+}
+
+Result<std::unique_ptr<Kernel>> make_int8_channel_gate(const KernelRequest& req,
+                                                       const std::vector<QuantParam>& quant) {
+  const Node& n = req.node;
+  ASSIGN_OR_RETURN(int xi, channel_gate_input(req));
+  if (xi < 0) return decline();
   const QuantParam qx = quant_of(quant, n.inputs[static_cast<size_t>(xi)]);
   const QuantParam qy = quant_of(quant, n.outputs[0]);
   if (!qx.valid() || !qy.valid()) return decline();

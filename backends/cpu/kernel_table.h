@@ -147,6 +147,13 @@ Result<std::unique_ptr<Kernel>> make_int8_channel_gate(const KernelRequest& req,
 // quantisation in `quant` (by ValueId) or an input is a constant.
 Result<std::unique_ptr<Kernel>> make_int8_concat(const KernelRequest& req,
                                                  const std::vector<QuantParam>& quant);
+// BatchNormalization of a bf16 program (elementwise.cc): bf16 NHWC (or [N, C]) in and out,
+// y = x * scale[c] + shift[c] in f32 registers, a fused ReLU or Clip; other activations decline.
+Result<std::unique_ptr<Kernel>> make_bf16_batch_norm(const KernelRequest& req);
+// A Mul of a bf16 program by a per-channel f32 gate (as make_int8_channel_gate): x bf16 NHWC in,
+// the output bf16.
+Result<std::unique_ptr<Kernel>> make_bf16_channel_gate(const KernelRequest& req);
+
 // The Concat of a bf16 program: bf16 in and out, a copy (null when an input is a constant or a
 // value is not f32).
 Result<std::unique_ptr<Kernel>> make_bf16_concat(const KernelRequest& req);

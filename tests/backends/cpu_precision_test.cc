@@ -268,6 +268,77 @@ TEST(CpuBf16Program, TensorsStayBf16BetweenBf16Layers) {
   }
 }
 
+// A DenseNet-style pre-activation (Concat, BatchNormalization + ReLU, conv) and a
+// squeeze-and-excitation gate (GAP, two 1x1 convs, Sigmoid, Mul with the gate first): the
+// BatchNormalization and the Mul run on bf16 tensors, and the tensors they read and write are
+// never converted; as close to f32 as the other bf16 networks.
+TEST(CpuBf16Program, BatchNormAndGateStayBf16) {
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    std::shared_ptr<cpu::ThreadPool> pool = testing::cpu_pool_on_first_cores(threads);
+    if (pool == nullptr) GTEST_SKIP() << "fewer than " << threads << " cores";
+    Net net;  // its layers, then these after them
+    Net& b = net;
+    b.g = Graph();
+    b.layers.clear();
+    b.feeds.clear();
+    const ValueId x = b.g.add_value("x", TensorInfo{DType::kF32, Shape{2, 3, 15, 13}});
+    b.g.inputs().push_back(x);
+    b.feeds.push_back(random_tensor(Shape{2, 3, 15, 13}, 77));
+    const ValueId stem = b.conv("stem", x, 3, 20, 3, 1, 1, "relu");
+    const ValueId grow = b.conv("grow", stem, 20, 12, 3, 1, 1, "");
+    const ValueId cat = b.node(OpKind::kConcat, "cat", {stem, grow}, [] {
+      Attributes a;
+      a.set("axis", int64_t{1});
+      return a;
+    }());
+    const int64_t c = 32;
+    Attributes bn;
+    bn.set("epsilon", 1e-5f);
+    bn.set("activation", std::string("relu"));
+    const ValueId norm =
+        b.node(OpKind::kBatchNormalization, "norm",
+               {cat, b.g.add_constant("norm.gamma", random_tensor(Shape{c}, 5, 0.5f, 1.5f)),
+                b.g.add_constant("norm.beta", random_tensor(Shape{c}, 6, -0.5f, 0.5f)),
+                b.g.add_constant("norm.mean", random_tensor(Shape{c}, 7, -0.2f, 0.2f)),
+                b.g.add_constant("norm.var", random_tensor(Shape{c}, 8, 0.5f, 1.5f))},
+               bn);
+    const ValueId body = b.conv("body", norm, c, c, 3, 1, 1, "relu");
+    const ValueId sq = b.node(OpKind::kGlobalAveragePool, "squeeze", {body});
+    const ValueId fc1 = b.conv("fc1", sq, c, 8, 1, 1, 1, "relu");
+    const ValueId gate = b.node(OpKind::kSigmoid, "gate", {b.conv("fc2", fc1, 8, c, 1, 1, 1, "")});
+    const ValueId excite = b.node(OpKind::kMul, "excite", {gate, body});
+    b.g.outputs() = {b.conv("project", excite, c, 16, 1, 1, 1, "")};
+    ASSERT_TRUE(b.g.infer_shapes().ok());
+    auto p = cpu::CpuProgram::compile(b.g, b.layers, pool, nullptr, cpu::KernelChoice::kRules,
+                                      Precision::kBf16);
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    const std::string d = (*p)->describe();
+    EXPECT_NE(d.find("norm: tessera bf16 batchnorm scale-shift +relu"), std::string::npos) << d;
+    EXPECT_NE(d.find("excite: tessera bf16 mul by channel gate"), std::string::npos) << d;
+    // No conversion right before the BatchNormalization, the Mul or the projection.
+    for (const char* layer : {"\nnorm:", "\nexcite:", "\nproject:"}) {
+      const size_t at = d.find(layer);
+      ASSERT_NE(at, std::string::npos) << layer << "\n" << d;
+      const size_t line = d.rfind('\n', at - 1);
+      EXPECT_EQ(d.substr(line + 1, at - line - 1).find("convert"), std::string::npos)
+          << layer << "\n"
+          << d;
+    }
+    auto ref_dev = open_device("reference");
+    ASSERT_TRUE(ref_dev.ok());
+    auto ref = (*ref_dev)->compile(b.g, b.layers);
+    ASSERT_TRUE(ref.ok());
+    const std::vector<Tensor> want = run_on(**ref, b.feeds);
+    const std::vector<Tensor> got = run_on(**p, b.feeds);
+    ASSERT_EQ(got.size(), 1u);
+    FidelityMeter m;
+    ASSERT_TRUE(m.add(got, want).ok());
+    EXPECT_LT(m.result().relative_l2, 2e-2) << d;
+    EXPECT_GT(m.result().relative_l2, 0.0) << "exact: not bf16?";
+  }
+}
+
 TEST(CpuBf16Program, CompileOptionSelectsPrecision) {
   Net net;
   auto cpu = open_device("cpu:0");
