@@ -147,6 +147,11 @@ Result<std::unique_ptr<Kernel>> make_int8_channel_gate(const KernelRequest& req,
 // quantisation in `quant` (by ValueId) or an input is a constant.
 Result<std::unique_ptr<Kernel>> make_int8_concat(const KernelRequest& req,
                                                  const std::vector<QuantParam>& quant);
+// MaxPool of a bf16 program (pool.cc): NHWC bf16 in and out, 16 channels per AVX-512 step, NaN
+// propagating; null for windows XNNPACK's geometry cannot describe (xnn_pool_window), a fused
+// activation, the Indices output.
+Result<std::unique_ptr<Kernel>> make_bf16_max_pool(const KernelRequest& req);
+
 // BatchNormalization of a bf16 program (elementwise.cc): bf16 NHWC (or [N, C]) in and out,
 // y = x * scale[c] + shift[c] in f32 registers, a fused ReLU or Clip; other activations decline.
 Result<std::unique_ptr<Kernel>> make_bf16_batch_norm(const KernelRequest& req);

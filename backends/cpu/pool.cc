@@ -1,12 +1,20 @@
 // Pooling on XNNPACK in NHWC: MaxPool, AveragePool (count_include_pad = 0, the only mode
 // XNNPACK has), GlobalAveragePool; GlobalMaxPool with Tessera's own channel-vectorised loop.
+#include <cpuinfo.h>
+
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <limits>
 
 #include "backends/cpu/activation.h"
 #include "backends/cpu/kernel_table.h"
+#include "backends/cpu/simd.h"
 #include "ops/conv_pool_util.h"
+
+#if TESSERA_X86_64
+#include <immintrin.h>
+#endif
 
 namespace tessera::cpu {
 
@@ -152,6 +160,147 @@ Result<std::unique_ptr<Kernel>> make_window_pool(const KernelRequest& req, PoolK
              std::to_string(kh) + "x" + std::to_string(kw) + "/" + std::to_string(sh);
   return std::unique_ptr<Kernel>(std::move(k));
 }
+
+// ---- MaxPool on bf16 (a bf16 program) -----------------------------------------------------------
+//
+// NHWC bf16 in and out. The maximum of bf16 values is one of them, so it is taken on the values
+// widened to f32 (exact) and narrowed back by truncation (exact); a NaN in the window gives NaN
+// (ops/max_pool.cc). Padding taps are skipped.
+
+#if TESSERA_X86_64
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+// The maximum over `taps` pixels (`src[t]`, `c` channels each) into `dst`, 16 channels a step.
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void bf16_max_taps_avx512(
+    const uint16_t* const* src, int taps, uint16_t* dst, int64_t c) {
+  for (int64_t ch = 0; ch < c; ch += 16) {
+    const __mmask16 k = c - ch >= 16 ? __mmask16(0xffff) : __mmask16((1u << (c - ch)) - 1);
+    __m512 m = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+    __mmask16 nan = 0;
+    for (int t = 0; t < taps; ++t) {
+      const __m512 v = _mm512_castsi512_ps(
+          _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(k, src[t] + ch)), 16));
+      nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+      m = _mm512_max_ps(m, v);
+    }
+    __m512i r = _mm512_srli_epi32(_mm512_castps_si512(m), 16);
+    r = _mm512_mask_mov_epi32(r, nan, _mm512_set1_epi32(0x7fc0));
+    _mm256_mask_storeu_epi16(dst + ch, k, _mm512_cvtepi32_epi16(r));
+  }
+}
+#pragma GCC diagnostic pop
+#endif
+
+void bf16_max_taps_scalar(const uint16_t* const* src, int taps, uint16_t* dst, int64_t c) {
+  for (int64_t ch = 0; ch < c; ++ch) {
+    float m = -std::numeric_limits<float>::infinity();
+    bool nan = false;
+    for (int t = 0; t < taps; ++t) {
+      const uint32_t u = static_cast<uint32_t>(src[t][ch]) << 16;
+      float v;
+      std::memcpy(&v, &u, 4);
+      nan = nan || v != v;
+      m = std::max(m, v);
+    }
+    uint32_t u;
+    std::memcpy(&u, &m, 4);
+    dst[ch] = nan ? uint16_t{0x7fc0} : static_cast<uint16_t>(u >> 16);
+  }
+}
+
+class Bf16MaxPoolKernel final : public Kernel {
+ public:
+  bool bf16_io() const override { return true; }
+  void choose_layouts(std::span<const Layout>, std::span<Layout> wanted,
+                      std::span<Layout> produced) const override {
+    std::fill(wanted.begin(), wanted.end(), Layout::kNHWC);
+    produced[0] = Layout::kNHWC;
+  }
+  Status bind(std::span<const Operand> in, std::span<const Operand> out, ThreadPool&) override {
+    if (!in[0].bf16 || !out[0].bf16 || in[0].shape.rank() != 4)
+      return internal_error(what_ + ": bound to tensors of another precision");
+    x_ = static_cast<const uint16_t*>(in[0].data);
+    y_ = static_cast<uint16_t*>(out[0].data);
+    n_ = in[0].shape[0];
+    c_ = in[0].shape[1];
+    h_ = in[0].shape[2];
+    w_ = in[0].shape[3];
+    oh_ = out[0].shape[2];
+    ow_ = out[0].shape[3];
+    return Status();
+  }
+  Status run(ThreadPool& pool) override {
+    const XnnPoolWindow& w = win_;
+    pool.parallel_for(static_cast<size_t>(n_ * oh_), 1, [&](size_t b, size_t e) {
+      std::vector<const uint16_t*> taps(static_cast<size_t>(w.kh * w.kw));
+      for (size_t row = b; row < e; ++row) {
+        const int64_t img = static_cast<int64_t>(row) / oh_, oy = static_cast<int64_t>(row) % oh_;
+        for (int64_t ox = 0; ox < ow_; ++ox) {
+          int t = 0;
+          for (uint32_t ky = 0; ky < w.kh; ++ky) {
+            const int64_t iy = oy * w.sh - w.top + ky * w.dh;
+            if (iy < 0 || iy >= h_) continue;
+            for (uint32_t kx = 0; kx < w.kw; ++kx) {
+              const int64_t ix = ox * w.sw - w.left + kx * w.dw;
+              if (ix < 0 || ix >= w_) continue;
+              taps[static_cast<size_t>(t++)] = x_ + ((img * h_ + iy) * w_ + ix) * c_;
+            }
+          }
+          uint16_t* dst = y_ + ((img * oh_ + oy) * ow_ + ox) * c_;
+#if TESSERA_X86_64
+          if (avx512_) {
+            bf16_max_taps_avx512(taps.data(), t, dst, c_);
+            continue;
+          }
+#endif
+          bf16_max_taps_scalar(taps.data(), t, dst, c_);
+        }
+      }
+    });
+    return Status();
+  }
+  std::string describe() const override {
+    return "tessera bf16 maxpool " + std::to_string(win_.kh) + "x" + std::to_string(win_.kw) + "/" +
+           std::to_string(win_.sh);
+  }
+
+  std::string what_;
+  XnnPoolWindow win_;
+  bool avx512_ = false;
+  const uint16_t* x_ = nullptr;
+  uint16_t* y_ = nullptr;
+  int64_t n_ = 0, c_ = 0, h_ = 0, w_ = 0, oh_ = 0, ow_ = 0;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Kernel>> make_bf16_max_pool(const KernelRequest& req) {
+  const Node& n = req.node;
+  if (n.kind != OpKind::kMaxPool || req.ctx.input(0).dtype != DType::kF32) return decline();
+  ASSIGN_OR_RETURN(std::optional<XnnPoolWindow> window, xnn_pool_window(req, /*average=*/false));
+  if (!window) return decline();
+  ASSIGN_OR_RETURN(Activation act, parse_fused_activation(n.attrs));
+  if (act.kind != ActivationKind::kNone) return decline();
+  // Every window holds at least one input pixel (the first tap of the last window is inside).
+  const Shape& xs = req.ctx.input(0).shape;
+  const Shape& ys = req.graph.value(n.outputs[0]).info.shape;
+  if (xs.rank() != 4 || ys.rank() != 4) return decline();
+  const XnnPoolWindow& w = *window;
+  if ((ys[2] - 1) * w.sh - static_cast<int64_t>(w.top) >= xs[2] ||
+      (ys[3] - 1) * w.sw - static_cast<int64_t>(w.left) >= xs[3])
+    return decline();
+  auto k = std::make_unique<Bf16MaxPoolKernel>();
+  k->what_ = "node " + quote_name(n.name) + " (MaxPool)";
+  k->win_ = w;
+#if TESSERA_X86_64
+  k->avx512_ = cpuinfo_initialize() && cpuinfo_has_x86_avx512f() && cpuinfo_has_x86_avx512bw() &&
+               cpuinfo_has_x86_avx512vl();
+#endif
+  return std::unique_ptr<Kernel>(std::move(k));
+}
+
+namespace {
 
 Result<std::unique_ptr<Kernel>> make_max_pool(const KernelRequest& req) {
   return make_window_pool(req, PoolKind::kMax);

@@ -244,6 +244,7 @@ TEST(CpuBf16Program, TensorsStayBf16BetweenBf16Layers) {
     EXPECT_EQ((*p)->num_bf16_layers(), 7) << d;
     EXPECT_NE(d.find("residual add fused into 'c2'"), std::string::npos) << d;
     EXPECT_NE(d.find("onednn bf16 conv 3x3/1 depthwise +clip"), std::string::npos) << d;
+    EXPECT_NE(d.find("pool: tessera bf16 maxpool 3x3/2"), std::string::npos) << d;
     // Conversions: the input into bf16 NHWC (one pass, with the transpose), the pooled vector
     // into f32 for Flatten and back into bf16 for the Gemm; none between the bf16 layers.
     EXPECT_EQ((*p)->num_conversions(), 3) << d;
