@@ -147,7 +147,7 @@ Result<std::unique_ptr<Kernel>> make_int8_channel_gate(const KernelRequest& req,
 // quantisation in `quant` (by ValueId) or an input is a constant.
 Result<std::unique_ptr<Kernel>> make_int8_concat(const KernelRequest& req,
                                                  const std::vector<QuantParam>& quant);
-// MaxPool of a bf16 program (pool.cc): NHWC bf16 in and out, 16 channels per AVX-512 step, NaN
+// MaxPool of a bf16 program (pool.cc): NHWC bf16 in and out, 32 channels per AVX-512 step, NaN
 // propagating; null for windows XNNPACK's geometry cannot describe (xnn_pool_window), a fused
 // activation, the Indices output.
 Result<std::unique_ptr<Kernel>> make_bf16_max_pool(const KernelRequest& req);

@@ -163,30 +163,32 @@ Result<std::unique_ptr<Kernel>> make_window_pool(const KernelRequest& req, PoolK
 
 // ---- MaxPool on bf16 (a bf16 program) -----------------------------------------------------------
 //
-// NHWC bf16 in and out. The maximum of bf16 values is one of them, so it is taken on the values
-// widened to f32 (exact) and narrowed back by truncation (exact); a NaN in the window gives NaN
-// (ops/max_pool.cc). Padding taps are skipped.
+// NHWC bf16 in and out. The maximum of bf16 values is one of them: taken exactly, on the bits
+// (AVX-512) or on the values widened to f32; a NaN in the window gives NaN (ops/max_pool.cc).
+// Padding taps are skipped.
 
 #if TESSERA_X86_64
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
-// The maximum over `taps` pixels (`src[t]`, `c` channels each) into `dst`, 16 channels a step.
+// The maximum over `taps` pixels (`src[t]`, `c` channels each) into `dst`, 32 channels a step on
+// the bf16 bits themselves: b ^ ((b >> 15) & 0x7fff) orders bf16 values as signed 16-bit
+// integers (sign-magnitude to two's complement; an involution), so one vpmaxsw per tap.
 __attribute__((target("avx512f,avx512bw,avx512vl"))) void bf16_max_taps_avx512(
     const uint16_t* const* src, int taps, uint16_t* dst, int64_t c) {
-  for (int64_t ch = 0; ch < c; ch += 16) {
-    const __mmask16 k = c - ch >= 16 ? __mmask16(0xffff) : __mmask16((1u << (c - ch)) - 1);
-    __m512 m = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-    __mmask16 nan = 0;
+  const __m512i mag = _mm512_set1_epi16(0x7fff), inf = _mm512_set1_epi16(0x7f80);
+  for (int64_t ch = 0; ch < c; ch += 32) {
+    const __mmask32 k = c - ch >= 32 ? __mmask32(0xffffffffu) : __mmask32((1u << (c - ch)) - 1);
+    __m512i m = _mm512_set1_epi16(static_cast<int16_t>(0x8000));
+    __mmask32 nan = 0;
     for (int t = 0; t < taps; ++t) {
-      const __m512 v = _mm512_castsi512_ps(
-          _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(k, src[t] + ch)), 16));
-      nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-      m = _mm512_max_ps(m, v);
+      const __m512i v = _mm512_maskz_loadu_epi16(k, src[t] + ch);
+      nan |= _mm512_cmpgt_epu16_mask(_mm512_and_si512(v, mag), inf);
+      m = _mm512_max_epi16(m, _mm512_xor_si512(v, _mm512_and_si512(_mm512_srai_epi16(v, 15), mag)));
     }
-    __m512i r = _mm512_srli_epi32(_mm512_castps_si512(m), 16);
-    r = _mm512_mask_mov_epi32(r, nan, _mm512_set1_epi32(0x7fc0));
-    _mm256_mask_storeu_epi16(dst + ch, k, _mm512_cvtepi32_epi16(r));
+    __m512i r = _mm512_xor_si512(m, _mm512_and_si512(_mm512_srai_epi16(m, 15), mag));
+    r = _mm512_mask_mov_epi16(r, nan, _mm512_set1_epi16(0x7fc0));
+    _mm512_mask_storeu_epi16(dst + ch, k, r);
   }
 }
 #pragma GCC diagnostic pop
