@@ -1020,6 +1020,8 @@ TEST(Int8Qdq, ASliceCuttingThePairsUsesTheGraphsQuantisation) {
 // refused with what to do.
 TEST(Int8Program, NeedsCalibration) {
   if (!cpu::onednn_available()) GTEST_SKIP() << "no oneDNN in this build";
+  // Every int8 kernel kept (measured choice may give a layer back to f32 on a loaded machine).
+  testing::ScopedEnv rules("TESSERA_CPU_KERNELS", "rules");
   Net net;
   auto dev = open_device("cpu:0#int8");
   ASSERT_TRUE(dev.ok()) << dev.status().to_string();
