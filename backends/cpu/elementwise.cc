@@ -2,8 +2,6 @@
 // layers, a stand-alone BatchNormalization (per-channel scale and shift) and Softmax on the
 // contiguous axis. All of them work in whichever layout their input arrives in, so they never
 // force a conversion between NHWC layers.
-#include <cpuinfo.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -443,6 +441,44 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void int8_affine_avx512(
 #pragma GCC diagnostic pop
 #endif
 
+// One pixel's `c` channels: q_y = clamp(round(q_x * a[ch] + b[ch]) + zp_y, lo, hi) from x of
+// quantisation qx into y of qy (AVX-512 where `avx512`, the same arithmetic on scalars else).
+void int8_affine(const uint8_t* x, uint8_t* y, int64_t c, const float* a, const float* b,
+                 QuantParam qx, QuantParam qy, float lo, float hi, bool avx512) {
+  const float zp = static_cast<float>(qy.zero_point);
+#if TESSERA_X86_64
+  if (avx512) {
+    if (qx.is_unsigned && qy.is_unsigned) int8_affine_avx512<true, true>(x, y, c, a, b, zp, lo, hi);
+    if (qx.is_unsigned && !qy.is_unsigned)
+      int8_affine_avx512<true, false>(x, y, c, a, b, zp, lo, hi);
+    if (!qx.is_unsigned && qy.is_unsigned)
+      int8_affine_avx512<false, true>(x, y, c, a, b, zp, lo, hi);
+    if (!qx.is_unsigned && !qy.is_unsigned)
+      int8_affine_avx512<false, false>(x, y, c, a, b, zp, lo, hi);
+    return;
+  }
+#else
+  (void)avx512;
+#endif
+  for (int64_t ch = 0; ch < c; ++ch) {
+    const float q =
+        qx.is_unsigned ? static_cast<float>(x[ch]) : static_cast<float>(static_cast<int8_t>(x[ch]));
+    float v = std::nearbyint(q * a[ch] + b[ch]) + zp;
+    v = std::min(std::max(v, lo), hi);
+    y[ch] = qy.is_unsigned ? static_cast<uint8_t>(v) : static_cast<uint8_t>(static_cast<int8_t>(v));
+  }
+}
+
+// Whether a per-channel kernel's operand has its channels innermost: [N, C], or rank 4 in NHWC
+// (or a layout-trivial shape).
+Status channels_innermost(const Operand& x, const std::string& what) {
+  const Shape& s = x.shape;
+  if ((s.rank() != 4 && s.rank() != 2) ||
+      (s.rank() == 4 && x.layout != Layout::kNHWC && !layout_trivial(s)))
+    return internal_error(what + ": channels are not innermost");
+  return Status();
+}
+
 class Int8BatchNormKernel final : public Kernel {
  public:
   bool int8_io() const override { return true; }
@@ -455,10 +491,7 @@ class Int8BatchNormKernel final : public Kernel {
   Status bind(std::span<const Operand> in, std::span<const Operand> out, ThreadPool&) override {
     if (!in[0].int8 || !out[0].int8 || !(in[0].quant == qx_) || !(out[0].quant == qy_))
       return internal_error(what_ + ": bound to tensors of another quantisation");
-    const Shape& s = in[0].shape;
-    if ((s.rank() != 4 && s.rank() != 2) ||
-        (s.rank() == 4 && in[0].layout != Layout::kNHWC && !layout_trivial(s)))
-      return internal_error(what_ + ": channels are not innermost");
+    RETURN_IF_ERROR(channels_innermost(in[0], what_));
     x_ = static_cast<const uint8_t*>(in[0].data);
     y_ = static_cast<uint8_t*>(out[0].data);
     pixels_ = in[0].numel() / std::max<int64_t>(c_(), 1);
@@ -473,44 +506,16 @@ class Int8BatchNormKernel final : public Kernel {
     return Status();
   }
   void pixel(size_t p, int64_t c) const {
-    const uint8_t* x = x_ + static_cast<int64_t>(p) * c;
-    uint8_t* y = y_ + static_cast<int64_t>(p) * c;
-    const float zp = static_cast<float>(qy_.zero_point);
-#if TESSERA_X86_64
-    if (avx512_) {
-      const float* a = a_.data();
-      const float* b = b_.data();
-      if (qx_.is_unsigned && qy_.is_unsigned)
-        int8_affine_avx512<true, true>(x, y, c, a, b, zp, lo_, hi_);
-      if (qx_.is_unsigned && !qy_.is_unsigned)
-        int8_affine_avx512<true, false>(x, y, c, a, b, zp, lo_, hi_);
-      if (!qx_.is_unsigned && qy_.is_unsigned)
-        int8_affine_avx512<false, true>(x, y, c, a, b, zp, lo_, hi_);
-      if (!qx_.is_unsigned && !qy_.is_unsigned)
-        int8_affine_avx512<false, false>(x, y, c, a, b, zp, lo_, hi_);
-      return;
-    }
-#endif
-    for (int64_t ch = 0; ch < c; ++ch) {
-      const float q = qx_.is_unsigned ? static_cast<float>(x[ch])
-                                      : static_cast<float>(static_cast<int8_t>(x[ch]));
-      float v = std::nearbyint(q * a_[static_cast<size_t>(ch)] + b_[static_cast<size_t>(ch)]) + zp;
-      v = std::min(std::max(v, lo_), hi_);
-      y[ch] =
-          qy_.is_unsigned ? static_cast<uint8_t>(v) : static_cast<uint8_t>(static_cast<int8_t>(v));
-    }
+    const int64_t at = static_cast<int64_t>(p) * c;
+    int8_affine(x_ + at, y_ + at, c, a_.data(), b_.data(), qx_, qy_, lo_, hi_, avx512_);
   }
   std::string describe() const override {
     return std::string("tessera int8 batchnorm scale-shift") + (relu_ ? " +relu" : "") +
            (avx512_ ? " (avx512)" : "");
   }
-  uint64_t owned_bytes() const override {
-    return 2 * a_.size() * sizeof(float);
-  }
+  uint64_t owned_bytes() const override { return 2 * a_.size() * sizeof(float); }
 
-  int64_t c_() const {
-    return static_cast<int64_t>(a_.size());
-  }
+  int64_t c_() const { return static_cast<int64_t>(a_.size()); }
   std::string what_;
   QuantParam qx_, qy_;
   std::vector<float> a_, b_;
@@ -578,16 +583,6 @@ void over_pixels(ThreadPool& pool, int64_t pixels, int64_t c, F&& pixel_fn) {
                     });
 }
 
-bool has_avx512_bw_vl() {
-#if TESSERA_X86_64
-  static const bool yes = cpuinfo_initialize() && cpuinfo_has_x86_avx512f() &&
-                          cpuinfo_has_x86_avx512bw() && cpuinfo_has_x86_avx512vl();
-  return yes;
-#else
-  return false;
-#endif
-}
-
 void bf16_affine(const uint16_t* x, uint16_t* y, int64_t c, const float* a, const float* b,
                  float lo, float hi) {
 #if TESSERA_X86_64
@@ -609,10 +604,7 @@ class Bf16BatchNormKernel final : public Kernel {
   Status bind(std::span<const Operand> in, std::span<const Operand> out, ThreadPool&) override {
     if (!in[0].bf16 || !out[0].bf16)
       return internal_error(what_ + ": bound to tensors of another precision");
-    const Shape& s = in[0].shape;
-    if ((s.rank() != 4 && s.rank() != 2) ||
-        (s.rank() == 4 && in[0].layout != Layout::kNHWC && !layout_trivial(s)))
-      return internal_error(what_ + ": channels are not innermost");
+    RETURN_IF_ERROR(channels_innermost(in[0], what_));
     x_ = static_cast<const uint16_t*>(in[0].data);
     y_ = static_cast<uint16_t*>(out[0].data);
     pixels_ = in[0].numel() / std::max<int64_t>(c(), 1);
@@ -639,23 +631,29 @@ class Bf16BatchNormKernel final : public Kernel {
   int64_t pixels_ = 0;
 };
 
-// Mul of a bf16 program by a per-channel f32 gate (as Int8ChannelGateKernel below): y = x * s[n,
-// c].
-class Bf16ChannelGateKernel final : public Kernel {
+// What the bf16 and int8 Muls by a per-channel gate share: which input is the activation x
+// (the other is the gate s, f32 [N or 1, C, 1, 1]), the layouts (x and y NHWC, s as it is), and
+// the binding of x's geometry and the gate.
+class ChannelGateKernel : public Kernel {
  public:
-  bool bf16_io() const override { return true; }
   size_t reduced_input() const override { return xi_; }
-  void choose_layouts(std::span<const Layout> available, std::span<Layout> wanted,
+  void choose_layouts(std::span<const Layout>, std::span<Layout> wanted,
                       std::span<Layout> produced) const override {
-    (void)available;
     for (size_t i = 0; i < wanted.size(); ++i) wanted[i] = Layout::kNCHW;
     wanted[xi_] = Layout::kNHWC;
     produced[0] = Layout::kNHWC;
   }
-  Status bind(std::span<const Operand> in, std::span<const Operand> out, ThreadPool&) override {
+
+  std::string what_;
+  size_t xi_ = 0;  // the activation; the gate is the other input
+
+ protected:
+  // x's geometry and the gate from the operands; `reduced` says whether x and y are bound in the
+  // kernel's precision (the gate must be f32).
+  Status bind_gate(std::span<const Operand> in, bool reduced) {
     const Operand& x = in[xi_];
     const Operand& g = in[1 - xi_];
-    if (!x.bf16 || !out[0].bf16 || g.bf16 || g.int8)
+    if (!reduced || g.int8 || g.bf16)
       return internal_error(what_ + ": bound to tensors of another precision");
     if (x.shape.rank() != 4 || (x.layout != Layout::kNHWC && !layout_trivial(x.shape)))
       return internal_error(what_ + ": channels are not innermost");
@@ -666,8 +664,25 @@ class Bf16ChannelGateKernel final : public Kernel {
       return internal_error(what_ + ": the gate has " + std::to_string(g.numel()) + " values for " +
                             std::to_string(c_) + " channels");
     gate_batch_ = g.numel() == n_ * c_ && n_ > 1;
-    x_ = static_cast<const uint16_t*>(x.data);
     gate_ = g.f32();
+    return Status();
+  }
+  // The gate of image n.
+  const float* gate(int64_t n) const { return gate_ + (gate_batch_ ? n * c_ : 0); }
+
+  int64_t n_ = 0, c_ = 0, hw_ = 0;
+  bool gate_batch_ = false;  // a gate per image, not one for all
+  const float* gate_ = nullptr;
+};
+
+// Mul of a bf16 program by a per-channel f32 gate (as Int8ChannelGateKernel below): y = x * s[n,
+// c].
+class Bf16ChannelGateKernel final : public ChannelGateKernel {
+ public:
+  bool bf16_io() const override { return true; }
+  Status bind(std::span<const Operand> in, std::span<const Operand> out, ThreadPool&) override {
+    RETURN_IF_ERROR(bind_gate(in, in[xi_].bf16 && out[0].bf16));
+    x_ = static_cast<const uint16_t*>(in[xi_].data);
     y_ = static_cast<uint16_t*>(out[0].data);
     zeros_.assign(static_cast<size_t>(c_), 0.f);
     return Status();
@@ -675,19 +690,14 @@ class Bf16ChannelGateKernel final : public Kernel {
   Status run(ThreadPool& pool) override {
     const int64_t c = c_;
     over_pixels(pool, n_ * hw_, c, [&](int64_t p) {
-      const float* a = gate_ + (gate_batch_ ? p / hw_ * c : 0);
-      bf16_affine(x_ + p * c, y_ + p * c, c, a, zeros_.data(), -INFINITY, INFINITY);
+      bf16_affine(x_ + p * c, y_ + p * c, c, gate(p / hw_), zeros_.data(), -INFINITY, INFINITY);
     });
     return Status();
   }
   std::string describe() const override { return "tessera bf16 mul by channel gate"; }
 
-  std::string what_;
-  size_t xi_ = 0;
-  int64_t n_ = 0, c_ = 0, hw_ = 0;
-  bool gate_batch_ = false;
+ private:
   const uint16_t* x_ = nullptr;
-  const float* gate_ = nullptr;
   uint16_t* y_ = nullptr;
   std::vector<float> zeros_;
 };
@@ -701,33 +711,13 @@ class Bf16ChannelGateKernel final : public Kernel {
 // int8 and the block costs no conversion of it. One rounding: within one step of the f32 round
 // trip.
 
-class Int8ChannelGateKernel final : public Kernel {
+class Int8ChannelGateKernel final : public ChannelGateKernel {
  public:
   bool int8_io() const override { return true; }
-  size_t reduced_input() const override { return xi_; }
-  void choose_layouts(std::span<const Layout> available, std::span<Layout> wanted,
-                      std::span<Layout> produced) const override {
-    (void)available;
-    for (size_t i = 0; i < wanted.size(); ++i) wanted[i] = Layout::kNCHW;
-    wanted[xi_] = Layout::kNHWC;
-    produced[0] = Layout::kNHWC;
-  }
   Status bind(std::span<const Operand> in, std::span<const Operand> out, ThreadPool&) override {
     const Operand& x = in[xi_];
-    const Operand& g = in[1 - xi_];
-    if (!x.int8 || !out[0].int8 || !(x.quant == qx_) || !(out[0].quant == qy_) || g.int8 || g.bf16)
-      return internal_error(what_ + ": bound to tensors of another precision");
-    if (x.shape.rank() != 4 || (x.layout != Layout::kNHWC && !layout_trivial(x.shape)))
-      return internal_error(what_ + ": channels are not innermost");
-    n_ = x.shape[0];
-    c_ = x.shape[1];
-    hw_ = x.shape[2] * x.shape[3];
-    gate_batch_ = g.numel() == n_ * c_ && n_ > 1;
-    if (g.numel() != c_ && g.numel() != n_ * c_)
-      return internal_error(what_ + ": the gate has " + std::to_string(g.numel()) + " values for " +
-                            std::to_string(c_) + " channels");
+    RETURN_IF_ERROR(bind_gate(in, x.int8 && out[0].int8 && x.quant == qx_ && out[0].quant == qy_));
     x_ = static_cast<const uint8_t*>(x.data);
-    gate_ = g.f32();
     y_ = static_cast<uint8_t*>(out[0].data);
     a_.resize(static_cast<size_t>(n_ * c_));
     b_.resize(a_.size());
@@ -736,7 +726,7 @@ class Int8ChannelGateKernel final : public Kernel {
   Status run(ThreadPool& pool) override {
     const float k = qx_.scale / qy_.scale, zx = static_cast<float>(qx_.zero_point);
     for (int64_t n = 0; n < n_; ++n) {
-      const float* g = gate_ + (gate_batch_ ? n * c_ : 0);
+      const float* g = gate(n);
       for (int64_t ch = 0; ch < c_; ++ch) {
         const float a = k * g[ch];
         a_[static_cast<size_t>(n * c_ + ch)] = a;
@@ -751,48 +741,19 @@ class Int8ChannelGateKernel final : public Kernel {
     return Status();
   }
   void pixel(size_t p, int64_t c) const {
-    const uint8_t* x = x_ + static_cast<int64_t>(p) * c;
-    uint8_t* y = y_ + static_cast<int64_t>(p) * c;
+    const int64_t at = static_cast<int64_t>(p) * c;
     const size_t row = static_cast<size_t>(static_cast<int64_t>(p) / hw_ * c);
-    const float* a = a_.data() + row;
-    const float* b = b_.data() + row;
-    const float zp = static_cast<float>(qy_.zero_point);
-#if TESSERA_X86_64
-    if (avx512_) {
-      if (qx_.is_unsigned && qy_.is_unsigned)
-        int8_affine_avx512<true, true>(x, y, c, a, b, zp, lo_, hi_);
-      if (qx_.is_unsigned && !qy_.is_unsigned)
-        int8_affine_avx512<true, false>(x, y, c, a, b, zp, lo_, hi_);
-      if (!qx_.is_unsigned && qy_.is_unsigned)
-        int8_affine_avx512<false, true>(x, y, c, a, b, zp, lo_, hi_);
-      if (!qx_.is_unsigned && !qy_.is_unsigned)
-        int8_affine_avx512<false, false>(x, y, c, a, b, zp, lo_, hi_);
-      return;
-    }
-#endif
-    for (int64_t ch = 0; ch < c; ++ch) {
-      const float q = qx_.is_unsigned ? static_cast<float>(x[ch])
-                                      : static_cast<float>(static_cast<int8_t>(x[ch]));
-      float v = std::nearbyint(q * a[ch] + b[ch]) + zp;
-      v = std::min(std::max(v, lo_), hi_);
-      y[ch] =
-          qy_.is_unsigned ? static_cast<uint8_t>(v) : static_cast<uint8_t>(static_cast<int8_t>(v));
-    }
+    int8_affine(x_ + at, y_ + at, c, a_.data() + row, b_.data() + row, qx_, qy_, lo_, hi_, avx512_);
   }
   std::string describe() const override {
     return std::string("tessera int8 mul by channel gate ") + (qx_.is_unsigned ? "u8" : "s8") +
            "->" + (qy_.is_unsigned ? "u8" : "s8") + (avx512_ ? " (avx512)" : "");
   }
 
-  std::string what_;
-  size_t xi_ = 0;  // the int8 input; the gate is the other
   QuantParam qx_, qy_;
   float lo_ = 0, hi_ = 0;
   bool avx512_ = false;
-  int64_t n_ = 0, c_ = 0, hw_ = 0;
-  bool gate_batch_ = false;  // a gate per image, not one for all
   const uint8_t* x_ = nullptr;
-  const float* gate_ = nullptr;
   uint8_t* y_ = nullptr;
   std::vector<float> a_, b_;  // per image and channel, made each run
 };
@@ -879,8 +840,7 @@ Result<std::unique_ptr<Kernel>> make_int8_channel_gate(const KernelRequest& req,
   k->lo_ = qy.is_unsigned ? 0.f : -128.f;
   k->hi_ = qy.is_unsigned ? 255.f : 127.f;
 #if TESSERA_X86_64
-  k->avx512_ = cpuinfo_initialize() && cpuinfo_has_x86_avx512f() && cpuinfo_has_x86_avx512bw() &&
-               cpuinfo_has_x86_avx512vl();
+  k->avx512_ = has_avx512_bw_vl();
 #endif
   return std::unique_ptr<Kernel>(std::move(k));
 }
@@ -1148,8 +1108,7 @@ Result<std::unique_ptr<Kernel>> make_int8_batch_norm(const KernelRequest& req,
         (bn.shift_[i] - qx.scale * static_cast<float>(qx.zero_point) * bn.scale_[i]) / qy.scale;
   }
 #if TESSERA_X86_64
-  k->avx512_ = cpuinfo_initialize() && cpuinfo_has_x86_avx512f() && cpuinfo_has_x86_avx512bw() &&
-               cpuinfo_has_x86_avx512vl();
+  k->avx512_ = has_avx512_bw_vl();
 #endif
   return std::unique_ptr<Kernel>(std::move(k));
 }

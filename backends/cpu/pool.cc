@@ -1,7 +1,6 @@
 // Pooling on XNNPACK in NHWC: MaxPool, AveragePool (count_include_pad = 0, the only mode
-// XNNPACK has), GlobalAveragePool; GlobalMaxPool with Tessera's own channel-vectorised loop.
-#include <cpuinfo.h>
-
+// XNNPACK has), GlobalAveragePool; GlobalMaxPool with Tessera's own channel-vectorised loop, and
+// the bf16 program's MaxPool (make_bf16_max_pool).
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -296,8 +295,7 @@ Result<std::unique_ptr<Kernel>> make_bf16_max_pool(const KernelRequest& req) {
   k->what_ = "node " + quote_name(n.name) + " (MaxPool)";
   k->win_ = w;
 #if TESSERA_X86_64
-  k->avx512_ = cpuinfo_initialize() && cpuinfo_has_x86_avx512f() && cpuinfo_has_x86_avx512bw() &&
-               cpuinfo_has_x86_avx512vl();
+  k->avx512_ = has_avx512_bw_vl();
 #endif
   return std::unique_ptr<Kernel>(std::move(k));
 }

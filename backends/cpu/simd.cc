@@ -13,4 +13,13 @@ bool has_avx512() {
 #endif
 }
 
+bool has_avx512_bw_vl() {
+#if TESSERA_X86_64
+  static const bool yes = has_avx512() && cpuinfo_has_x86_avx512bw() && cpuinfo_has_x86_avx512vl();
+  return yes;
+#else
+  return false;
+#endif
+}
+
 }  // namespace tessera::cpu

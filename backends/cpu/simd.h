@@ -28,6 +28,9 @@ namespace tessera::cpu {
 
 // True when this build has the AVX-512 code (x86-64) and this CPU runs AVX-512F (cpuinfo).
 bool has_avx512();
+// True when has_avx512() and this CPU also runs AVX-512 BW and VL (the byte and word
+// instructions of the int8 and bf16 element-wise kernels).
+bool has_avx512_bw_vl();
 
 #if TESSERA_X86_64
 typedef float F32x16 __attribute__((vector_size(64)));

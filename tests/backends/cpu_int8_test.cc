@@ -569,6 +569,33 @@ TEST(Int8Program, XnnpackKernelsHoldEveryTensorSigned) {
   }
 }
 
+// `count` inputs of `shape` from random_tensor, seeds seed, seed + 1, ...
+std::vector<std::vector<Tensor>> seeded_inputs(const Shape& shape, int count, uint32_t seed) {
+  std::vector<std::vector<Tensor>> v;
+  for (int i = 0; i < count; ++i)
+    v.push_back({random_tensor(shape, seed + static_cast<uint32_t>(i))});
+  return v;
+}
+
+// A one-input network's min/max calibration on 4 inputs of `shape` (seeds 100..) on `cpu`, and
+// the reference device's program of it: the oracle of the tests below.
+struct Oracle {
+  CalibrationTable table;
+  std::unique_ptr<Program> ref;
+};
+void calibrate_with_oracle(const NetBuilder& b, const Shape& shape, Oracle* o) {
+  auto cpu_dev = open_device("cpu");
+  ASSERT_TRUE(cpu_dev.ok());
+  auto table = calibrate(b.g, **cpu_dev, seeded_inputs(shape, 4, 100), CalibrationMethod::kMinMax);
+  ASSERT_TRUE(table.ok()) << table.status().to_string();
+  o->table = std::move(*table);
+  auto ref_dev = open_device("reference");
+  ASSERT_TRUE(ref_dev.ok());
+  auto ref = (*ref_dev)->compile(b.g, b.layers);
+  ASSERT_TRUE(ref.ok());
+  o->ref = std::move(*ref);
+}
+
 // A squeeze-and-excitation block: the gated tensor stays int8 through the Mul (the gate, from a
 // Sigmoid in f32, is read in f32), with the gate as either operand (torchvision writes
 // scale * input), on oneDNN's and on XNNPACK's kernels; as close to f32 as the plain network.
@@ -592,20 +619,12 @@ TEST(Int8Program, SqueezeExcitationGateKeepsItsInputInt8) {
       const ValueId c = b.conv("project", gated, 24, 24, 1, 1, 1, "");
       b.g.outputs() = {b.classifier(b.node(OpKind::kGlobalAveragePool, "gap", {c}))};
       ASSERT_TRUE(b.g.infer_shapes().ok());
-      auto inputs = [&](int count, uint32_t seed) {
-        std::vector<std::vector<Tensor>> s;
-        for (int i = 0; i < count; ++i)
-          s.push_back({random_tensor(Shape{2, 3, 17, 19}, seed + static_cast<uint32_t>(i))});
-        return s;
-      };
-      auto cpu_dev = open_device("cpu");
-      ASSERT_TRUE(cpu_dev.ok());
-      auto table = calibrate(b.g, **cpu_dev, inputs(4, 100), CalibrationMethod::kMinMax);
-      ASSERT_TRUE(table.ok()) << table.status().to_string();
-      auto ref_dev = open_device("reference");
-      ASSERT_TRUE(ref_dev.ok());
-      auto ref = (*ref_dev)->compile(b.g, b.layers);
-      ASSERT_TRUE(ref.ok());
+      const Shape shape{2, 3, 17, 19};
+      auto inputs = [&](int count, uint32_t seed) { return seeded_inputs(shape, count, seed); };
+      Oracle o;
+      ASSERT_NO_FATAL_FAILURE(calibrate_with_oracle(b, shape, &o));
+      const CalibrationTable* table = &o.table;
+      const std::unique_ptr<Program>* ref = &o.ref;
       std::shared_ptr<cpu::ThreadPool> pool = testing::cpu_pool_on_first_cores(1);
       ASSERT_NE(pool, nullptr);
       auto p = cpu::CpuProgram::compile(b.g, b.layers, pool, nullptr, cpu::KernelChoice::kRules,
@@ -655,20 +674,12 @@ TEST(Int8Program, SiluFusesIntoTheReducedConvolution) {
       const ValueId dw = b.conv("dw", act, 24, 24, 3, 1, 24, "");
       b.g.outputs() = {b.classifier(b.node(OpKind::kGlobalAveragePool, "gap", {dw}))};
       ASSERT_TRUE(b.g.infer_shapes().ok());
-      auto inputs = [&](int count, uint32_t seed) {
-        std::vector<std::vector<Tensor>> v;
-        for (int i = 0; i < count; ++i)
-          v.push_back({random_tensor(Shape{2, 3, 19, 17}, seed + static_cast<uint32_t>(i))});
-        return v;
-      };
-      auto cpu_dev = open_device("cpu");
-      ASSERT_TRUE(cpu_dev.ok());
-      auto table = calibrate(b.g, **cpu_dev, inputs(4, 100), CalibrationMethod::kMinMax);
-      ASSERT_TRUE(table.ok()) << table.status().to_string();
-      auto ref_dev = open_device("reference");
-      ASSERT_TRUE(ref_dev.ok());
-      auto ref = (*ref_dev)->compile(b.g, b.layers);
-      ASSERT_TRUE(ref.ok());
+      const Shape shape{2, 3, 19, 17};
+      auto inputs = [&](int count, uint32_t seed) { return seeded_inputs(shape, count, seed); };
+      Oracle o;
+      ASSERT_NO_FATAL_FAILURE(calibrate_with_oracle(b, shape, &o));
+      const CalibrationTable* table = &o.table;
+      const std::unique_ptr<Program>* ref = &o.ref;
       for (int threads : {1, 2}) {
         std::shared_ptr<cpu::ThreadPool> pool = testing::cpu_pool_on_first_cores(threads);
         if (pool == nullptr) continue;
