@@ -156,7 +156,8 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& graph,
     kernels[i] = std::move(*k);
   }
   p->fusions_.assign(nl, Fusion{});
-  if (variant == nullptr && precision != Precision::kF32) p->fuse_reduced_silu(layers, &kernels);
+  if (variant == nullptr && precision != Precision::kF32)
+    p->fuse_reduced_silu(layers, readers, position, &kernels);
   // Whether a kernel reads its input 0 / writes its output 0 in the reduced precision.
   const auto reads_reduced = [](const Kernel* k) {
     return k != nullptr && (k->bf16_io() || k->int8_io());
@@ -164,17 +165,14 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& graph,
   const auto writes_reduced = [](const Kernel* k) {
     return k != nullptr && (k->bf16_io() || (k->int8_io() && k->int8_output()));
   };
-  const auto silu_fused = [&](size_t i) {
-    return std::any_of(p->silu_fusions_.begin(), p->silu_fusions_.end(),
-                       [&](const SiluFusion& f) { return f.conv == i; });
-  };
   for (size_t i = 0; i < nl && p->measured_; ++i) {
     if (kernels[i] == nullptr || kernels[i]->fused_away()) continue;
     // A convolution with its SiLU fused stays reduced. Measured alone against f32 convolution
     // plus f32 SiLU plus conversions, EfficientNet-B0's depthwise layers chose f32, and the
     // program ran slower than all reduced (int8 on an AMX host: 8.0 ms measured, 6.9 ms kept;
     // bf16: 11.0 and 10.2 ms).
-    if (silu_fused(i)) continue;
+    // (No residual is fused yet: a layer that writes another value here has its SiLU fused.)
+    if (p->fusions_[i].writes != kNoValue) continue;
     // A reduced kernel that measures slower than the f32 one (with the conversions each needs
     // between its neighbours) gives way. Input 0 arrives in f32 from a slice input or an f32
     // producer (decided already: producers come first); output 0 goes on in f32 when no reader
@@ -292,10 +290,9 @@ void CpuProgram::assign_quantisation(
 }
 
 void CpuProgram::fuse_reduced_silu(std::span<const NodeId> layers,
+                                   const std::vector<std::vector<NodeId>>& consumers,
+                                   const std::unordered_map<NodeId, size_t>& at,
                                    std::vector<std::unique_ptr<Kernel>>* kernels) {
-  const std::vector<std::vector<NodeId>> consumers = g_.consumers();
-  std::unordered_map<NodeId, size_t> at;
-  for (size_t i = 0; i < layers.size(); ++i) at[layers[i]] = i;
   const auto is_output = [&](ValueId v) {
     return g_.is_graph_output(v) ||
            std::find(outputs_.begin(), outputs_.end(), v) != outputs_.end();
@@ -340,7 +337,6 @@ void CpuProgram::fuse_reduced_silu(std::span<const NodeId> layers,
     const std::string into = " fused into " + quote_name(conv.name) + " (silu)";
     (*kernels)[static_cast<size_t>(sig)] = std::make_unique<FusedAwayKernel>("sigmoid" + into);
     (*kernels)[static_cast<size_t>(mul)] = std::make_unique<FusedAwayKernel>("mul" + into);
-    silu_fusions_.push_back(SiluFusion{i, static_cast<size_t>(sig), static_cast<size_t>(mul)});
   }
 }
 

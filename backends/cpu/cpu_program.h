@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "backends/cpu/kernel.h"
@@ -141,9 +142,12 @@ class CpuProgram final : public Program {
                           std::vector<std::unique_ptr<Kernel>>* kernels);
   // A bf16 or int8 program: fuses each SiLU that follows a reduced-precision convolution (its
   // output read only by a Sigmoid and by a Mul of it and that Sigmoid) into the convolution
-  // (Kernel::fuse_silu), which then writes the Mul's output, into fusions_ and silu_fusions_.
-  // The measured precision choice leaves these convolutions reduced.
+  // (Kernel::fuse_silu), which then writes the Mul's output (fusions_[conv].writes; the Sigmoid
+  // and the Mul get FusedAwayKernels). The measured precision choice leaves these convolutions
+  // reduced. `readers`: the graph's consumers; `position`: each layer's index in `layers`.
   void fuse_reduced_silu(std::span<const NodeId> layers,
+                         const std::vector<std::vector<NodeId>>& readers,
+                         const std::unordered_map<NodeId, size_t>& position,
                          std::vector<std::unique_ptr<Kernel>>* kernels);
 
   Status allocate_and_bind();
@@ -166,10 +170,6 @@ class CpuProgram final : public Program {
   std::vector<Buf> bufs_;
   std::vector<Step> steps_;
   std::vector<Fusion> fusions_;  // per layer
-  struct SiluFusion {
-    size_t conv = 0, sigmoid = 0, mul = 0;  // layer positions
-  };
-  std::vector<SiluFusion> silu_fusions_;
   std::vector<int> input_bufs_, output_bufs_;
   size_t num_layers_ = 0;
   std::shared_ptr<uint8_t> arena_;

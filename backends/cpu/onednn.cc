@@ -293,21 +293,30 @@ class ConvPrimitiveKernel : public OneDnnKernel {
            activation_suffix(s.act) + (silu_ ? " +silu" : "") + (residual_ ? " +residual" : "");
   }
 
-  // fuse_silu for the bf16 and int8 convolutions: re-creates the primitive with a swish post-op
-  // after `apply` changed the kernel's own state (undone, and the old primitive rebuilt, when
-  // oneDNN refuses).
+  // fuse_silu for the bf16 and int8 convolutions: a swish post-op after the activation, with the
+  // kernel's own state changed by `apply` (recreate_or_undo).
   bool fuse_silu_with(const std::function<void()>& apply, const std::function<void()>& undo) {
     if (s_.act.kind != ActivationKind::kNone || residual_ || silu_) return false;
-    silu_ = true;
+    return recreate_or_undo(
+        [&] {
+          silu_ = true;
+          apply();
+        },
+        [&] {
+          silu_ = false;
+          undo();
+        });
+  }
+
+  // Changes the kernel's state (`apply`) and re-creates the primitive; where oneDNN refuses,
+  // `undo` restores the state and the old primitive is rebuilt. Whether the change stands.
+  bool recreate_or_undo(const std::function<void()>& apply, const std::function<void()>& undo) {
     apply();
     Result<bool> ok = create(shape_);
-    if (!ok.ok() || !*ok) {
-      silu_ = false;
-      undo();
-      (void)create(shape_);
-      return false;
-    }
-    return true;
+    if (ok.ok() && *ok) return true;
+    undo();
+    (void)create(shape_);
+    return false;
   }
 
   // Fuses a residual add followed by `act`: re-creates the primitive with a sum post-op after
@@ -320,18 +329,17 @@ class ConvPrimitiveKernel : public OneDnnKernel {
     dnnl::post_ops probe;
     if (!append_activation(with.act, &probe)) return false;
     const ConvSetup before = s_;
-    s_ = with;
-    residual_ = true;
-    apply();
-    Result<bool> ok = create(shape_);
-    if (!ok.ok() || !*ok) {
-      s_ = before;
-      residual_ = false;
-      undo();
-      (void)create(shape_);
-      return false;
-    }
-    return true;
+    return recreate_or_undo(
+        [&] {
+          s_ = with;
+          residual_ = true;
+          apply();
+        },
+        [&] {
+          s_ = before;
+          residual_ = false;
+          undo();
+        });
   }
 
   // Binds source, weights, bias and destination, and a fused residual (the last input). Outputs
