@@ -152,12 +152,15 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& graph,
       k = xnn_int8 ? make_xnn_int8_kernel(req, p->quant_) : make_onednn_int8_kernel(req, p->quant_);
       if (k.ok() && *k == nullptr) k = make_int8_kernel(req, p->quant_);
     }
+    if (k.ok() && *k == nullptr) k = make_reduced_movement_kernel(req, precision, p->quant_);
     if (!k.ok()) return failed(node, k.status());
     kernels[i] = std::move(*k);
   }
   p->fusions_.assign(nl, Fusion{});
-  if (variant == nullptr && precision != Precision::kF32)
+  if (variant == nullptr && precision != Precision::kF32) {
+    fuse_channel_shuffles(g, layers, p->outputs_, &kernels, precision, p->quant_);
     p->fuse_reduced_silu(layers, readers, position, &kernels);
+  }
   // Whether a kernel reads its input 0 / writes its output 0 in the reduced precision.
   const auto reads_reduced = [](const Kernel* k) {
     return k != nullptr && (k->bf16_io() || k->int8_io());
@@ -166,7 +169,9 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& graph,
     return k != nullptr && (k->bf16_io() || (k->int8_io() && k->int8_output()));
   };
   for (size_t i = 0; i < nl && p->measured_; ++i) {
-    if (kernels[i] == nullptr || kernels[i]->fused_away()) continue;
+    // Element moves have no arithmetic to time (drop_unlinked_reduced_moves decides them).
+    if (kernels[i] == nullptr || kernels[i]->fused_away() || kernels[i]->precision_neutral())
+      continue;
     // A convolution with its SiLU fused stays reduced. Measured alone against f32 convolution
     // plus f32 SiLU plus conversions, EfficientNet-B0's depthwise layers chose f32, and the
     // program ran slower than all reduced (int8 on an AMX host: 8.0 ms measured, 6.9 ms kept;
@@ -205,6 +210,8 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& graph,
       p->measured_f32_.push_back(layers[i]);
     }
   }
+  if (variant == nullptr && precision != Precision::kF32)
+    p->drop_unlinked_reduced_moves(layers, readers, position, &kernels);
   for (size_t i = 0; i < nl; ++i) {
     if (kernels[i] != nullptr) continue;
     const Node& node = g.node(layers[i]);
@@ -271,12 +278,31 @@ void CpuProgram::assign_quantisation(
   // A pool's output keeps its input's quantisation (max and average stay within the input's
   // range), so that int8 pools pass their input's bytes through without rescaling; a pool whose
   // output has a QDQ quantisation of its own keeps that one (and runs in f32 if they differ).
+  // Element moves keep it too (the values are the same, or a subset): int8 views, slices and
+  // shuffles copy bytes.
+  const auto keeps_quantisation = [](OpKind k) {
+    switch (k) {
+      case OpKind::kMaxPool:
+      case OpKind::kAveragePool:
+      case OpKind::kGlobalAveragePool:
+      case OpKind::kReshape:
+      case OpKind::kFlatten:
+      case OpKind::kSqueeze:
+      case OpKind::kUnsqueeze:
+      case OpKind::kIdentity:
+      case OpKind::kDropout:
+      case OpKind::kSlice:
+      case OpKind::kTranspose:
+      case OpKind::kGather:
+        return true;
+      default:
+        return false;
+    }
+  };
   for (NodeId id : layers) {
     const Node& n = g_.node(id);
-    if ((n.kind == OpKind::kMaxPool || n.kind == OpKind::kAveragePool ||
-         n.kind == OpKind::kGlobalAveragePool) &&
-        !n.inputs.empty() && n.inputs[0] != kNoValue && !n.outputs.empty() &&
-        !fixed[static_cast<size_t>(n.outputs[0])]) {
+    if (keeps_quantisation(n.kind) && !n.inputs.empty() && n.inputs[0] != kNoValue &&
+        !n.outputs.empty() && !fixed[static_cast<size_t>(n.outputs[0])]) {
       const QuantParam in = quant_[static_cast<size_t>(n.inputs[0])];
       if (in.valid()) quant_[static_cast<size_t>(n.outputs[0])] = in;
     }
@@ -286,6 +312,66 @@ void CpuProgram::assign_quantisation(
     for (QuantParam& q : quant_) {
       if (q.valid() && q.is_unsigned) q = QuantParam{q.scale, false, q.zero_point - 128};
     }
+  }
+}
+
+void CpuProgram::drop_unlinked_reduced_moves(std::span<const NodeId> layers,
+                                             const std::vector<std::vector<NodeId>>& readers,
+                                             const std::unordered_map<NodeId, size_t>& position,
+                                             std::vector<std::unique_ptr<Kernel>>* kernels) const {
+  std::vector<std::unique_ptr<Kernel>>& ks = *kernels;
+  const size_t nl = layers.size();
+  const auto reduced = [](const Kernel* k) {
+    return k != nullptr && (k->bf16_io() || (k->int8_io() && k->int8_output()));
+  };
+  const auto moves = [&](size_t i) { return reduced(ks[i].get()) && ks[i]->precision_neutral(); };
+  // The layer that writes value v (a convolution with a fused SiLU writes its Mul's output).
+  std::unordered_map<ValueId, size_t> writer;
+  for (size_t i = 0; i < nl; ++i) {
+    const Node& n = g_.node(layers[i]);
+    if (!n.outputs.empty()) writer[n.outputs[0]] = i;
+  }
+  for (size_t i = 0; i < nl; ++i) {
+    if (fusions_[i].writes != kNoValue) writer[fusions_[i].writes] = i;
+  }
+  // Chains of moves (union-find over producer -> reader links between them), and whether each
+  // move touches a reduced kernel that computes.
+  std::vector<size_t> root(nl);
+  for (size_t i = 0; i < nl; ++i) root[i] = i;
+  const auto find = [&](size_t i) {
+    while (root[i] != i) i = root[i] = root[root[i]];
+    return i;
+  };
+  std::vector<bool> linked(nl, false);
+  for (size_t i = 0; i < nl; ++i) {
+    if (!moves(i)) continue;
+    const Node& n = g_.node(layers[i]);
+    const auto w = writer.find(n.inputs[ks[i]->reduced_input()]);
+    if (w != writer.end() && reduced(ks[w->second].get()) && !ks[w->second]->fused_away()) {
+      if (moves(w->second)) {
+        root[find(i)] = find(w->second);
+      } else {
+        linked[i] = true;
+      }
+    }
+    const ValueId y = n.outputs[0];
+    for (NodeId r : readers[static_cast<size_t>(y)]) {
+      const auto at = position.find(r);
+      if (at == position.end()) continue;
+      const Kernel* rk = ks[at->second].get();
+      const std::vector<ValueId>& rin = g_.node(r).inputs;
+      const bool reads_y = rk != nullptr && (rk->bf16_io() || rk->int8_io()) &&
+                           (rk->reduced_inputs_all() ||
+                            (rk->reduced_input() < rin.size() && rin[rk->reduced_input()] == y));
+      if (reads_y && !rk->precision_neutral()) linked[i] = true;
+    }
+  }
+  std::vector<bool> keep(nl, false);
+  for (size_t i = 0; i < nl; ++i) {
+    if (moves(i) && linked[i]) keep[find(i)] = true;
+  }
+  for (size_t i = 0; i < nl; ++i) {
+    if (moves(i) && !keep[find(i)]) ks[i].reset();
   }
 }
 

@@ -122,8 +122,9 @@ class CpuProgram final : public Program {
                                         bool* fused);
   // quant_: the QuantParam of every value with a calibrated range in `table` (may be null), a
   // QDQ pair's quantisation anywhere in the graph (`graph_qdq`, qdq_quantisation) or a pair
-  // folded in this slice (`qdq`, may be null; these win), pools' outputs without their own
-  // taking their input's; with `all_signed` (XNNPACK's int8 kernels) every u8 grid as s8.
+  // folded in this slice (`qdq`, may be null; these win), the outputs of pools and of element
+  // moves (views, Slice, Transpose, Gather) without their own taking their input's; with
+  // `all_signed` (XNNPACK's int8 kernels) every u8 grid as s8.
   void assign_quantisation(std::span<const NodeId> layers, const CalibrationTable* table,
                            const std::vector<std::pair<ValueId, QdqQuantisation>>& graph_qdq,
                            const std::vector<std::pair<ValueId, QdqQuantisation>>* qdq,
@@ -149,6 +150,15 @@ class CpuProgram final : public Program {
                          const std::vector<std::vector<NodeId>>& readers,
                          const std::unordered_map<NodeId, size_t>& position,
                          std::vector<std::unique_ptr<Kernel>>* kernels);
+  // A bf16 or int8 program, after the precision choice: precision-neutral kernels built reduced
+  // (Kernel::precision_neutral: views, slices, shuffles) stay reduced where a chain of them links
+  // a reduced kernel that computes (its producer writes reduced, or a reader reads reduced); a
+  // chain that links none (f32 on both sides: reduced, it would only add conversions) gets its
+  // kernels cleared, for f32 ones. Same arguments as fuse_reduced_silu.
+  void drop_unlinked_reduced_moves(std::span<const NodeId> layers,
+                                   const std::vector<std::vector<NodeId>>& readers,
+                                   const std::unordered_map<NodeId, size_t>& position,
+                                   std::vector<std::unique_ptr<Kernel>>* kernels) const;
 
   Status allocate_and_bind();
   Status run_steps(std::span<const Tensor> inputs, std::span<Tensor> outputs,

@@ -81,6 +81,8 @@ struct Operand {
 
   float* f32() const { return static_cast<float*>(data); }
   int64_t numel() const { return shape.numel(); }
+  // Bytes per element as held: 1 in int8, 2 in bf16, else the dtype's size.
+  size_t element_bytes() const { return int8 ? 1 : bf16 ? 2 : dtype_size(dtype); }
   // The dims in memory order.
   Shape physical_shape() const;
   // pixel_stride, or the channel count when it is 0 (rank 4 only).
@@ -147,6 +149,11 @@ class Kernel {
   // (and "input 0" above means this one). 0, except for a kernel whose activation may come
   // second (an int8 Mul by a per-channel gate written gate * x).
   virtual size_t reduced_input() const { return 0; }
+  // True for a kernel that only moves elements (Reshape and friends, Slice, Transpose, a channel
+  // shuffle): it has no arithmetic, so in a reduced-precision program it runs on whichever
+  // precision it was built for, and the program keeps it reduced only where it links reduced
+  // kernels (CpuProgram::compile), without timing it against f32.
+  virtual bool precision_neutral() const { return false; }
   // fuse_residual for an int8 kernel: R arrives in int8 with quantisation `residual`, and the
   // output is written in int8 with quantisation `out` (the Add's output value's).
   virtual bool fuse_residual_int8(const Activation& act, QuantParam residual, QuantParam out) {

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "backends/cpu/kernel.h"
+#include "backends/device.h"
 
 namespace tessera::cpu {
 
@@ -163,13 +164,28 @@ Result<std::unique_ptr<Kernel>> make_bf16_channel_gate(const KernelRequest& req)
 // value is not f32).
 Result<std::unique_ptr<Kernel>> make_bf16_concat(const KernelRequest& req);
 
+// Element-moving kernels of a reduced-precision program (tensor_ops.cc): Slice, Transpose, Gather
+// (constant indices) and the reshape family on the bf16 or int8 bytes as held (rank 4 NHWC), so
+// that ShuffleNet's channel splits need no conversions. Precision-neutral (Kernel::
+// precision_neutral). Null for other nodes, a view that would reorder NHWC bytes (a Flatten of a
+// feature map wider than 1x1), and in int8 where input and output are not on one quantisation
+// (CpuProgram gives such views their input's, as it does pools).
+Result<std::unique_ptr<Kernel>> make_reduced_movement_kernel(const KernelRequest& req, Precision io,
+                                                             const std::vector<QuantParam>& quant);
+
 // Replaces the kernels of each ShuffleNet channel shuffle in `layers` (Reshape [N, C, H, W] ->
 // [N, g, C / g, H, W], Transpose (0, 2, 1, 3, 4), Reshape back to [N, C, H, W], the two inner
 // tensors read only by the next of them) by two aliasing views and one NHWC shuffle, so that the
 // shuffle costs one copy and no layout conversion (tensor_ops.cc). `kernels[i]` is layer i's.
+// With `io` bf16 or int8 (a reduced program, before its f32 kernels are built), the shuffle moves
+// the bytes of that precision and takes only layers with no kernel or a precision-neutral one; in
+// int8, only where the four tensors share one quantisation in `quant`. In f32, shuffles already
+// kept reduced are left alone.
 void fuse_channel_shuffles(const Graph& g, std::span<const NodeId> layers,
                            std::span<const ValueId> slice_outputs,
-                           std::vector<std::unique_ptr<Kernel>>* kernels);
+                           std::vector<std::unique_ptr<Kernel>>* kernels,
+                           Precision io = Precision::kF32,
+                           const std::vector<QuantParam>& quant = {});
 
 // Replaces each SiLU / swish in `layers`, Mul(x, Sigmoid(x)) with the sigmoid read only by the
 // Mul (EfficientNet's activation), by an aliasing view for the Sigmoid and one kernel for the

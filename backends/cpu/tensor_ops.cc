@@ -27,6 +27,11 @@ namespace tessera::cpu {
 
 namespace {
 
+// "int8 " / "bf16 " / "": how a precision-neutral kernel names the precision it moves.
+std::string held_name(Precision p) {
+  return p == Precision::kInt8 ? "int8 " : p == Precision::kBf16 ? "bf16 " : "";
+}
+
 // Logical axis -> memory axis of a rank-4 NHWC tensor.
 int physical_axis(int axis, int rank, Layout l) {
   if (rank != 4 || l != Layout::kNHWC) return axis;
@@ -328,7 +333,11 @@ class AliasKernel final : public Kernel {
     kKeep,     // Identity / Dropout keep an NHWC tensor NHWC
     kNhwc,     // the first view of a fused channel shuffle: the NHWC bytes, reinterpreted
   };
-  AliasKernel(Input input, std::string what) : input_(input), what_(std::move(what)) {}
+  AliasKernel(Input input, std::string what, Precision io = Precision::kF32)
+      : input_(input), what_(std::move(what)), io_(io) {}
+  bool bf16_io() const override { return io_ == Precision::kBf16; }
+  bool int8_io() const override { return io_ == Precision::kInt8; }
+  bool precision_neutral() const override { return true; }
   void choose_layouts(std::span<const Layout> available, std::span<Layout> wanted,
                       std::span<Layout> produced) const override {
     std::fill(wanted.begin(), wanted.end(), Layout::kNCHW);
@@ -342,7 +351,7 @@ class AliasKernel final : public Kernel {
   Status bind(std::span<const Operand> in, std::span<const Operand> out, ThreadPool&) override {
     src_ = static_cast<const uint8_t*>(in[0].data);
     dst_ = static_cast<uint8_t*>(out[0].data);
-    bytes_ = static_cast<size_t>(out[0].numel()) * dtype_size(out[0].dtype);
+    bytes_ = static_cast<size_t>(out[0].numel()) * out[0].element_bytes();
     return Status();
   }
   Status run(ThreadPool& pool) override {
@@ -350,12 +359,13 @@ class AliasKernel final : public Kernel {
     return Status();
   }
   std::string describe() const override {
-    return "tessera " + what_ + (src_ == dst_ ? " (alias, no copy)" : " (copy)");
+    return "tessera " + held_name(io_) + what_ + (src_ == dst_ ? " (alias, no copy)" : " (copy)");
   }
 
  private:
   Input input_;
   std::string what_;
+  Precision io_;
   const uint8_t* src_ = nullptr;
   uint8_t* dst_ = nullptr;
   size_t bytes_ = 0;
@@ -417,7 +427,7 @@ std::vector<int64_t> logical_byte_strides(const Operand& o) {
   const int rank = o.shape.rank();
   const Shape ps = o.physical_shape();
   std::vector<int64_t> mem(static_cast<size_t>(rank));
-  int64_t st = static_cast<int64_t>(dtype_size(o.dtype));
+  int64_t st = static_cast<int64_t>(o.element_bytes());
   for (int k = rank - 1; k >= 0; --k) {
     mem[static_cast<size_t>(k)] = st;
     st *= ps[k];
@@ -435,13 +445,17 @@ class GatherKernel final : public Kernel {
   // Spatial ops (Slice, Pad, Resize) want rank-4 inputs NHWC, as the convolutions around them
   // do; Transpose and Gather read whatever layout their input is in.
   GatherKernel(IndexMaps maps, std::string name, int in_rank, int out_rank, DType dtype,
-               bool prefer_nhwc)
+               bool prefer_nhwc, Precision io = Precision::kF32)
       : maps_(std::move(maps)),
         name_(std::move(name)),
         in_rank_(in_rank),
         out_rank_(out_rank),
         dtype_(dtype),
-        prefer_nhwc_(prefer_nhwc) {}
+        prefer_nhwc_(prefer_nhwc),
+        io_(io) {}
+  bool bf16_io() const override { return io_ == Precision::kBf16; }
+  bool int8_io() const override { return io_ == Precision::kInt8; }
+  bool precision_neutral() const override { return true; }
 
   void choose_layouts(std::span<const Layout> available, std::span<Layout> wanted,
                       std::span<Layout> produced) const override {
@@ -463,8 +477,9 @@ class GatherKernel final : public Kernel {
 
   Status bind(std::span<const Operand> in, std::span<const Operand> out,
               ThreadPool& pool) override {
-    const size_t elem = dtype_size(in[0].dtype);
-    if (elem > sizeof(zero_)) return internal_error(name_ + ": element too large");
+    const size_t elem = in[0].element_bytes();
+    if (elem != out[0].element_bytes() || elem > sizeof(zero_))
+      return internal_error(name_ + ": element too large");
     int64_t base = 0;
     const GatherCopyPlan plan = gather_plan(maps_, logical_byte_strides(in[0]),
                                             memory_order(out_rank_, out[0].layout), elem, &base);
@@ -513,7 +528,9 @@ class GatherKernel final : public Kernel {
     return Status();
   }
 
-  std::string describe() const override { return "tessera " + name_ + " (gather copy)"; }
+  std::string describe() const override {
+    return "tessera " + held_name(io_) + name_ + " (gather copy)";
+  }
 
  private:
   IndexMaps maps_;
@@ -521,6 +538,7 @@ class GatherKernel final : public Kernel {
   int in_rank_, out_rank_;
   DType dtype_;
   bool prefer_nhwc_;
+  Precision io_;
   const uint8_t* src_ = nullptr;
   uint8_t* dst_ = nullptr;
   const void* fill_ = nullptr;
@@ -530,13 +548,14 @@ class GatherKernel final : public Kernel {
 };
 
 Result<std::unique_ptr<Kernel>> gather_kernel(const KernelRequest& req, Result<IndexMaps> maps,
-                                              const char* name, bool prefer_nhwc) {
+                                              const char* name, bool prefer_nhwc,
+                                              Precision io = Precision::kF32) {
   if (!maps.ok()) return maps.status();
   if (req.ctx.constant(0) != nullptr || req.node.outputs.empty()) return decline();
   const TensorInfo& out = req.graph.value(req.node.outputs[0]).info;
   return std::unique_ptr<Kernel>(new GatherKernel(std::move(*maps), name,
                                                   req.ctx.input(0).shape.rank(), out.shape.rank(),
-                                                  req.ctx.input(0).dtype, prefer_nhwc));
+                                                  req.ctx.input(0).dtype, prefer_nhwc, io));
 }
 
 Result<std::unique_ptr<Kernel>> make_slice(const KernelRequest& req) {
@@ -552,6 +571,53 @@ Result<std::unique_ptr<Kernel>> make_gather(const KernelRequest& req) {
   if (req.ctx.constant(1) == nullptr || req.ctx.input(1).shape.rank() > 1) return decline();
   return gather_kernel(req, gather_index_maps(req.ctx), "gather", false);
 }
+
+}  // namespace
+
+Result<std::unique_ptr<Kernel>> make_reduced_movement_kernel(const KernelRequest& req, Precision io,
+                                                             const std::vector<QuantParam>& quant) {
+  const Node& n = req.node;
+  if (io == Precision::kF32 || n.inputs.empty() || n.outputs.empty() || n.inputs[0] == kNoValue ||
+      n.outputs[0] == kNoValue || req.ctx.constant(0) != nullptr)
+    return decline();
+  const ValueId x = n.inputs[0], y = n.outputs[0];
+  const TensorInfo& in = req.ctx.input(0);
+  const TensorInfo& out = req.graph.value(y).info;
+  if (in.dtype != DType::kF32 || out.dtype != DType::kF32) return decline();
+  if (io == Precision::kInt8) {
+    const QuantParam qx = quant_of(quant, x);
+    if (!qx.valid() || !(qx == quant_of(quant, y))) return decline();
+  }
+  switch (n.kind) {
+    case OpKind::kSlice:
+      return gather_kernel(req, slice_index_maps(req.ctx), "slice", true, io);
+    case OpKind::kTranspose:
+      return gather_kernel(req, transpose_index_maps(req.ctx), "transpose", false, io);
+    case OpKind::kGather:
+      if (req.ctx.constant(1) == nullptr || req.ctx.input(1).shape.rank() > 1) return decline();
+      return gather_kernel(req, gather_index_maps(req.ctx), "gather", false, io);
+    case OpKind::kReshape:
+    case OpKind::kFlatten:
+    case OpKind::kSqueeze:
+    case OpKind::kUnsqueeze:
+    case OpKind::kIdentity:
+    case OpKind::kDropout: {
+      if (n.outputs.size() > 1 && n.outputs[1] != kNoValue) return decline();  // Dropout's mask
+      if (out.shape.numel() != in.shape.numel()) return decline();
+      // Reduced tensors of rank 4 are held NHWC: a view may reinterpret them only where that is
+      // the logical order too (or nothing changes).
+      const bool same = out.shape == in.shape;
+      const auto logical = [](const Shape& s) { return s.rank() != 4 || layout_trivial(s); };
+      if (!same && !(logical(in.shape) && logical(out.shape))) return decline();
+      return std::unique_ptr<Kernel>(new AliasKernel(
+          same ? AliasKernel::Input::kKeep : AliasKernel::Input::kLogical, "reshape", io));
+    }
+    default:
+      return decline();
+  }
+}
+
+namespace {
 
 // Resize in linear mode over H and W of a rank-4 f32 tensor. Per output pixel and channel, the
 // same arithmetic as the reference's two separable passes (H first, then W, except that W goes
@@ -648,26 +714,54 @@ Result<std::unique_ptr<Kernel>> make_resize(const KernelRequest& req) {
 // small transpose per pixel, in NHWC.
 class ChannelShuffleKernel final : public Kernel {
  public:
-  explicit ChannelShuffleKernel(int64_t groups) : groups_(groups) {}
+  explicit ChannelShuffleKernel(int64_t groups, Precision io = Precision::kF32)
+      : groups_(groups), io_(io) {}
+  bool bf16_io() const override { return io_ == Precision::kBf16; }
+  bool int8_io() const override { return io_ == Precision::kInt8; }
+  bool precision_neutral() const override { return true; }
   void choose_layouts(std::span<const Layout>, std::span<Layout> wanted,
                       std::span<Layout> produced) const override {
     std::fill(wanted.begin(), wanted.end(), Layout::kNCHW);  // the rank-5 view
     produced[0] = Layout::kNHWC;
   }
   Status bind(std::span<const Operand> in, std::span<const Operand> out, ThreadPool&) override {
-    x_ = static_cast<const float*>(in[0].data);
-    y_ = out[0].f32();
+    x_ = in[0].data;
+    y_ = out[0].data;
+    elem_ = out[0].element_bytes();
+    if (elem_ != in[0].element_bytes())
+      return internal_error("channel shuffle: input and output held in different precisions");
     const Shape& s = out[0].shape;
     channels_ = s[1];
     pixels_ = s[0] * s[2] * s[3];
     return Status();
   }
   Status run(ThreadPool& pool) override {
+    switch (elem_) {
+      case 1:
+        return shuffle<uint8_t>(pool);
+      case 2:
+        return shuffle<uint16_t>(pool);
+      case 4:
+        return shuffle<uint32_t>(pool);
+      default:
+        return internal_error("channel shuffle: " + std::to_string(elem_) + "-byte elements");
+    }
+  }
+  std::string describe() const override {
+    return "tessera " + held_name(io_) + "channel shuffle nhwc, " + std::to_string(groups_) +
+           " groups";
+  }
+
+ private:
+  template <typename T>
+  Status shuffle(ThreadPool& pool) {
     const int64_t c = channels_, g = groups_, cpg = c / g;
+    const T* x0 = static_cast<const T*>(x_);
+    T* y0 = static_cast<T*>(y_);
     pool.parallel_for(static_cast<size_t>(pixels_), 64, [&](size_t b, size_t e) {
       for (size_t p = b; p < e; ++p) {
-        const float* x = x_ + static_cast<int64_t>(p) * c;
-        float* y = y_ + static_cast<int64_t>(p) * c;
+        const T* x = x0 + static_cast<int64_t>(p) * c;
+        T* y = y0 + static_cast<int64_t>(p) * c;
         for (int64_t j = 0; j < cpg; ++j) {
           for (int64_t i = 0; i < g; ++i) y[j * g + i] = x[i * cpg + j];
         }
@@ -675,14 +769,12 @@ class ChannelShuffleKernel final : public Kernel {
     });
     return Status();
   }
-  std::string describe() const override {
-    return "tessera channel shuffle nhwc, " + std::to_string(groups_) + " groups";
-  }
 
- private:
   int64_t groups_;
-  const float* x_ = nullptr;
-  float* y_ = nullptr;
+  Precision io_;
+  const void* x_ = nullptr;
+  void* y_ = nullptr;
+  size_t elem_ = 4;
   int64_t channels_ = 0, pixels_ = 0;
 };
 
@@ -755,8 +847,16 @@ void fuse_silu(const Graph& g, std::span<const NodeId> layers,
 
 void fuse_channel_shuffles(const Graph& g, std::span<const NodeId> layers,
                            std::span<const ValueId> slice_outputs,
-                           std::vector<std::unique_ptr<Kernel>>* kernels) {
+                           std::vector<std::unique_ptr<Kernel>>* kernels, Precision io,
+                           const std::vector<QuantParam>& quant) {
   const SliceReaders readers(g, layers, slice_outputs);
+  // In f32, a shuffle whose layers a reduced program keeps reduced stays as it is; a reduced
+  // shuffle replaces only element-moving kernels (or none), and in int8 moves one quantisation.
+  const auto takes = [&](size_t i) {
+    const Kernel* k = (*kernels)[i].get();
+    if (io == Precision::kF32) return k == nullptr || !(k->bf16_io() || k->int8_io());
+    return k == nullptr || k->precision_neutral();
+  };
   auto only_reader = [&](ValueId v) { return readers.only_reader(v); };
   for (size_t a = 0; a < layers.size(); ++a) {
     const Node& r1 = g.node(layers[a]);
@@ -784,11 +884,19 @@ void fuse_channel_shuffles(const Graph& g, std::span<const NodeId> layers,
     if (r2.kind != OpKind::kReshape || r2.outputs.empty() ||
         g.value(r2.outputs[0]).info.shape != xs)
       continue;
+    const size_t bi = static_cast<size_t>(b), ci = static_cast<size_t>(c);
+    if (!takes(a) || !takes(bi) || !takes(ci)) continue;
+    if (io == Precision::kInt8) {
+      const QuantParam q = quant_of(quant, r1.inputs[0]);
+      if (!q.valid() || !(quant_of(quant, r1.outputs[0]) == q) ||
+          !(quant_of(quant, t.outputs[0]) == q) || !(quant_of(quant, r2.outputs[0]) == q))
+        continue;
+    }
     (*kernels)[a] =
-        std::make_unique<AliasKernel>(AliasKernel::Input::kNhwc, "channel shuffle view");
-    (*kernels)[static_cast<size_t>(b)] =
-        std::make_unique<AliasKernel>(AliasKernel::Input::kLogical, "channel shuffle view");
-    (*kernels)[static_cast<size_t>(c)] = std::make_unique<ChannelShuffleKernel>(groups);
+        std::make_unique<AliasKernel>(AliasKernel::Input::kNhwc, "channel shuffle view", io);
+    (*kernels)[bi] =
+        std::make_unique<AliasKernel>(AliasKernel::Input::kLogical, "channel shuffle view", io);
+    (*kernels)[ci] = std::make_unique<ChannelShuffleKernel>(groups, io);
   }
 }
 

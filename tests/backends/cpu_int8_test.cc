@@ -5,6 +5,7 @@
 // sidecar table's schema) and hostile calibration input.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <random>
@@ -489,13 +490,14 @@ TEST(Int8Program, TensorsStayInt8BetweenInt8Layers) {
     ASSERT_TRUE(p.ok()) << p.status().to_string();
     const std::string d = (*p)->describe();
     // Every conv, both pools and the Gemm run in int8; the Add is fused into c2 (sum post-op).
-    EXPECT_EQ((*p)->num_int8_layers(), 7) << d;
+    EXPECT_EQ((*p)->num_int8_layers(), 8) << d;
     EXPECT_NE(d.find("residual add fused into 'c2'"), std::string::npos) << d;
     EXPECT_NE(d.find("+residual"), std::string::npos) << d;
     EXPECT_NE(d.find("onednn int8 conv 3x3/1 depthwise +clip u8->u8"), std::string::npos) << d;
-    // Conversions: the input into s8 NHWC (with the transpose), the pooled vector into f32 for
-    // Flatten and back into int8 for the Gemm (whose output is f32); none between int8 layers.
-    EXPECT_EQ((*p)->num_conversions(), 3) << d;
+    // One conversion: the input into s8 NHWC (with the transpose); the Flatten is a view of the
+    // pooled int8 vector, and the Gemm's output is f32.
+    EXPECT_EQ((*p)->num_conversions(), 1) << d;
+    EXPECT_NE(d.find("flatten: tessera int8 reshape (alias, no copy)"), std::string::npos) << d;
     EXPECT_NE(d.find("convert NCHW f32->NHWC s8"), std::string::npos) << d;
     for (const std::vector<Tensor>& in : net.inputs(2, 200)) {
       const std::vector<Tensor> want = run_program(*ref, in);
@@ -548,9 +550,9 @@ TEST(Int8Program, XnnpackKernelsHoldEveryTensorSigned) {
     EXPECT_NE(d.find("xnnpack int8 add +relu"), std::string::npos) << d;
     EXPECT_NE(d.find("xnnpack int8 global avgpool"), std::string::npos) << d;
     EXPECT_NE(d.find("xnnpack int8 maxpool 3x3/2 s8 zp -128"), std::string::npos) << d;
-    // stem, pool, c1, c2, add, dw, gap; conversions: the input into s8, the pooled vector into
-    // f32 for the classifier.
-    EXPECT_EQ((*p)->num_int8_layers(), 7) << d;
+    // stem, pool, c1, c2, add, dw, gap, the Flatten (a view of the pooled vector); conversions:
+    // the input into s8, the flattened vector into f32 for the classifier.
+    EXPECT_EQ((*p)->num_int8_layers(), 8) << d;
     EXPECT_EQ((*p)->num_conversions(), 2) << d;
     for (const std::vector<Tensor>& in : net.inputs(2, 200)) {
       const std::vector<Tensor> want = run_program(*ref, in);
@@ -703,6 +705,114 @@ TEST(Int8Program, SiluFusesIntoTheReducedConvolution) {
             EXPECT_GT(m.result().relative_l2, 0.0) << "exact: not reduced?";
           }
         }
+      }
+    }
+  }
+}
+
+// ShuffleNet's unit: a channel shuffle (Reshape, Transpose, Reshape) and two channel Slices
+// between reduced-precision convolutions move the int8 (or bf16) bytes as held: no conversion
+// between the stem and the head. The moves are exact: the first Slice, a model output, equals the
+// stem's output (also an output) shuffled and sliced by hand, bit for bit. A move between f32
+// neighbours only (a Transpose of the model input, itself an output) stays f32: reduced, it
+// would only add conversions. On oneDNN's and XNNPACK's int8 kernels, and in bf16.
+TEST(Int8Program, ChannelShuffleAndSlicesMoveReducedBytes) {
+  struct Level {
+    Precision precision;
+    const char* library;
+  };
+  const Level levels[] = {
+      {Precision::kInt8, "onednn"}, {Precision::kInt8, "xnnpack"}, {Precision::kBf16, "onednn"}};
+  for (const Level& level : levels) {
+    if (std::string(level.library) == "onednn" && !cpu::onednn_available()) continue;
+    if (level.precision == Precision::kBf16 && !cpu::onednn_bf16_available()) continue;
+    SCOPED_TRACE(std::string(precision_name(level.precision)) + " on " + level.library);
+    testing::ScopedEnv env("TESSERA_CPU_INT8_KERNELS", level.library);
+    NetBuilder b;
+    const Shape shape{2, 3, 13, 11};
+    const ValueId x = b.g.add_value("x", TensorInfo{DType::kF32, shape});
+    b.g.inputs().push_back(x);
+    const auto ints = [&](const std::string& name, Ints v) {
+      const int64_t n = static_cast<int64_t>(v.size());
+      return b.g.add_constant(name, Tensor::from_int64s(Shape{n}, std::move(v)));
+    };
+    Attributes perm;
+    perm.set("perm", Ints{0, 1, 3, 2});
+    const ValueId xt = b.node(OpKind::kTranspose, "input_t", {x}, perm);
+    const ValueId stem = b.conv("stem", x, 3, 16, 3, 1, 1, "relu");
+    const ValueId v1 = b.node(OpKind::kReshape, "view", {stem, ints("s5", {2, 2, 8, 13, 11})});
+    Attributes swap;
+    swap.set("perm", Ints{0, 2, 1, 3, 4});
+    const ValueId v2 = b.node(OpKind::kTranspose, "swap", {v1}, swap);
+    const ValueId shuffled = b.node(OpKind::kReshape, "back", {v2, ints("s4", {2, 16, 13, 11})});
+    const ValueId left = b.node(OpKind::kSlice, "left",
+                                {shuffled, ints("l0", {0}), ints("l1", {8}), ints("ax", {1})});
+    const ValueId right = b.node(OpKind::kSlice, "right",
+                                 {shuffled, ints("r0", {8}), ints("r1", {16}), ints("ax2", {1})});
+    const ValueId branch = b.conv("branch", right, 8, 8, 3, 1, 8, "relu");
+    Attributes axis;
+    axis.set("axis", int64_t{1});
+    const ValueId joined = b.node(OpKind::kConcat, "join", {left, branch}, axis);
+    const ValueId head = b.conv("head", joined, 16, 24, 1, 1, 1, "relu");
+    const ValueId y = b.classifier(b.node(OpKind::kGlobalAveragePool, "gap", {head}));
+    b.g.outputs() = {stem, left, y, xt};
+    ASSERT_TRUE(b.g.infer_shapes().ok());
+    Oracle o;
+    ASSERT_NO_FATAL_FAILURE(calibrate_with_oracle(b, shape, &o));
+    for (int threads : {1, 2}) {
+      std::shared_ptr<cpu::ThreadPool> pool = testing::cpu_pool_on_first_cores(threads);
+      if (pool == nullptr) continue;
+      auto p = cpu::CpuProgram::compile(b.g, b.layers, pool, nullptr, cpu::KernelChoice::kRules,
+                                        level.precision, &o.table);
+      ASSERT_TRUE(p.ok()) << p.status().to_string();
+      const std::string d = (*p)->describe();
+      const std::string held = precision_name(level.precision);
+      EXPECT_NE(d.find("back: tessera " + held + " channel shuffle nhwc, 2 groups"),
+                std::string::npos)
+          << d;
+      EXPECT_NE(d.find("left: tessera " + held + " slice (gather copy)"), std::string::npos) << d;
+      EXPECT_NE(d.find("right: tessera " + held + " slice (gather copy)"), std::string::npos) << d;
+      EXPECT_NE(d.find("input_t: tessera transpose (gather copy)"), std::string::npos) << d;
+      // Nothing between the stem and the head is converted: no conversion step comes right
+      // before one of these layers.
+      std::vector<std::string> lines;
+      for (size_t at = 0, end; at < d.size(); at = end + 1) {
+        end = d.find('\n', at);
+        if (end == std::string::npos) end = d.size();
+        lines.push_back(d.substr(at, end - at));
+      }
+      for (size_t i = 1; i < lines.size(); ++i) {
+        for (const char* layer :
+             {"view:", "swap:", "back:", "left:", "right:", "branch:", "join:", "head:"}) {
+          if (lines[i].rfind(layer, 0) == 0) {
+            EXPECT_EQ(lines[i - 1].find("convert"), std::string::npos) << d;
+          }
+        }
+      }
+      for (const std::vector<Tensor>& in : seeded_inputs(shape, 2, 200)) {
+        const std::vector<Tensor> want = run_program(*o.ref, in);
+        const std::vector<Tensor> got = run_program(**p, in);
+        // The slice's outputs in layer order: input_t, stem, left, the classifier.
+        ASSERT_EQ(got.size(), 4u);
+        // left[n, j, h, w] = stem[n, c, h, w] for shuffled channel j = c' < 8, c = (c' % 2) * 8
+        // + c' / 2, both as the program outputs them.
+        const float* s = got[1].data<float>();
+        const float* l = got[2].data<float>();
+        int64_t differ = 0;
+        for (int64_t n = 0; n < 2; ++n) {
+          for (int64_t j = 0; j < 8; ++j) {
+            const int64_t c = (j % 2) * 8 + j / 2;
+            for (int64_t q = 0; q < 13 * 11; ++q) {
+              differ += std::memcmp(&l[(n * 8 + j) * 143 + q], &s[(n * 16 + c) * 143 + q], 4) != 0;
+            }
+          }
+        }
+        EXPECT_EQ(differ, 0);
+        EXPECT_EQ(std::memcmp(got[0].raw(), want[0].raw(), got[0].byte_size()), 0);
+        FidelityMeter m;
+        ASSERT_TRUE(m.add(std::span(&got[3], 1), std::span(&want[3], 1)).ok());
+        EXPECT_LT(m.result().relative_l2, 5e-2) << d;
+        EXPECT_GT(m.result().relative_l2, 0.0) << "exact: not reduced?";
       }
     }
   }
@@ -961,8 +1071,12 @@ TEST(Int8Qdq, RunsOnTheInt8KernelsWithItsOwnQuantisation) {
     // Every pair but the one read by a graph output.
     EXPECT_EQ(prog.num_qdq_pairs(), net.pairs - 1) << d;
     // stem, the pool, c1, c2, c3 (+add2), dw in int8: add is not fused (c2 has a second reader)
-    // and gap runs in f32 (its pair differs from its input's: an int8 pool keeps its input's).
-    EXPECT_EQ(prog.num_int8_layers(), 6) << d;
+    // and gap runs in f32 (its pair differs from its input's: an int8 pool keeps its input's);
+    // gap's pair is applied right away, and the Flatten views it in int8 for the classifier.
+    EXPECT_EQ(prog.num_int8_layers(), 8) << d;
+    EXPECT_NE(d.find("flatten: tessera int8 reshape (alias, no copy)\nfc: onednn int8 matmul"),
+              std::string::npos)
+        << d;
     // The stem reads x's pair, u8 with zero point 128: held as the same grid in s8 without one.
     EXPECT_NE(d.find("stem: onednn int8 conv 3x3/2 +relu s8->u8"), std::string::npos) << d;
     EXPECT_NE(d.find("u8 zp 3->s8 zp -5"), std::string::npos) << d;  // c2

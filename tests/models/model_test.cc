@@ -193,12 +193,14 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::ValuesIn(kGpuDevices)),
     case_name);
 #ifdef TESSERA_HAVE_ONEDNN
-// The foundation models at the bf16 precision level of the cpu device, 2 threads and 1.
+// The foundation models at the bf16 precision level of the cpu device, 2 threads and 1, and
+// ShuffleNet (its channel shuffles and splits move bf16 bytes).
 INSTANTIATE_TEST_SUITE_P(
     Bf16, ModelTest,
     ::testing::Combine(::testing::Values(ModelCase{"mobilenet_v2"}, ModelCase{"resnet18"},
                                          ModelCase{"resnet50"}, ModelCase{"squeezenet1_1"},
-                                         ModelCase{"vgg16"}, ModelCase{"alexnet"}),
+                                         ModelCase{"vgg16"}, ModelCase{"alexnet"},
+                                         ModelCase{"shufflenet_v2_x0_5"}),
                        ::testing::Values("cpu#bf16", "cpu:0#bf16")),
     case_name);
 #endif
