@@ -14,6 +14,7 @@
 #include "backends/cpu/gemv.h"
 #include "backends/cpu/kernel_table.h"
 #include "backends/cpu/openblas.h"
+#include "backends/cpu/simd.h"
 
 namespace tessera::cpu {
 
@@ -176,6 +177,59 @@ Result<std::unique_ptr<Kernel>> make_gemv(const KernelRequest& req, const FcPara
   }
   return std::unique_ptr<Kernel>(std::move(kern));
 }
+
+// The bf16 GEMV (gemv.h) of a bf16 program: x and y held in bf16, bias and a fused ReLU / Clip
+// in f32 before y is rounded.
+class Bf16GemvKernel final : public Kernel {
+ public:
+  explicit Bf16GemvKernel(SharedPacking<PackedGemvBf16> w) : gemv_(std::move(w)) {}
+  bool bf16_io() const override { return true; }
+  Status bind(std::span<const Operand> in, std::span<const Operand> out,
+              ThreadPool& pool) override {
+    if (!in[0].bf16 || !out[0].bf16) return internal_error("bf16 gemv: bound to f32 tensors");
+    x_ = static_cast<const uint16_t*>(in[0].data);
+    y_ = static_cast<uint16_t*>(out[0].data);
+    gemv_.bind(pool.num_threads());
+    return Status();
+  }
+  Status run(ThreadPool& pool) override { return gemv_.run(pool, x_, y_, clamp_.min, clamp_.max); }
+  std::string describe() const override {
+    return "tessera bf16 gemv " + std::to_string(gemv_.w().k()) + "->" +
+           std::to_string(gemv_.w().n());
+  }
+  uint64_t owned_bytes() const override { return gemv_.owned_bytes(); }
+
+  GemvBf16 gemv_;
+  ClampRange clamp_{};
+  const uint16_t* x_ = nullptr;
+  uint16_t* y_ = nullptr;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Kernel>> make_bf16_gemv(const KernelRequest& req) {
+  if (!has_avx512_bf16()) return decline();
+  std::optional<FcParams> p;
+  if (req.node.kind == OpKind::kGemm) {
+    ASSIGN_OR_RETURN(p, gemm_params(req));
+  } else if (req.node.kind == OpKind::kMatMul) {
+    p = matmul_params(req);
+  }
+  if (!p || p->batch != 1 || p->k == 0 || p->n == 0) return decline();
+  ASSIGN_OR_RETURN(Activation act, parse_fused_activation(req.node.attrs));
+  if (!activation_is_clamp(act)) return decline();
+  const std::string how = "bf16 gemv k=" + std::to_string(p->k) + " n=" + std::to_string(p->n) +
+                          " kxn=" + std::to_string(p->w_is_k_by_n ? 1 : 0) + " " + p->packing;
+  auto kern = std::make_unique<Bf16GemvKernel>(
+      share_packing<PackedGemvBf16>(req.packs, p->w_value, how, [&] {
+        return PackedGemvBf16::pack(p->w, static_cast<int64_t>(p->k), static_cast<int64_t>(p->n),
+                                    p->w_is_k_by_n, p->bias.empty() ? nullptr : p->bias.data());
+      }));
+  kern->clamp_ = clamp_of(act);
+  return std::unique_ptr<Kernel>(std::move(kern));
+}
+
+namespace {
 
 Result<std::unique_ptr<Kernel>> make_gemm(const KernelRequest& req) {
   ASSIGN_OR_RETURN(std::optional<FcParams> p, gemm_params(req));

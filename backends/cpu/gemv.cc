@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <utility>
 
+#include "backends/cpu/onednn.h"
 #include "backends/cpu/simd.h"
 #include "core/allocator.h"
 
@@ -82,6 +84,75 @@ constexpr int kStreams = 8;
 constexpr std::array<PanelKernel, 4> kPanelKernelsAvx512 = {
     &panel_kernel<1, kStreams>, &panel_kernel<2, kStreams>, &panel_kernel<3, kStreams>,
     &panel_kernel<4, kStreams>};
+// The bf16 panel product: y[j] = bf16(clamp(sum_q dot(x pair q, w pair-row q, column j) +
+// bias[j])) for j < nr (nr <= 16V); `w` one packed bf16 panel, pair-rows of 16V 32-bit pairs; x
+// and y bf16. The pair-rows are read as S streams, as in panel_kernel; an odd K's last pair holds
+// x[k - 1] and 0.
+#define TESSERA_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+template <int V, int S>
+TESSERA_AVX512_BF16 void panel_kernel_bf16(const uint16_t* x, const uint32_t* w, int64_t k,
+                                           uint16_t* y, int64_t nr, const float* bias, float lo,
+                                           float hi) {
+  constexpr int64_t kRow = 16 * V;
+  __m512 acc[S][V];
+#pragma GCC unroll 8
+  for (int u = 0; u < S; ++u) {
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) acc[u][v] = _mm512_setzero_ps();
+  }
+  const auto pair_of = [&](int64_t q) {  // x[2q] | x[2q + 1] << 16
+    int32_t xp;
+    std::memcpy(&xp, x + 2 * q, sizeof xp);
+    return xp;
+  };
+  const int64_t full = k / 2, seg = full / S;
+  for (int64_t p = 0; p < seg; ++p) {
+#pragma GCC unroll 8
+    for (int u = 0; u < S; ++u) {
+      const int64_t row = u * seg + p;
+      const __m512bh xu = (__m512bh)_mm512_set1_epi32(pair_of(row));
+#pragma GCC unroll 4
+      for (int v = 0; v < V; ++v) {
+        acc[u][v] =
+            _mm512_dpbf16_ps(acc[u][v], (__m512bh)_mm512_load_si512(w + row * kRow + 16 * v), xu);
+      }
+    }
+  }
+  for (int64_t p = S * seg; p < full; ++p) {
+    const __m512bh xp = (__m512bh)_mm512_set1_epi32(pair_of(p));
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) {
+      acc[0][v] =
+          _mm512_dpbf16_ps(acc[0][v], (__m512bh)_mm512_load_si512(w + p * kRow + 16 * v), xp);
+    }
+  }
+  if (k % 2 != 0) {  // the last row, paired with a zero
+    const __m512bh xl = (__m512bh)_mm512_set1_epi32(static_cast<int>(x[k - 1]));
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) {
+      acc[0][v] =
+          _mm512_dpbf16_ps(acc[0][v], (__m512bh)_mm512_load_si512(w + full * kRow + 16 * v), xl);
+    }
+  }
+  const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+#pragma GCC unroll 4
+  for (int v = 0; v < V; ++v) {
+    __m512 s = acc[0][v];
+#pragma GCC unroll 8
+    for (int u = 1; u < S; ++u) s = _mm512_add_ps(s, acc[u][v]);
+    const int64_t left = nr - 16 * v;
+    const __mmask16 m = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
+    if (bias != nullptr) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(m, bias + 16 * v));
+    s = _mm512_maskz_min_ps(0xFFFF, _mm512_maskz_max_ps(0xFFFF, s, vlo), vhi);
+    _mm256_mask_storeu_epi16(y + 16 * v, m, (__m256i)_mm512_cvtneps_pbh(s));
+  }
+}
+
+using PanelKernelBf16 = void (*)(const uint16_t*, const uint32_t*, int64_t, uint16_t*, int64_t,
+                                 const float*, float, float);
+constexpr std::array<PanelKernelBf16, 4> kPanelKernelsBf16 = {
+    &panel_kernel_bf16<1, kStreams>, &panel_kernel_bf16<2, kStreams>,
+    &panel_kernel_bf16<3, kStreams>, &panel_kernel_bf16<4, kStreams>};
 #endif  // TESSERA_X86_64
 
 // The same panel product in portable C++: where the AVX-512 kernel is not built (other
@@ -171,21 +242,91 @@ void gemv_panels(const PackedGemv& w, const float* x, int64_t j0, int64_t j1, fl
   }
 }
 
-void Gemv::bind(int threads, int items_per_thread) {
-  const int64_t panels = w().panels();
+std::vector<int64_t> split_panels(int64_t panels, int threads, int items_per_thread) {
   const int64_t items =
       std::min<int64_t>(panels, std::max(threads, 1) * std::max(items_per_thread, 1));
   // All panels but the last are equally wide: equal counts are equal bytes.
-  bounds_.resize(static_cast<size_t>(items) + 1);
+  std::vector<int64_t> bounds(static_cast<size_t>(items) + 1);
   for (int64_t i = 0; i <= items; ++i) {
-    bounds_[static_cast<size_t>(i)] = items == 0 ? 0 : panels * i / items;
+    bounds[static_cast<size_t>(i)] = items == 0 ? 0 : panels * i / items;
   }
+  return bounds;
+}
+
+void Gemv::bind(int threads, int items_per_thread) {
+  bounds_ = split_panels(w().panels(), threads, items_per_thread);
 }
 
 void Gemv::run(ThreadPool& pool, const float* x, float* y, float lo, float hi) const {
   pool.parallel_items(bounds_.size() - 1, [&](int, size_t i) {
     gemv_panels(w(), x, bounds_[i], bounds_[i + 1], y, lo, hi);
   });
+}
+
+void PackedGemvBf16::Free::operator()(uint32_t* p) const {
+  std::free(p);
+}
+
+int64_t PackedGemvBf16::width(int64_t j) const {
+  const int64_t cols = std::min(kGemvNR, n_ - j * kGemvNR);
+  return (cols + 15) / 16 * 16;
+}
+
+PackedGemvBf16 PackedGemvBf16::pack(const float* src, int64_t k, int64_t n, bool w_is_k_by_n,
+                                    const float* bias) {
+  PackedGemvBf16 w;
+  w.k_ = k;
+  w.n_ = n;
+  if (bias != nullptr) w.bias_.assign(bias, bias + n);
+  const int64_t panels = w.panels(), pairs = w.pairs();
+  w.size_ = panels == 0 ? 0 : ((panels - 1) * kGemvNR + w.width(panels - 1)) * pairs;
+  if (w.size_ == 0) return w;
+  w.data_.reset(static_cast<uint32_t*>(
+      allocate_aligned(static_cast<size_t>(w.size_) * sizeof(uint32_t), 64)));
+  if (!w.data_) throw std::bad_alloc();
+  const auto at = [&](int64_t p, int64_t col) -> uint32_t {
+    if (p >= k) return 0;
+    return f32_to_bf16(w_is_k_by_n ? src[p * n + col] : src[col * k + p]);
+  };
+  constexpr int64_t kPairs = 32;  // pair-rows at a time (see PackedGemv::pack)
+  for (int64_t j = 0; j < panels; ++j) {
+    uint32_t* dst = w.data_.get() + j * pairs * kGemvNR;
+    const int64_t wd = w.width(j), cols = std::min(kGemvNR, n - j * kGemvNR);
+    for (int64_t q0 = 0; q0 < pairs; q0 += kPairs) {
+      const int64_t q1 = std::min(pairs, q0 + kPairs);
+      for (int64_t c = 0; c < wd; ++c) {
+        const int64_t col = j * kGemvNR + c;
+        for (int64_t q = q0; q < q1; ++q) {
+          dst[q * wd + c] = c < cols ? at(2 * q, col) | (at(2 * q + 1, col) << 16) : 0;
+        }
+      }
+    }
+  }
+  return w;
+}
+
+void GemvBf16::bind(int threads, int items_per_thread) {
+  bounds_ = split_panels(w().panels(), threads, items_per_thread);
+}
+
+Status GemvBf16::run(ThreadPool& pool, const uint16_t* x, uint16_t* y, float lo, float hi) const {
+#if TESSERA_X86_64
+  if (!has_avx512_bf16()) return unimplemented("bf16 gemv: this CPU has no AVX512_BF16");
+  const PackedGemvBf16& w = this->w();
+  pool.parallel_items(bounds_.size() - 1, [&](int, size_t i) {
+    for (int64_t j = bounds_[i]; j < bounds_[i + 1]; ++j) {
+      const int64_t n0 = j * kGemvNR;
+      const int64_t nr = std::min(kGemvNR, w.n() - n0);
+      const float* bias = w.bias() != nullptr ? w.bias() + n0 : nullptr;
+      kPanelKernelsBf16[static_cast<size_t>(w.width(j) / 16 - 1)](x, w.panel(j), w.k(), y + n0, nr,
+                                                                  bias, lo, hi);
+    }
+  });
+  return Status();
+#else
+  (void)pool, (void)x, (void)y, (void)lo, (void)hi;
+  return unimplemented("bf16 gemv: not built for this architecture");
+#endif
 }
 
 }  // namespace tessera::cpu

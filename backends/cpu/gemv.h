@@ -68,6 +68,10 @@ class PackedGemv {
 void gemv_panels(const PackedGemv& w, const float* x, int64_t j0, int64_t j1, float* y, float lo,
                  float hi);
 
+// Cuts `panels` equally wide panels into `items_per_thread` contiguous ranges per thread (fewer
+// when there are fewer panels): item i is panels [bounds[i], bounds[i + 1]).
+std::vector<int64_t> split_panels(int64_t panels, int threads, int items_per_thread);
+
 // The multi-threaded product over a fixed W: bind() cuts the panels into contiguous ranges for
 // the pool, run() executes them inside ThreadPool::run.
 class Gemv {
@@ -90,6 +94,57 @@ class Gemv {
  private:
   SharedPacking<PackedGemv> w_;
   std::vector<int64_t> bounds_;  // item i: panels [bounds_[i], bounds_[i + 1])
+};
+
+// The bf16 form, for bf16 programs (docs/precision.md): W rounded to bf16 (nearest even) in the
+// same column panels, with each pair of rows interleaved: pair-row q of a panel holds, per
+// column c, the 32-bit pair (w[2q][c], w[2q + 1][c]) (a zero second half for an odd K's last
+// row), so that one AVX-512 BF16 dot product (vdpbf16ps) multiplies a pair of x's values into 16
+// columns, summing in f32. Half the bytes of the f32 form (AlexNet's fc6: 75 MB), streamed the
+// same way (8 streams per panel, panels split over the pool). oneDNN 2.6's bf16 matmul ran fc6
+// at batch 1 1.4x slower than the f32 GEMV on the AMX host, half the bytes notwithstanding.
+class PackedGemvBf16 {
+ public:
+  PackedGemvBf16() = default;
+  // As PackedGemv::pack with scale 1; the bias stays f32.
+  static PackedGemvBf16 pack(const float* src, int64_t k, int64_t n, bool w_is_k_by_n,
+                             const float* bias);
+
+  int64_t k() const { return k_; }
+  int64_t n() const { return n_; }
+  int64_t pairs() const { return (k_ + 1) / 2; }
+  int64_t panels() const { return (n_ + kGemvNR - 1) / kGemvNR; }
+  // 32-bit pairs per pair-row of panel j: kGemvNR, or the last panel's width rounded up to 16.
+  int64_t width(int64_t j) const;
+  const uint32_t* panel(int64_t j) const { return data_.get() + j * pairs() * kGemvNR; }
+  const float* bias() const { return bias_.empty() ? nullptr : bias_.data(); }
+  uint64_t bytes() const {
+    return static_cast<uint64_t>(size_) * sizeof(uint32_t) + bias_.size() * sizeof(float);
+  }
+
+ private:
+  struct Free {
+    void operator()(uint32_t* p) const;
+  };
+  std::unique_ptr<uint32_t[], Free> data_;
+  int64_t size_ = 0;
+  int64_t k_ = 0, n_ = 0;
+  std::vector<float> bias_;
+};
+
+// y = bf16(clamp(x * W + bias, lo, hi)) over x and y in bf16 (nearest even), on the pool: as Gemv.
+// Only on CPUs where has_avx512_bf16() (callers check; run() fails otherwise).
+class GemvBf16 {
+ public:
+  explicit GemvBf16(SharedPacking<PackedGemvBf16> w) : w_(std::move(w)) {}
+  const PackedGemvBf16& w() const { return *w_.packed; }
+  uint64_t owned_bytes() const { return w_.owned_bytes(); }
+  void bind(int threads, int items_per_thread = 4);
+  Status run(ThreadPool& pool, const uint16_t* x, uint16_t* y, float lo, float hi) const;
+
+ private:
+  SharedPacking<PackedGemvBf16> w_;
+  std::vector<int64_t> bounds_;
 };
 
 }  // namespace tessera::cpu

@@ -153,6 +153,11 @@ Result<std::unique_ptr<Kernel>> make_int8_concat(const KernelRequest& req,
 // activation, the Indices output.
 Result<std::unique_ptr<Kernel>> make_bf16_max_pool(const KernelRequest& req);
 
+// Gemm / MatMul of a bf16 program at batch 1 with a constant weight matrix (fully_connected.cc):
+// Tessera's bf16 GEMV (gemv.h), x and y in bf16, a fused ReLU or Clip; null without AVX512_BF16,
+// at other batches (oneDNN's bf16 matmul takes them) and for other activations.
+Result<std::unique_ptr<Kernel>> make_bf16_gemv(const KernelRequest& req);
+
 // BatchNormalization of a bf16 program (elementwise.cc): bf16 NHWC (or [N, C]) in and out,
 // y = x * scale[c] + shift[c] in f32 registers, a fused ReLU or Clip; other activations decline.
 Result<std::unique_ptr<Kernel>> make_bf16_batch_norm(const KernelRequest& req);

@@ -22,4 +22,13 @@ bool has_avx512_bw_vl() {
 #endif
 }
 
+bool has_avx512_bf16() {
+#if TESSERA_X86_64
+  static const bool yes = has_avx512_bw_vl() && cpuinfo_has_x86_avx512bf16();
+  return yes;
+#else
+  return false;
+#endif
+}
+
 }  // namespace tessera::cpu

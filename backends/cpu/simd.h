@@ -31,6 +31,9 @@ bool has_avx512();
 // True when has_avx512() and this CPU also runs AVX-512 BW and VL (the byte and word
 // instructions of the int8 and bf16 element-wise kernels).
 bool has_avx512_bw_vl();
+// True when has_avx512_bw_vl() and this CPU also runs AVX512_BF16 (vdpbf16ps, vcvtne2ps2bf16:
+// the bf16 GEMV).
+bool has_avx512_bf16();
 
 #if TESSERA_X86_64
 typedef float F32x16 __attribute__((vector_size(64)));

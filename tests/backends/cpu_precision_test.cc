@@ -10,8 +10,10 @@
 #include <random>
 
 #include "backends/cpu/cpu_program.h"
+#include "backends/cpu/gemv.h"
 #include "backends/cpu/layout.h"
 #include "backends/cpu/onednn.h"
+#include "backends/cpu/simd.h"
 #include "backends/registry.h"
 #include "graph/onnx/onnx_import.h"
 #include "scheduler/fidelity.h"
@@ -230,6 +232,65 @@ std::vector<Tensor> run_on(Program& p, const std::vector<Tensor>& feeds) {
   return out;
 }
 
+// Tessera's bf16 GEMV (gemv.h) against a brute-force oracle: the sum in double of the bf16
+// weights times the bf16 inputs, plus the f32 bias, clamped; the kernel's bf16 output within
+// half a bf16 step of it (its rounding) plus f32 accumulation error. Odd and tiny K (the pair
+// with a zero), N across panel widths and tails, W in both orders, 1 and 2 threads.
+TEST(Bf16Gemv, MatchesBruteForce) {
+  if (!cpu::has_avx512_bf16()) GTEST_SKIP() << "no AVX512_BF16 on this CPU";
+  struct Case {
+    int64_t k, n;
+  };
+  const Case cases[] = {{1, 1},   {2, 15},   {3, 16},     {17, 64},
+                        {33, 65}, {64, 200}, {1001, 130}, {4097, 77}};
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (const Case& c : cases) {
+    for (const bool kxn : {false, true}) {
+      for (const bool with_bias : {false, true}) {
+        SCOPED_TRACE("k " + std::to_string(c.k) + " n " + std::to_string(c.n) +
+                     (kxn ? " kxn" : " nxk") + (with_bias ? " bias" : ""));
+        std::vector<float> w(static_cast<size_t>(c.k * c.n)), bias(static_cast<size_t>(c.n));
+        for (float& v : w) v = u(rng);
+        for (float& v : bias) v = u(rng);
+        std::vector<uint16_t> x(static_cast<size_t>(c.k));
+        for (uint16_t& v : x) v = cpu::f32_to_bf16(u(rng));
+        const auto weight = [&](int64_t p, int64_t j) {
+          return cpu::bf16_to_f32(
+              cpu::f32_to_bf16(w[static_cast<size_t>(kxn ? p * c.n + j : j * c.k + p)]));
+        };
+        cpu::SharedPacking<cpu::PackedGemvBf16> packed;
+        packed.packed = std::make_shared<const cpu::PackedGemvBf16>(
+            cpu::PackedGemvBf16::pack(w.data(), c.k, c.n, kxn, with_bias ? bias.data() : nullptr));
+        for (const float lo : {-std::numeric_limits<float>::infinity(), 0.f}) {
+          const float hi = lo == 0.f ? 0.5f : std::numeric_limits<float>::infinity();
+          for (int threads : {1, 2}) {
+            std::shared_ptr<cpu::ThreadPool> pool = testing::cpu_pool_on_first_cores(threads);
+            if (pool == nullptr) continue;
+            cpu::GemvBf16 gemv(packed);
+            gemv.bind(threads);
+            std::vector<uint16_t> y(static_cast<size_t>(c.n), 0xFFFF);
+            Status st = pool->run([&] { return gemv.run(*pool, x.data(), y.data(), lo, hi); });
+            ASSERT_TRUE(st.ok()) << st.to_string();
+            for (int64_t j = 0; j < c.n; ++j) {
+              double sum = with_bias ? bias[static_cast<size_t>(j)] : 0.0, mag = std::fabs(sum);
+              for (int64_t p = 0; p < c.k; ++p) {
+                const double t = double(weight(p, j)) * cpu::bf16_to_f32(x[static_cast<size_t>(p)]);
+                sum += t;
+                mag += std::fabs(t);
+              }
+              const double want = std::min<double>(std::max<double>(sum, lo), hi);
+              const double got = cpu::bf16_to_f32(y[static_cast<size_t>(j)]);
+              ASSERT_NEAR(got, want, std::ldexp(std::fabs(want), -8) + 1e-6 * mag)
+                  << "column " << j;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(CpuBf16Program, TensorsStayBf16BetweenBf16Layers) {
   for (int threads : {1, 2}) {
     SCOPED_TRACE(threads);
@@ -410,6 +471,10 @@ TEST(CpuBf16Program, ModelsStayBf16EndToEnd) {
     EXPECT_EQ((*p)->num_conversions(), 1) << d;
     EXPECT_EQ(d.find("residual add fused") == std::string::npos, false) << d;
     EXPECT_EQ(d.find(": xnnpack"), std::string::npos) << d;
+    // The classifier at batch 1 on Tessera's bf16 GEMV, where the CPU has AVX512_BF16.
+    if (cpu::has_avx512_bf16()) {
+      EXPECT_NE(d.find("tessera bf16 gemv"), std::string::npos) << d;
+    }
   }
 }
 
