@@ -13,6 +13,7 @@
 #include "backends/cpu/conv.h"
 #include "backends/cpu/fully_connected.h"
 #include "backends/cpu/layout.h"
+#include "backends/cpu/simd.h"
 #include "ops/conv_pool_util.h"
 
 #ifdef TESSERA_HAVE_ONEDNN
@@ -21,6 +22,10 @@
 #include <sched.h>
 
 #include <oneapi/dnnl/dnnl.hpp>
+
+#if TESSERA_X86_64
+#include <immintrin.h>
+#endif
 #endif
 
 namespace tessera::cpu {
@@ -147,6 +152,39 @@ dnnl::primitive_attr owned_scratchpad_attr() {
   return attr;
 }
 
+// Input channels (per group) below which oneDNN 2.6's bf16 convolutions may fold the window's
+// columns into the reduction (ConvPrimitiveKernel::create_primitive).
+constexpr int64_t kFoldingChannels = 16;
+
+// Whether any of n bf16 values is an infinity or a NaN (exponent all ones).
+#if TESSERA_X86_64
+__attribute__((target("avx512f,avx512bw"))) bool bf16_nonfinite_avx512(const uint16_t* p,
+                                                                       size_t n) {
+  const __m512i exp = _mm512_set1_epi16(0x7f80);
+  __mmask32 any = 0;
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m512i v = _mm512_and_si512(_mm512_loadu_si512(p + i), exp);
+    any |= _mm512_cmpeq_epi16_mask(v, exp);
+  }
+  if (i < n) {
+    const __mmask32 m = (__mmask32(1) << (n - i)) - 1;
+    const __m512i v = _mm512_and_si512(_mm512_maskz_loadu_epi16(m, p + i), exp);
+    any |= _mm512_mask_cmpeq_epi16_mask(m, v, exp);
+  }
+  return any != 0;
+}
+#endif
+bool bf16_nonfinite(const uint16_t* p, size_t n) {
+#if TESSERA_X86_64
+  if (has_avx512_bw_vl()) return bf16_nonfinite_avx512(p, n);
+#endif
+  for (size_t i = 0; i < n; ++i) {
+    if ((p[i] & 0x7f80u) == 0x7f80u) return true;
+  }
+  return false;
+}
+
 // What every oneDNN bf16 kernel shares: the primitive, its stream, the bound memories.
 class OneDnnKernel : public Kernel {
  public:
@@ -240,7 +278,36 @@ class ConvPrimitiveKernel : public OneDnnKernel {
     if (residual_src_ != nullptr) {
       std::memcpy(dst_, residual_src_, pd_.dst_desc().get_size());
     }
+    if (safe_ && bf16_nonfinite(src_, src_count_)) return run_f32(pool);
     return OneDnnKernel::run(pool);
+  }
+
+  // The f32 convolution of a bf16 input holding an infinity or a NaN (create_primitive): the
+  // input and a fused residual widened, the output rounded back. Buffers made on first use.
+  Status run_f32(ThreadPool& pool) {
+    const size_t out = pd_.dst_desc().get_size() / 2;
+    src32_.resize(src_count_);
+    dst32_.resize(out);
+    bf16_to_f32_array(src_, src32_.data(), static_cast<int64_t>(src_count_), nullptr);
+    // dst_ holds the residual already (copied in by run()): the sum post-op adds it.
+    if (residual_src_ != nullptr) {
+      bf16_to_f32_array(static_cast<const uint16_t*>(dst_), dst32_.data(),
+                        static_cast<int64_t>(out), nullptr);
+    }
+    prepare_openmp(pool);
+    RETURN_IF_ERROR(guarded(what_, [&] {
+      std::unordered_map<int, memory> args;
+      args[DNNL_ARG_SRC] = memory(safe_pd_.src_desc(), cpu_engine(), src32_.data());
+      args[DNNL_ARG_WEIGHTS] = safe_weights_;
+      if (s_.bias != nullptr) args[DNNL_ARG_BIAS] = bias_;
+      args[DNNL_ARG_DST] = memory(safe_pd_.dst_desc(), cpu_engine(), dst32_.data());
+      if (safe_scratch_) args[DNNL_ARG_SCRATCHPAD] = safe_scratch_;
+      safe_prim_.execute(stream_, args);
+      stream_.wait();
+    }));
+    f32_to_bf16_array(dst32_.data(), static_cast<uint16_t*>(dst_), static_cast<int64_t>(out),
+                      nullptr);
+    return Status();
   }
 
   // (Re)creates the primitive for input shape x from the kernel's state; false when oneDNN has
@@ -271,13 +338,36 @@ class ConvPrimitiveKernel : public OneDnnKernel {
           cpu_engine(), const_cast<void*>(user_weights));
       weights_ = memory(pd_.weights_desc(), cpu_engine());
       dnnl::reorder(user_w, weights_).execute(stream_, user_w, weights_);
+      // oneDNN 2.6's bf16 convolutions for few input channels (jit:avx512_core_amx_bf16,
+      // brgconv:avx512_core_bf16) fold the window's columns into the reduction, multiplying
+      // input pixels outside a window by zero weights: one infinity or NaN in the input turns
+      // outputs up to three columns away into NaN (an infinity at (h, w) of a 3x3 convolution
+      // of 4 channels: outputs (h - 1..h, w - 3..w - 2)). They are also the fast ones for RGB
+      // stems (ResNet-18's 7x7/2: 0.63 ms; the next implementation 3.4 ms on one core of the
+      // AMX host), so they stay, and an f32 convolution runs the inputs that hold an infinity
+      // or a NaN (run() looks: a scan of the input, ~2% of a stem's time).
+      safe_ = false;
+      if (src_type == dt::bf16 && s.cin_g < kFoldingChannels) {
+        const memory::desc src32(dims_of({x[0], s.cin, x[2], x[3]}), dt::f32, tag::nhwc);
+        const memory::desc dst32(dims_of({x[0], s.cout, g.output[0], g.output[1]}), dt::f32,
+                                 tag::nhwc);
+        safe_pd_ = dnnl::convolution_forward::primitive_desc(conv_desc(s, src32, dt::f32, dst32),
+                                                             attr, cpu_engine());
+        safe_prim_ = dnnl::convolution_forward(safe_pd_);
+        const memory::desc sd = safe_pd_.scratchpad_desc();
+        safe_scratch_ = sd.get_size() > 0 ? memory(sd, cpu_engine()) : memory();
+        safe_weights_ = memory(safe_pd_.weights_desc(), cpu_engine());
+        dnnl::reorder(user_w, safe_weights_).execute(stream_, user_w, safe_weights_);
+        safe_ = true;
+      }
       if (s.bias != nullptr) {
         bias_ = memory(bias_md, cpu_engine());
         fill_bias(static_cast<float*>(bias_.get_data_handle()));
       }
       stream_.wait();
     }));
-    owned_bytes_ = pd_.weights_desc().get_size() + (s.bias != nullptr ? bias_md.get_size() : 0);
+    owned_bytes_ = pd_.weights_desc().get_size() + (s.bias != nullptr ? bias_md.get_size() : 0) +
+                   (safe_ ? safe_pd_.weights_desc().get_size() : 0);
     return Status();
   }
 
@@ -354,6 +444,8 @@ class ConvPrimitiveKernel : public OneDnnKernel {
       args_[DNNL_ARG_DST] = memory(pd_.dst_desc(), cpu_engine(), out[0].data);
       residual_src_ = residual_ ? in.back().data : nullptr;
       dst_ = out[0].data;
+      src_ = static_cast<const uint16_t*>(in[0].data);
+      src_count_ = static_cast<size_t>(in[0].numel());
     });
   }
 
@@ -368,6 +460,14 @@ class ConvPrimitiveKernel : public OneDnnKernel {
   void* dst_ = nullptr;
   dnnl::convolution_forward::primitive_desc pd_;
   memory weights_, bias_;
+  // The f32 convolution for bf16 inputs with an infinity or a NaN (create_primitive).
+  bool safe_ = false;
+  std::vector<float> src32_, dst32_;
+  dnnl::convolution_forward::primitive_desc safe_pd_;
+  dnnl::primitive safe_prim_;
+  memory safe_weights_, safe_scratch_;
+  const uint16_t* src_ = nullptr;  // bf16 source elements (read when safe_)
+  size_t src_count_ = 0;
 };
 
 // Conv: NHWC bf16 (or, for the f32 kernel table, f32) in and out, weights reordered to the
@@ -392,6 +492,7 @@ class ConvKernel final : public ConvPrimitiveKernel {
         create_primitive(x, act, act, act, dt::f32, s_.weight->data<float>(), attr,
                          [&](float* b) { std::memcpy(b, s_.bias->raw(), s_.bias->byte_size()); }));
     name(label(), pd_);
+    if (safe_) desc_ += " [non-finite inputs: f32 " + std::string(safe_pd_.impl_info_str()) + "]";
     return true;
   }
 

@@ -232,6 +232,66 @@ std::vector<Tensor> run_on(Program& p, const std::vector<Tensor>& feeds) {
   return out;
 }
 
+// A bf16 convolution of few input channels (oneDNN 2.6's AMX kernel for it folds the window's
+// columns into the reduction, so that an infinity or NaN times a zero weight turned outputs
+// three columns away into NaN): an infinity or NaN anywhere in the input gives NaN exactly where
+// the reference does, and the finite outputs within bf16's bound. Rules kernels (the bf16
+// convolution itself, not a measured f32 one), 1 and 2 threads.
+TEST(CpuBf16Program, NonFiniteInputsStayWhereTheyAre) {
+  if (!cpu::onednn_bf16_available()) GTEST_SKIP() << "no bf16 oneDNN kernels on this CPU";
+  for (const int64_t cin : {3, 4, 8}) {
+    Graph g;
+    const Shape shape{1, cin, 9, 11};
+    const ValueId x = g.add_value("x", TensorInfo{DType::kF32, shape});
+    g.inputs().push_back(x);
+    Node conv;
+    conv.name = "conv";
+    conv.kind = OpKind::kConv;
+    conv.attrs.set("pads", Ints{1, 1, 1, 1});
+    conv.inputs = {x, g.add_constant("w", random_tensor(Shape{5, cin, 3, 3}, 17))};
+    conv.outputs = {g.add_value("y")};
+    g.add_node(conv);
+    g.outputs() = conv.outputs;
+    ASSERT_TRUE(g.infer_shapes().ok());
+    auto ref_dev = open_device("reference");
+    ASSERT_TRUE(ref_dev.ok());
+    const std::vector<NodeId> layers = {0};
+    auto ref = (*ref_dev)->compile(g, layers);
+    ASSERT_TRUE(ref.ok());
+    for (int threads : {1, 2}) {
+      std::shared_ptr<cpu::ThreadPool> pool = testing::cpu_pool_on_first_cores(threads);
+      if (pool == nullptr) continue;
+      auto p = cpu::CpuProgram::compile(g, layers, pool, nullptr, cpu::KernelChoice::kRules,
+                                        Precision::kBf16);
+      ASSERT_TRUE(p.ok()) << p.status().to_string();
+      const float specials[] = {std::numeric_limits<float>::infinity(),
+                                -std::numeric_limits<float>::infinity(),
+                                std::numeric_limits<float>::quiet_NaN()};
+      const int64_t at[] = {0, shape.numel() - 1, shape.numel() / 2 + 5, 4 * 11 + 10};
+      for (const float special : specials) {
+        for (const int64_t where : at) {
+          SCOPED_TRACE("cin " + std::to_string(cin) + " threads " + std::to_string(threads) +
+                       " value " + std::to_string(special) + " at " + std::to_string(where));
+          Tensor in = random_tensor(shape, 5);
+          in.data<float>()[where] = special;
+          const std::vector<Tensor> want = run_on(**ref, {in});
+          const std::vector<Tensor> got = run_on(**p, {in});
+          ASSERT_EQ(got.size(), 1u);
+          for (int64_t i = 0; i < want[0].numel(); ++i) {
+            const float w = want[0].data<float>()[i], v = got[0].data<float>()[i];
+            ASSERT_EQ(std::isnan(v), std::isnan(w))
+                << "output " << i << ": " << v << " vs " << w << "\n"
+                << (*p)->describe();
+            if (std::isfinite(w)) {
+              ASSERT_NEAR(v, w, 2e-2 * (std::fabs(w) + 1)) << i;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // Tessera's bf16 GEMV (gemv.h) against a brute-force oracle: the sum in double of the bf16
 // weights times the bf16 inputs, plus the f32 bias, clamped; the kernel's bf16 output within
 // half a bf16 step of it (its rounding) plus f32 accumulation error. Odd and tiny K (the pair
