@@ -26,6 +26,23 @@ using PanelKernel = void (*)(const float*, const float*, int64_t, float*, int64_
                              float, float);
 
 #if TESSERA_X86_64
+// The end of a panel: vector v's S stream accumulators summed, plus the bias, clamped to
+// [lo, hi]; `m` masks the columns that exist (nr - 16v of them when fewer than 16).
+template <int V, int S>
+__attribute__((always_inline, target("avx512f,fma"))) inline __m512 panel_sum(
+    const __m512 (&acc)[S][V], int v, int64_t nr, const float* bias, float lo, float hi,
+    __mmask16* m) {
+  __m512 s = acc[0][v];
+#pragma GCC unroll 8
+  for (int u = 1; u < S; ++u) s = _mm512_add_ps(s, acc[u][v]);
+  const int64_t left = nr - 16 * v;
+  *m = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
+  if (bias != nullptr) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(*m, bias + 16 * v));
+  // (maskz forms: GCC 12 warns about the undefined source of the unmasked ones.)
+  return _mm512_maskz_min_ps(0xFFFF, _mm512_maskz_max_ps(0xFFFF, s, _mm512_set1_ps(lo)),
+                             _mm512_set1_ps(hi));
+}
+
 // y[j] = clamp(sum_p x[p] * w[p * 16V + j] + bias[j]) for j < nr (nr <= 16V); `w` one packed
 // panel, 64-byte aligned, rows 16V floats. The K rows are read as S streams at once (the
 // panel's S consecutive parts of K / S rows, each into its own V accumulators; the K % S rows
@@ -61,17 +78,10 @@ TESSERA_AVX512 void panel_kernel(const float* x, const float* w, int64_t k, floa
       acc[0][v] = _mm512_fmadd_ps(xp, _mm512_load_ps(w + p * kRow + 16 * v), acc[0][v]);
     }
   }
-  const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
 #pragma GCC unroll 4
   for (int v = 0; v < V; ++v) {
-    __m512 s = acc[0][v];
-#pragma GCC unroll 8
-    for (int u = 1; u < S; ++u) s = _mm512_add_ps(s, acc[u][v]);
-    const int64_t left = nr - 16 * v;
-    const __mmask16 m = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
-    if (bias != nullptr) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(m, bias + 16 * v));
-    // (maskz forms: GCC 12 warns about the undefined source of the unmasked ones.)
-    s = _mm512_maskz_min_ps(0xFFFF, _mm512_maskz_max_ps(0xFFFF, s, vlo), vhi);
+    __mmask16 m;
+    const __m512 s = panel_sum<V, S>(acc, v, nr, bias, lo, hi, &m);
     _mm512_mask_storeu_ps(y + 16 * v, m, s);
   }
 }
@@ -88,7 +98,7 @@ constexpr std::array<PanelKernel, 4> kPanelKernelsAvx512 = {
 // bias[j])) for j < nr (nr <= 16V); `w` one packed bf16 panel, pair-rows of 16V 32-bit pairs; x
 // and y bf16. The pair-rows are read as S streams, as in panel_kernel; an odd K's last pair holds
 // x[k - 1] and 0.
-#define TESSERA_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+#define TESSERA_AVX512_BF16 __attribute__((target("avx512f,fma,avx512bw,avx512vl,avx512bf16")))
 template <int V, int S>
 TESSERA_AVX512_BF16 void panel_kernel_bf16(const uint16_t* x, const uint32_t* w, int64_t k,
                                            uint16_t* y, int64_t nr, const float* bias, float lo,
@@ -134,16 +144,10 @@ TESSERA_AVX512_BF16 void panel_kernel_bf16(const uint16_t* x, const uint32_t* w,
           _mm512_dpbf16_ps(acc[0][v], (__m512bh)_mm512_load_si512(w + full * kRow + 16 * v), xl);
     }
   }
-  const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
 #pragma GCC unroll 4
   for (int v = 0; v < V; ++v) {
-    __m512 s = acc[0][v];
-#pragma GCC unroll 8
-    for (int u = 1; u < S; ++u) s = _mm512_add_ps(s, acc[u][v]);
-    const int64_t left = nr - 16 * v;
-    const __mmask16 m = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
-    if (bias != nullptr) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(m, bias + 16 * v));
-    s = _mm512_maskz_min_ps(0xFFFF, _mm512_maskz_max_ps(0xFFFF, s, vlo), vhi);
+    __mmask16 m;
+    const __m512 s = panel_sum<V, S>(acc, v, nr, bias, lo, hi, &m);
     _mm256_mask_storeu_epi16(y + 16 * v, m, (__m256i)_mm512_cvtneps_pbh(s));
   }
 }
