@@ -10,6 +10,7 @@
 # packing codec's unpacker), wire (the remote wire protocol's decoder). `all` runs each for SECONDS in turn (CI's
 # smoke run: scripts/test.sh). For long runs
 # give one target many seconds, e.g. `scripts/fuzz.sh 3600 onnx`; FUZZ_FORK=N runs N processes.
+# Targets run FUZZ_JOBS (default: the core count) at a time.
 #
 # Each target's corpus grows in build-fuzz/fuzz/corpus/TARGET and is kept between runs; seeds
 # (valid files written by fuzz/seeds.cc and fuzz/unpack_seeds.cc, the hostile files of
@@ -78,25 +79,37 @@ done
 
 failed=()
 summary=()
-for t in "${targets[@]}"; do
-  corpus="$fuzz/corpus/$t"
+# One target's run: its summary line in $fuzz/$t.result, and its findings on stderr.
+run_target() {
+  local t=$1 corpus="$fuzz/corpus/$1" log="$fuzz/$1.log"
   mkdir -p "$corpus"
-  args=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
-        -artifact_prefix="$fuzz/artifacts/$t-")
+  local args=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
+              -artifact_prefix="$fuzz/artifacts/$t-")
   if [ -f "fuzz/$t.dict" ]; then args+=(-dict="fuzz/$t.dict"); fi
   if [ -n "${FUZZ_FORK:-}" ]; then args+=(-fork="$FUZZ_FORK" -ignore_crashes=0); fi
-  echo "== fuzz $t: $seconds s"
-  log="$fuzz/$t.log"
   if ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     "$fuzz/tessera_fuzz_$t" "${args[@]}" "$corpus" "$fuzz/seeds/$t" >"$log" 2>&1; then
+    local runs cov
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
     cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1)
-    summary+=("$t: ${runs:-?} executions, $cov, corpus $(ls "$corpus" | wc -l) files")
+    echo "$t: ${runs:-?} executions, $cov, corpus $(ls "$corpus" | wc -l) files" >"$fuzz/$t.result"
   else
-    failed+=("$t")
     grep -E 'ERROR|SUMMARY|==[0-9]+==|#[0-9]+ 0x|Test unit written' "$log" | head -40 >&2 || true
-    summary+=("$t: FAILED (log: $log)")
+    echo "$t: FAILED (log: $log)" >"$fuzz/$t.result"
   fi
+}
+# Up to FUZZ_JOBS targets at once (each a single-process fuzzer), SECONDS each.
+for t in "${targets[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+  echo "== fuzz $t: $seconds s"
+  rm -f "$fuzz/$t.result"
+  run_target "$t" &
+done
+wait
+for t in "${targets[@]}"; do
+  line=$(cat "$fuzz/$t.result" 2>/dev/null || echo "$t: FAILED (no result)")
+  summary+=("$line")
+  case "$line" in *FAILED*) failed+=("$t") ;; esac
 done
 printf '%s\n' "${summary[@]}"
 if [ ${#failed[@]} -gt 0 ]; then
