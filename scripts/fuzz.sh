@@ -7,7 +7,7 @@
 # Targets (fuzz/): tsr (the .tsr reader, then inference, a reference run and save -> load),
 # onnx (the ONNX importer through conversion, the .tsr writer and reader, and a reference run),
 # npy (the .npy reader), plan, profile, platform, cutprofile (the JSON readers), unpack (the
-# packing codec's unpacker), wire (the remote wire protocol's decoder). `all` runs each for SECONDS in turn (CI's
+# packing codec's unpacker), wire (the remote wire protocol's decoder). `all` runs each for SECONDS (CI's
 # smoke run: scripts/test.sh). For long runs
 # give one target many seconds, e.g. `scripts/fuzz.sh 3600 onnx`; FUZZ_FORK=N runs N processes.
 # Targets run FUZZ_JOBS (default: the core count) at a time.
