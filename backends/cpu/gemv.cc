@@ -188,6 +188,25 @@ const std::array<PanelKernel, 4>& panel_kernels() {
   return kPanelKernelsPortable;
 }
 
+// Fills the column panels of a packed W (panel j at data + j * rows * kGemvNR: `rows` rows of
+// its width, kGemvNR or the last panel's column count rounded up to 16) with value(row, column)
+// and zeros in the padding; `block` rows at a time, so that the destination rows a source column
+// scatters to stay in cache when W arrives [N][K].
+template <typename T, typename Value>
+void fill_panels(T* data, int64_t rows, int64_t n, int64_t block, Value value) {
+  for (int64_t j = 0; j * kGemvNR < n; ++j) {
+    T* dst = data + j * rows * kGemvNR;
+    const int64_t cols = std::min(kGemvNR, n - j * kGemvNR), wd = (cols + 15) / 16 * 16;
+    for (int64_t r0 = 0; r0 < rows; r0 += block) {
+      const int64_t r1 = std::min(rows, r0 + block);
+      for (int64_t c = 0; c < wd; ++c) {
+        const int64_t col = j * kGemvNR + c;
+        for (int64_t r = r0; r < r1; ++r) dst[r * wd + c] = c < cols ? value(r, col) : T(0);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void PackedGemv::Free::operator()(float* p) const {
@@ -213,24 +232,9 @@ PackedGemv PackedGemv::pack(const float* src, int64_t k, int64_t n, bool w_is_k_
   w.data_.reset(
       static_cast<float*>(allocate_aligned(static_cast<size_t>(w.size_) * sizeof(float), 64)));
   if (!w.data_) throw std::bad_alloc();
-  // Rows of 64 at a time, so that the destination rows a source column scatters to stay in
-  // cache when W arrives [N][K].
-  constexpr int64_t kRows = 64;
-  for (int64_t j = 0; j < panels; ++j) {
-    float* dst = w.data_.get() + j * k * kGemvNR;
-    const int64_t wd = w.width(j), cols = std::min(kGemvNR, n - j * kGemvNR);
-    for (int64_t p0 = 0; p0 < k; p0 += kRows) {
-      const int64_t p1 = std::min(k, p0 + kRows);
-      for (int64_t c = 0; c < wd; ++c) {
-        const int64_t col = j * kGemvNR + c;
-        for (int64_t p = p0; p < p1; ++p) {
-          float v = 0.f;
-          if (c < cols) v = scale * (w_is_k_by_n ? src[p * n + col] : src[col * k + p]);
-          dst[p * wd + c] = v;
-        }
-      }
-    }
-  }
+  fill_panels(w.data_.get(), k, n, 64, [&](int64_t p, int64_t col) {
+    return scale * (w_is_k_by_n ? src[p * n + col] : src[col * k + p]);
+  });
   return w;
 }
 
@@ -292,20 +296,8 @@ PackedGemvBf16 PackedGemvBf16::pack(const float* src, int64_t k, int64_t n, bool
     if (p >= k) return 0;
     return f32_to_bf16(w_is_k_by_n ? src[p * n + col] : src[col * k + p]);
   };
-  constexpr int64_t kPairs = 32;  // pair-rows at a time (see PackedGemv::pack)
-  for (int64_t j = 0; j < panels; ++j) {
-    uint32_t* dst = w.data_.get() + j * pairs * kGemvNR;
-    const int64_t wd = w.width(j), cols = std::min(kGemvNR, n - j * kGemvNR);
-    for (int64_t q0 = 0; q0 < pairs; q0 += kPairs) {
-      const int64_t q1 = std::min(pairs, q0 + kPairs);
-      for (int64_t c = 0; c < wd; ++c) {
-        const int64_t col = j * kGemvNR + c;
-        for (int64_t q = q0; q < q1; ++q) {
-          dst[q * wd + c] = c < cols ? at(2 * q, col) | (at(2 * q + 1, col) << 16) : 0;
-        }
-      }
-    }
-  }
+  fill_panels(w.data_.get(), pairs, n, 32,
+              [&](int64_t q, int64_t col) { return at(2 * q, col) | (at(2 * q + 1, col) << 16); });
   return w;
 }
 
