@@ -32,6 +32,19 @@ constexpr int kNumSlots = 3;
 int slot_of(Layout l) {
   return static_cast<int>(l);
 }
+// Whether kernel k, of a node with these inputs, reads value v in the reduced precision: v is its
+// reduced input (or all its inputs are).
+bool reads_reduced_value(const Kernel* k, const std::vector<ValueId>& inputs, ValueId v) {
+  return k != nullptr && (k->bf16_io() || k->int8_io()) &&
+         (k->reduced_inputs_all() ||
+          (k->reduced_input() < inputs.size() && inputs[k->reduced_input()] == v));
+}
+
+// Whether kernel k writes its output 0 in the reduced precision.
+bool writes_reduced(const Kernel* k) {
+  return k != nullptr && (k->bf16_io() || (k->int8_io() && k->int8_output()));
+}
+
 Layout bf16_layout(const TensorInfo& info) {
   return info.shape.rank() == 4 ? Layout::kNHWC : Layout::kNCHW;
 }
@@ -165,13 +178,6 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& graph,
     fuse_channel_shuffles(g, layers, p->outputs_, &kernels, precision, p->quant_);
     p->fuse_reduced_silu(layers, readers, position, &kernels);
   }
-  // Whether a kernel reads its input 0 / writes its output 0 in the reduced precision.
-  const auto reads_reduced = [](const Kernel* k) {
-    return k != nullptr && (k->bf16_io() || k->int8_io());
-  };
-  const auto writes_reduced = [](const Kernel* k) {
-    return k != nullptr && (k->bf16_io() || (k->int8_io() && k->int8_output()));
-  };
   for (size_t i = 0; i < nl && p->measured_; ++i) {
     // Element moves have no arithmetic to time (drop_unlinked_reduced_moves decides them).
     if (kernels[i] == nullptr || kernels[i]->fused_away() || kernels[i]->precision_neutral())
@@ -195,12 +201,7 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& graph,
     for (NodeId r : y == kNoValue ? std::vector<NodeId>{} : readers[static_cast<size_t>(y)]) {
       const auto rt = position.find(r);
       if (rt == position.end() || rt->second <= i) continue;
-      const Kernel* rk = kernels[rt->second].get();
-      const std::vector<ValueId>& rin = g.node(r).inputs;
-      // The reader takes y in the reduced precision where y is its reduced input (or all are).
-      if (reads_reduced(rk) && (rk->reduced_inputs_all() || (rk->reduced_input() < rin.size() &&
-                                                             rin[rk->reduced_input()] == y)))
-        output_f32 = false;
+      if (reads_reduced_value(kernels[rt->second].get(), g.node(r).inputs, y)) output_f32 = false;
     }
     const auto quant = [&](ValueId v) { return p->int8_ ? quant_of(p->quant_, v) : QuantParam{}; };
     NodeContext nc(g, node);
@@ -325,10 +326,9 @@ void CpuProgram::drop_unlinked_reduced_moves(std::span<const NodeId> layers,
                                              std::vector<std::unique_ptr<Kernel>>* kernels) const {
   std::vector<std::unique_ptr<Kernel>>& ks = *kernels;
   const size_t nl = layers.size();
-  const auto reduced = [](const Kernel* k) {
-    return k != nullptr && (k->bf16_io() || (k->int8_io() && k->int8_output()));
+  const auto moves = [&](size_t i) {
+    return writes_reduced(ks[i].get()) && ks[i]->precision_neutral();
   };
-  const auto moves = [&](size_t i) { return reduced(ks[i].get()) && ks[i]->precision_neutral(); };
   // The layer that writes value v (a convolution with a fused SiLU writes its Mul's output).
   std::unordered_map<ValueId, size_t> writer;
   for (size_t i = 0; i < nl; ++i) {
@@ -351,7 +351,7 @@ void CpuProgram::drop_unlinked_reduced_moves(std::span<const NodeId> layers,
     if (!moves(i)) continue;
     const Node& n = g_.node(layers[i]);
     const auto w = writer.find(n.inputs[ks[i]->reduced_input()]);
-    if (w != writer.end() && reduced(ks[w->second].get()) && !ks[w->second]->fused_away()) {
+    if (w != writer.end() && writes_reduced(ks[w->second].get()) && !ks[w->second]->fused_away()) {
       if (moves(w->second)) {
         root[find(i)] = find(w->second);
       } else {
@@ -363,11 +363,8 @@ void CpuProgram::drop_unlinked_reduced_moves(std::span<const NodeId> layers,
       const auto at = position.find(r);
       if (at == position.end()) continue;
       const Kernel* rk = ks[at->second].get();
-      const std::vector<ValueId>& rin = g_.node(r).inputs;
-      const bool reads_y = rk != nullptr && (rk->bf16_io() || rk->int8_io()) &&
-                           (rk->reduced_inputs_all() ||
-                            (rk->reduced_input() < rin.size() && rin[rk->reduced_input()] == y));
-      if (reads_y && !rk->precision_neutral()) linked[i] = true;
+      if (reads_reduced_value(rk, g_.node(r).inputs, y) && !rk->precision_neutral())
+        linked[i] = true;
     }
   }
   std::vector<bool> keep(nl, false);
