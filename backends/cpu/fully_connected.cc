@@ -72,6 +72,12 @@ Result<std::optional<FcParams>> gemm_params(const KernelRequest& req) {
   return p;
 }
 
+Result<std::optional<FcParams>> fc_params(const KernelRequest& req) {
+  if (req.node.kind == OpKind::kGemm) return gemm_params(req);
+  if (req.node.kind == OpKind::kMatMul) return matmul_params(req);
+  return std::optional<FcParams>();
+}
+
 std::optional<FcParams> matmul_params(const KernelRequest& req) {
   const OpContext& ctx = req.ctx;
   const Shape& a = ctx.input(0).shape;
@@ -209,12 +215,7 @@ class Bf16GemvKernel final : public Kernel {
 
 Result<std::unique_ptr<Kernel>> make_bf16_gemv(const KernelRequest& req) {
   if (!has_avx512_bf16()) return decline();
-  std::optional<FcParams> p;
-  if (req.node.kind == OpKind::kGemm) {
-    ASSIGN_OR_RETURN(p, gemm_params(req));
-  } else if (req.node.kind == OpKind::kMatMul) {
-    p = matmul_params(req);
-  }
+  ASSIGN_OR_RETURN(std::optional<FcParams> p, fc_params(req));
   if (!p || p->batch != 1 || p->k == 0 || p->n == 0) return decline();
   ASSIGN_OR_RETURN(Activation act, parse_fused_activation(req.node.attrs));
   if (!activation_is_clamp(act)) return decline();

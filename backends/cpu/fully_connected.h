@@ -31,5 +31,7 @@ Result<std::optional<FcParams>> gemm_params(const KernelRequest& req);
 // The product of a MatMul node whose B is a constant matrix (A's leading dims are the batch);
 // nullopt: not this kind of node.
 std::optional<FcParams> matmul_params(const KernelRequest& req);
+// gemm_params or matmul_params by the node's kind; nullopt for other nodes.
+Result<std::optional<FcParams>> fc_params(const KernelRequest& req);
 
 }  // namespace tessera::cpu

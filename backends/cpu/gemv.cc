@@ -53,12 +53,7 @@ template <int V, int S>
 TESSERA_AVX512 void panel_kernel(const float* x, const float* w, int64_t k, float* y, int64_t nr,
                                  const float* bias, float lo, float hi) {
   constexpr int64_t kRow = 16 * V;
-  __m512 acc[S][V];
-#pragma GCC unroll 8
-  for (int u = 0; u < S; ++u) {
-#pragma GCC unroll 4
-    for (int v = 0; v < V; ++v) acc[u][v] = _mm512_setzero_ps();
-  }
+  __m512 acc[S][V] = {};
   const int64_t seg = k / S;
   for (int64_t p = 0; p < seg; ++p) {
 #pragma GCC unroll 8
@@ -104,12 +99,7 @@ TESSERA_AVX512_BF16 void panel_kernel_bf16(const uint16_t* x, const uint32_t* w,
                                            uint16_t* y, int64_t nr, const float* bias, float lo,
                                            float hi) {
   constexpr int64_t kRow = 16 * V;
-  __m512 acc[S][V];
-#pragma GCC unroll 8
-  for (int u = 0; u < S; ++u) {
-#pragma GCC unroll 4
-    for (int v = 0; v < V; ++v) acc[u][v] = _mm512_setzero_ps();
-  }
+  __m512 acc[S][V] = {};
   const auto pair_of = [&](int64_t q) {  // x[2q] | x[2q + 1] << 16
     int32_t xp;
     std::memcpy(&xp, x + 2 * q, sizeof xp);

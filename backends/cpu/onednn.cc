@@ -346,8 +346,10 @@ class ConvPrimitiveKernel : public OneDnnKernel {
       // stems (ResNet-18's 7x7/2: 0.63 ms; the next implementation 3.4 ms on one core of the
       // AMX host), so they stay, and an f32 convolution runs the inputs that hold an infinity
       // or a NaN (run() looks: a scan of the input, ~2% of a stem's time).
+      // (Depthwise convolutions have no reduction over channels to fold: they run as they are.)
       safe_ = false;
-      if (src_type == dt::bf16 && s.cin_g < kFoldingChannels) {
+      const bool depthwise = s.group > 1 && s.cin_g == 1;
+      if (src_type == dt::bf16 && s.cin_g < kFoldingChannels && !depthwise) {
         const memory::desc src32(dims_of({x[0], s.cin, x[2], x[3]}), dt::f32, tag::nhwc);
         const memory::desc dst32(dims_of({x[0], s.cout, g.output[0], g.output[1]}), dt::f32,
                                  tag::nhwc);
@@ -645,12 +647,7 @@ class MatMulKernel final : public OneDnnKernel {
 
 Result<std::unique_ptr<Kernel>> make_matmul(const KernelRequest& req) {
   const Node& n = req.node;
-  std::optional<FcParams> p;
-  if (n.kind == OpKind::kGemm) {
-    ASSIGN_OR_RETURN(p, gemm_params(req));
-  } else {
-    p = matmul_params(req);
-  }
+  ASSIGN_OR_RETURN(std::optional<FcParams> p, fc_params(req));
   if (!p) return decline();
   // The program holds rank-4 bf16 values in NHWC (cpu_program.cc), and this kernel reads and
   // writes logical order: a MatMul on rank-4 tensors ([N, C, H, K] x [K, M]) stays in f32 unless
@@ -924,12 +921,7 @@ Result<std::unique_ptr<Kernel>> make_int8_matmul(const KernelRequest& req,
   const Node& n = req.node;
   const QuantParam in = quant_of(quant, n.inputs[0]);
   if (!in.valid()) return decline();
-  std::optional<FcParams> p;
-  if (n.kind == OpKind::kGemm) {
-    ASSIGN_OR_RETURN(p, gemm_params(req));
-  } else {
-    p = matmul_params(req);
-  }
+  ASSIGN_OR_RETURN(std::optional<FcParams> p, fc_params(req));
   if (!p) return decline();
   // The program holds rank-4 int8 values in NHWC, as it does bf16 ones (make_matmul), and this
   // kernel reads logical order: a MatMul on a rank-4 input stays in f32 unless both layouts have

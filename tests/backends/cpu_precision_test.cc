@@ -239,16 +239,20 @@ std::vector<Tensor> run_on(Program& p, const std::vector<Tensor>& feeds) {
 // convolution itself, not a measured f32 one), 1 and 2 threads.
 TEST(CpuBf16Program, NonFiniteInputsStayWhereTheyAre) {
   if (!cpu::onednn_bf16_available()) GTEST_SKIP() << "no bf16 oneDNN kernels on this CPU";
-  for (const int64_t cin : {3, 4, 8}) {
+  // cin 8 with group 8: depthwise, which runs without the f32 fallback (no channels to fold).
+  for (const int64_t cin : {3, 4, 8, -8}) {
+    const int64_t group = cin < 0 ? -cin : 1;
     Graph g;
-    const Shape shape{1, cin, 9, 11};
+    const Shape shape{1, cin < 0 ? -cin : cin, 9, 11};
     const ValueId x = g.add_value("x", TensorInfo{DType::kF32, shape});
     g.inputs().push_back(x);
     Node conv;
     conv.name = "conv";
     conv.kind = OpKind::kConv;
     conv.attrs.set("pads", Ints{1, 1, 1, 1});
-    conv.inputs = {x, g.add_constant("w", random_tensor(Shape{5, cin, 3, 3}, 17))};
+    conv.attrs.set("group", group);
+    const int64_t cout = group > 1 ? group : 5;
+    conv.inputs = {x, g.add_constant("w", random_tensor(Shape{cout, shape[1] / group, 3, 3}, 17))};
     conv.outputs = {g.add_value("y")};
     g.add_node(conv);
     g.outputs() = conv.outputs;
