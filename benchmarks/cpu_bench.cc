@@ -36,6 +36,12 @@
 //                                     variants (tessera_gemv_f32, xnnpack_fully_connected_nc_f32)
 //                                     and OpenBLAS sgemv / sgemm (M = 1) on each thread's half of
 //                                     W's rows; counter GB/s: weight bytes streamed per second.
+//   BM_FcInt8/<variant>/1x<K>x<N>/<threads>
+//                                     the same layer in an int8 program's form: x in u8 (a
+//                                     ReLU output's grid), weights s8 per output column, y f32,
+//                                     on Tessera's int8 GEMV (tessera_gemv_int8, AVX512_VNNI) or
+//                                     oneDNN's int8 matmul (onednn_matmul_int8); GB/s as BM_Fc
+//                                     over the int8 weight bytes.
 //   BM_MemRead/<MB>/<threads>/<streams>
 //                                     achievable read bandwidth: a buffer larger than the caches
 //                                     summed by 1 or 2 pool threads, each its contiguous half,
@@ -75,6 +81,7 @@
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernel_table.h"
 #include "backends/cpu/layout.h"
+#include "backends/cpu/onednn.h"
 #include "backends/cpu/openblas.h"
 #include "backends/cpu/simd.h"
 #include "backends/registry.h"
@@ -627,6 +634,56 @@ void BM_Fc(benchmark::State& state, std::string variant, int64_t k, int64_t n, i
                                               benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// BM_Fc's layer in an int8 program's form (see the header comment).
+void BM_FcInt8(benchmark::State& state, std::string variant, int64_t k, int64_t n, int threads) {
+  using namespace tessera::cpu;
+  Graph g;
+  const ValueId x = g.add_value("x", TensorInfo{DType::kF32, Shape{1, k}});
+  g.inputs().push_back(x);
+  Node node;
+  node.name = "fc";
+  node.kind = OpKind::kGemm;
+  node.attrs.set("transB", int64_t{1});
+  node.attrs.set("activation", std::string("relu"));
+  node.inputs = {x, g.add_constant("w", random(Shape{n, k}, 1)),
+                 g.add_constant("b", random(Shape{n}, 2))};
+  node.outputs = {g.add_value("y")};
+  g.outputs().push_back(node.outputs[0]);
+  g.add_node(node);
+  if (!g.infer_shapes().ok()) return state.SkipWithError("shape inference failed");
+  auto pool = pool_of(threads);
+  if (!pool.ok()) return state.SkipWithError(pool.status().to_string().c_str());
+  std::vector<QuantParam> quant(static_cast<size_t>(g.num_values()));
+  const QuantParam qx{0.02f, true, 0};
+  quant[static_cast<size_t>(x)] = qx;
+  NodeContext nc(g, g.node(0));
+  KernelRequest req{g, g.node(0), nc.ctx(), **pool};
+  Result<std::unique_ptr<Kernel>> kern = variant == "tessera_gemv_int8"
+                                             ? make_int8_gemv(req, quant)
+                                             : make_onednn_int8_kernel(req, quant);
+  if (!kern.ok()) return state.SkipWithError(kern.status().to_string().c_str());
+  if (*kern == nullptr) return state.SkipWithError("the variant declines this layer here");
+  std::vector<uint8_t> xq(static_cast<size_t>(k) + 64);
+  std::mt19937 rng(5);
+  for (uint8_t& b : xq) b = static_cast<uint8_t>(rng());
+  std::vector<float> y(static_cast<size_t>(n));
+  Operand xin{xq.data(), DType::kF32, Shape{1, k}, Layout::kNCHW};
+  xin.int8 = true;
+  xin.quant = qx;
+  std::vector<Operand> ins = {xin, constant_operand(g.value(node.inputs[1]).data),
+                              constant_operand(g.value(node.inputs[2]).data)};
+  std::vector<Operand> outs = {Operand{y.data(), DType::kF32, Shape{1, n}, Layout::kNCHW}};
+  Status st = (*kern)->bind(ins, outs, **pool);
+  if (!st.ok()) return state.SkipWithError(st.to_string().c_str());
+  for (auto _ : state) {
+    st = (*pool)->run([&] { return (*kern)->run(**pool); });
+    if (!st.ok()) return state.SkipWithError(st.to_string().c_str());
+  }
+  state.SetLabel((*kern)->describe());
+  state.counters["GB/s"] = benchmark::Counter(1e-9 * static_cast<double>(k * n),
+                                              benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // This machine's achievable read bandwidth: `mb` MB (larger than the caches: from memory)
 // summed by the pool's threads, each its own contiguous part, read as `streams` consecutive
 // pieces at once (as the GEMV reads a panel: one core keeps more memory reads in flight with
@@ -872,6 +929,18 @@ int register_all() {
                                       "x" + std::to_string(n) + "/" + std::to_string(threads))
                                          .c_str(),
                                      BM_Fc, variant, k, n, threads)
+            ->Unit(benchmark::kMicrosecond)
+            ->MeasureProcessCPUTime()
+            ->UseRealTime();
+      }
+    }
+    for (const char* variant : {"tessera_gemv_int8", "onednn_matmul_int8"}) {
+      for (int threads : {1, 2}) {
+        benchmark::RegisterBenchmark(
+            (std::string("BM_FcInt8/") + variant + "/1x" + std::to_string(k) + "x" +
+             std::to_string(n) + "/" + std::to_string(threads))
+                .c_str(),
+            BM_FcInt8, variant, k, n, threads)
             ->Unit(benchmark::kMicrosecond)
             ->MeasureProcessCPUTime()
             ->UseRealTime();

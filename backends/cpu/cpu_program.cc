@@ -166,7 +166,12 @@ Result<std::unique_ptr<CpuProgram>> CpuProgram::compile(const Graph& graph,
         k = make_bf16_batch_norm(req);
       if (k.ok() && *k == nullptr && node.kind == OpKind::kMul) k = make_bf16_channel_gate(req);
     } else {
-      k = xnn_int8 ? make_xnn_int8_kernel(req, p->quant_) : make_onednn_int8_kernel(req, p->quant_);
+      // Tessera's GEMV at batch 1 (as in bf16): see docs/precision.md for the measurements.
+      if (node.kind == OpKind::kGemm || node.kind == OpKind::kMatMul)
+        k = make_int8_gemv(req, p->quant_);
+      if (k.ok() && *k == nullptr)
+        k = xnn_int8 ? make_xnn_int8_kernel(req, p->quant_)
+                     : make_onednn_int8_kernel(req, p->quant_);
       if (k.ok() && *k == nullptr) k = make_int8_kernel(req, p->quant_);
     }
     if (k.ok() && *k == nullptr) k = make_reduced_movement_kernel(req, precision, p->quant_);

@@ -232,6 +232,74 @@ Result<std::unique_ptr<Kernel>> make_bf16_gemv(const KernelRequest& req) {
 
 namespace {
 
+// The int8 GEMV (gemv.h) of an int8 program: x held in int8 (its QuantParam), y in f32 (as
+// oneDNN's int8 matmul writes it: logits keep f32's resolution), bias and a fused ReLU / Clip in
+// the f32 epilogue.
+class Int8GemvKernel final : public Kernel {
+ public:
+  Int8GemvKernel(SharedPacking<PackedGemvInt8> w, QuantParam q)
+      : gemv_(std::move(w), q.scale, q.zero_point, q.is_unsigned), q_(q) {}
+  bool int8_io() const override { return true; }
+  bool int8_output() const override { return false; }
+  Status bind(std::span<const Operand> in, std::span<const Operand> out,
+              ThreadPool& pool) override {
+    if (!in[0].int8 || !(in[0].quant == q_) || out[0].int8 || out[0].bf16) {
+      return internal_error("int8 gemv: bound to tensors of another precision");
+    }
+    x_ = static_cast<const uint8_t*>(in[0].data);
+    y_ = out[0].f32();
+    gemv_.bind(pool.num_threads());
+    return Status();
+  }
+  Status run(ThreadPool& pool) override { return gemv_.run(pool, x_, y_, clamp_.min, clamp_.max); }
+  std::string describe() const override {
+    return "tessera int8 gemv " + std::to_string(gemv_.w().k()) + "->" +
+           std::to_string(gemv_.w().n()) + (q_.is_unsigned ? " u8" : " s8") + "->f32";
+  }
+  uint64_t owned_bytes() const override { return gemv_.owned_bytes(); }
+
+  GemvInt8 gemv_;
+  QuantParam q_;
+  ClampRange clamp_{};
+  const uint8_t* x_ = nullptr;
+  float* y_ = nullptr;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Kernel>> make_int8_gemv(const KernelRequest& req,
+                                               const std::vector<QuantParam>& quant) {
+  if (!has_avx512_vnni()) return decline();
+  const QuantParam in = quant_of(quant, req.node.inputs[0]);
+  if (!in.valid()) return decline();
+  ASSIGN_OR_RETURN(std::optional<FcParams> p, fc_params(req));
+  if (!p || p->batch != 1 || p->k == 0 || p->n == 0 ||
+      static_cast<int64_t>(p->k) > PackedGemvInt8::kMaxK) {
+    return decline();
+  }
+  // x is read in logical order: a rank-4 input is held NHWC by the program (as for the bf16
+  // and oneDNN int8 products), so only where both orders have the same bytes.
+  const Shape& xs = req.ctx.input(0).shape;
+  if (xs.rank() == 4 && !layout_trivial(xs)) return decline();
+  ASSIGN_OR_RETURN(Activation act, parse_fused_activation(req.node.attrs));
+  if (!activation_is_clamp(act)) return decline();
+  const std::string how = "int8 gemv k=" + std::to_string(p->k) + " n=" + std::to_string(p->n) +
+                          " kxn=" + std::to_string(p->w_is_k_by_n ? 1 : 0) + " " + p->packing;
+  auto kern = std::make_unique<Int8GemvKernel>(
+      share_packing<PackedGemvInt8>(req.packs, p->w_value, how,
+                                    [&] {
+                                      return PackedGemvInt8::pack(
+                                          p->w, static_cast<int64_t>(p->k),
+                                          static_cast<int64_t>(p->n), p->w_is_k_by_n,
+                                          p->bias.empty() ? nullptr : p->bias.data());
+                                    }),
+      in);
+  kern->clamp_ = clamp_of(act);
+  return std::unique_ptr<Kernel>(std::move(kern));
+}
+
+namespace {
+
 Result<std::unique_ptr<Kernel>> make_gemm(const KernelRequest& req) {
   ASSIGN_OR_RETURN(std::optional<FcParams> p, gemm_params(req));
   if (!p) return decline();

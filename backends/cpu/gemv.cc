@@ -10,6 +10,7 @@
 #include <new>
 #include <utility>
 
+#include "backends/cpu/layout.h"
 #include "backends/cpu/onednn.h"
 #include "backends/cpu/simd.h"
 #include "core/allocator.h"
@@ -147,6 +148,77 @@ using PanelKernelBf16 = void (*)(const uint16_t*, const uint32_t*, int64_t, uint
 constexpr std::array<PanelKernelBf16, 4> kPanelKernelsBf16 = {
     &panel_kernel_bf16<1, kStreams>, &panel_kernel_bf16<2, kStreams>,
     &panel_kernel_bf16<3, kStreams>, &panel_kernel_bf16<4, kStreams>};
+
+// The int8 panel product: y[j] = clamp(float(sum_q dot(x quad q, w quad-row q, column j) -
+// correction[j]) * scale[j] + bias[j]) for j < nr (nr <= 16V); `w` one packed int8 panel,
+// quad-rows of 16V 32-bit words; x's bytes read four at a time and xor-ed with `flip` (0x80 per
+// byte turns an s8 x into the u8 vpdpbusd multiplies; the correction takes the 128 out again).
+// The quad-rows are read as S streams, as in panel_kernel; a K that is not a multiple of 4 ends
+// in a quad whose missing bytes meet zero weights.
+#define TESSERA_AVX512_VNNI __attribute__((target("avx512f,fma,avx512bw,avx512vl,avx512vnni")))
+template <int V, int S>
+TESSERA_AVX512_VNNI void panel_kernel_int8(const uint8_t* x, uint32_t flip, const uint32_t* w,
+                                           int64_t k, float* y, int64_t nr,
+                                           const int32_t* correction, const float* scale,
+                                           const float* bias, float lo, float hi) {
+  constexpr int64_t kRow = 16 * V;
+  __m512i acc[S][V] = {};
+  const auto quad_of = [&](int64_t q) {
+    uint32_t xq;
+    std::memcpy(&xq, x + 4 * q, sizeof xq);
+    return static_cast<int>(xq ^ flip);
+  };
+  const int64_t full = k / 4, seg = full / S;
+  for (int64_t p = 0; p < seg; ++p) {
+#pragma GCC unroll 8
+    for (int u = 0; u < S; ++u) {
+      const int64_t row = u * seg + p;
+      const __m512i xu = _mm512_set1_epi32(quad_of(row));
+#pragma GCC unroll 4
+      for (int v = 0; v < V; ++v) {
+        acc[u][v] = _mm512_dpbusd_epi32(acc[u][v], xu, _mm512_load_si512(w + row * kRow + 16 * v));
+      }
+    }
+  }
+  for (int64_t p = S * seg; p < full; ++p) {
+    const __m512i xp = _mm512_set1_epi32(quad_of(p));
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) {
+      acc[0][v] = _mm512_dpbusd_epi32(acc[0][v], xp, _mm512_load_si512(w + p * kRow + 16 * v));
+    }
+  }
+  if (k % 4 != 0) {  // the last quad: the bytes past K meet zero weights
+    uint32_t xq = 0;
+    std::memcpy(&xq, x + 4 * full, static_cast<size_t>(k % 4));
+    const __m512i xl = _mm512_set1_epi32(static_cast<int>(xq ^ flip));
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) {
+      acc[0][v] = _mm512_dpbusd_epi32(acc[0][v], xl, _mm512_load_si512(w + full * kRow + 16 * v));
+    }
+  }
+#pragma GCC unroll 4
+  for (int v = 0; v < V; ++v) {
+    __m512i t = acc[0][v];
+#pragma GCC unroll 8
+    for (int u = 1; u < S; ++u) t = _mm512_add_epi32(t, acc[u][v]);
+    const int64_t left = nr - 16 * v;
+    const __mmask16 m = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
+    t = _mm512_sub_epi32(t, _mm512_maskz_loadu_epi32(m, correction + 16 * v));
+    // (the maskz conversion: GCC 12 warns about the undefined source of the unmasked one.)
+    __m512 s = _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, t),
+                             _mm512_maskz_loadu_ps(m, scale + 16 * v));
+    if (bias != nullptr) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(m, bias + 16 * v));
+    s = _mm512_maskz_min_ps(0xFFFF, _mm512_maskz_max_ps(0xFFFF, s, _mm512_set1_ps(lo)),
+                            _mm512_set1_ps(hi));
+    _mm512_mask_storeu_ps(y + 16 * v, m, s);
+  }
+}
+
+using PanelKernelInt8 = void (*)(const uint8_t*, uint32_t, const uint32_t*, int64_t, float*,
+                                 int64_t, const int32_t*, const float*, const float*, float, float);
+constexpr std::array<PanelKernelInt8, 4> kPanelKernelsInt8 = {
+    &panel_kernel_int8<1, kStreams>, &panel_kernel_int8<2, kStreams>,
+    &panel_kernel_int8<3, kStreams>, &panel_kernel_int8<4, kStreams>};
 #endif  // TESSERA_X86_64
 
 // The same panel product in portable C++: where the AVX-512 kernel is not built (other
@@ -312,6 +384,95 @@ Status GemvBf16::run(ThreadPool& pool, const uint16_t* x, uint16_t* y, float lo,
 #else
   (void)pool, (void)x, (void)y, (void)lo, (void)hi;
   return unimplemented("bf16 gemv: not built for this architecture");
+#endif
+}
+
+void PackedGemvInt8::Free::operator()(uint32_t* p) const {
+  std::free(p);
+}
+
+int64_t PackedGemvInt8::width(int64_t j) const {
+  const int64_t cols = std::min(kGemvNR, n_ - j * kGemvNR);
+  return (cols + 15) / 16 * 16;
+}
+
+PackedGemvInt8 PackedGemvInt8::pack(const float* src, int64_t k, int64_t n, bool w_is_k_by_n,
+                                    const float* bias) {
+  PackedGemvInt8 w;
+  w.k_ = k;
+  w.n_ = n;
+  if (bias != nullptr) w.bias_.assign(bias, bias + n);
+  // The columns as rows [n][k], quantised per column as oneDNN's int8 matmul's weights are.
+  std::vector<float> rows(static_cast<size_t>(n * k));
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t p = 0; p < k; ++p) {
+      rows[static_cast<size_t>(j * k + p)] = w_is_k_by_n ? src[p * n + j] : src[j * k + p];
+    }
+  }
+  std::vector<int8_t> q;
+  quantize_weights_per_channel(rows.data(), n, k, &q, &w.scales_);
+  rows = {};
+  w.column_sums_.assign(static_cast<size_t>(n), 0);
+  for (int64_t j = 0; j < n; ++j) {
+    int32_t sum = 0;
+    for (int64_t p = 0; p < k; ++p) sum += q[static_cast<size_t>(j * k + p)];
+    w.column_sums_[static_cast<size_t>(j)] = sum;
+  }
+  const int64_t panels = w.panels(), quads = w.quads();
+  w.size_ = panels == 0 ? 0 : ((panels - 1) * kGemvNR + w.width(panels - 1)) * quads;
+  if (w.size_ == 0) return w;
+  w.data_.reset(static_cast<uint32_t*>(
+      allocate_aligned(static_cast<size_t>(w.size_) * sizeof(uint32_t), 64)));
+  if (!w.data_) throw std::bad_alloc();
+  fill_panels(w.data_.get(), quads, n, 16, [&](int64_t r, int64_t col) {
+    uint32_t word = 0;
+    for (int64_t b = 0; b < 4 && 4 * r + b < k; ++b) {
+      word |=
+          static_cast<uint32_t>(static_cast<uint8_t>(q[static_cast<size_t>(col * k + 4 * r + b)]))
+          << (8 * b);
+    }
+    return word;
+  });
+  return w;
+}
+
+GemvInt8::GemvInt8(SharedPacking<PackedGemvInt8> w, float x_scale, int32_t x_zero_point,
+                   bool x_unsigned)
+    : w_(std::move(w)), flip_(x_unsigned ? 0u : 0x80808080u) {
+  const PackedGemvInt8& pw = this->w();
+  const int64_t c = static_cast<int64_t>(x_zero_point) + (x_unsigned ? 0 : 128);
+  scale_.resize(static_cast<size_t>(pw.n()));
+  correction_.resize(static_cast<size_t>(pw.n()));
+  for (size_t j = 0; j < scale_.size(); ++j) {
+    scale_[j] = x_scale * pw.scales()[j];
+    // Modulo 2^32: acc - correction is the true sum, which fits (|sum| <= K * 255 * 127).
+    correction_[j] = static_cast<int32_t>(static_cast<uint32_t>(
+        static_cast<uint64_t>(c * static_cast<int64_t>(pw.column_sums()[j]))));
+  }
+}
+
+void GemvInt8::bind(int threads, int items_per_thread) {
+  bounds_ = split_panels(w().panels(), threads, items_per_thread);
+}
+
+Status GemvInt8::run(ThreadPool& pool, const uint8_t* x, float* y, float lo, float hi) const {
+#if TESSERA_X86_64
+  if (!has_avx512_vnni()) return unimplemented("int8 gemv: this CPU has no AVX512_VNNI");
+  const PackedGemvInt8& w = this->w();
+  pool.parallel_items(bounds_.size() - 1, [&](int, size_t i) {
+    for (int64_t j = bounds_[i]; j < bounds_[i + 1]; ++j) {
+      const int64_t n0 = j * kGemvNR;
+      const int64_t nr = std::min(kGemvNR, w.n() - n0);
+      const float* bias = w.bias() != nullptr ? w.bias() + n0 : nullptr;
+      kPanelKernelsInt8[static_cast<size_t>(w.width(j) / 16 - 1)](
+          x, flip_, w.panel(j), w.k(), y + n0, nr, correction_.data() + n0, scale_.data() + n0,
+          bias, lo, hi);
+    }
+  });
+  return Status();
+#else
+  (void)pool, (void)x, (void)y, (void)lo, (void)hi;
+  return unimplemented("int8 gemv: not built for this architecture");
 #endif
 }
 

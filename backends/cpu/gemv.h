@@ -147,4 +147,72 @@ class GemvBf16 {
   std::vector<int64_t> bounds_;
 };
 
+// The int8 form, for int8 programs (docs/precision.md): W quantised to s8 with one scale per
+// output column (max |w| / 127, as oneDNN's int8 matmul takes it), in the same column panels,
+// each run of four rows interleaved: quad-row q of a panel holds, per column c, the 32-bit word
+// of the four bytes w[4q..4q + 3][c] (zero bytes past K), so that one AVX-512 VNNI dot product
+// (vpdpbusd) multiplies four of x's bytes into 16 columns, summing in int32. A quarter of the
+// bytes of the f32 form (AlexNet's fc6: 38 MB), streamed the same way. The column sums of the
+// quantised weights are kept to take x's zero point (and the offset that makes an s8 x unsigned
+// for vpdpbusd) out of the sums: sum_k (u_k - c) w_kj = acc_j - c * colsum_j.
+class PackedGemvInt8 {
+ public:
+  // The longest K whose int32 sums cannot overflow (|acc| <= K * 255 * 128).
+  static constexpr int64_t kMaxK = 65536;
+
+  PackedGemvInt8() = default;
+  // W as PackedGemv::pack takes it (scale 1); the bias stays f32. K <= kMaxK.
+  static PackedGemvInt8 pack(const float* src, int64_t k, int64_t n, bool w_is_k_by_n,
+                             const float* bias);
+
+  int64_t k() const { return k_; }
+  int64_t n() const { return n_; }
+  int64_t quads() const { return (k_ + 3) / 4; }
+  int64_t panels() const { return (n_ + kGemvNR - 1) / kGemvNR; }
+  // 32-bit words per quad-row of panel j: kGemvNR, or the last panel's width rounded up to 16.
+  int64_t width(int64_t j) const;
+  const uint32_t* panel(int64_t j) const { return data_.get() + j * quads() * kGemvNR; }
+  // Per column: the weight scale and the sum of the quantised weights.
+  const std::vector<float>& scales() const { return scales_; }
+  const std::vector<int32_t>& column_sums() const { return column_sums_; }
+  const float* bias() const { return bias_.empty() ? nullptr : bias_.data(); }
+  uint64_t bytes() const {
+    return static_cast<uint64_t>(size_) * sizeof(uint32_t) +
+           (bias_.size() + scales_.size()) * sizeof(float) + column_sums_.size() * sizeof(int32_t);
+  }
+
+ private:
+  struct Free {
+    void operator()(uint32_t* p) const;
+  };
+  std::unique_ptr<uint32_t[], Free> data_;
+  int64_t size_ = 0;
+  int64_t k_ = 0, n_ = 0;
+  std::vector<float> scales_, bias_;
+  std::vector<int32_t> column_sums_;
+};
+
+// y = clamp(s_x * s_w[j] * sum_k (q_x[k] - zp_x) * q_w[k][j] + bias[j], lo, hi) in f32, over x
+// held in int8 (u8 or s8 with scale s_x and zero point zp_x: real = s_x * (q - zp)), on the pool
+// as Gemv. The int32 sums are exact; the f32 epilogue rounds once per column. Only on CPUs where
+// has_avx512_vnni() (callers check; run() fails otherwise). Thread rule: bind() before run();
+// run() from one thread at a time (it splits the work over the pool itself).
+class GemvInt8 {
+ public:
+  GemvInt8(SharedPacking<PackedGemvInt8> w, float x_scale, int32_t x_zero_point, bool x_unsigned);
+  const PackedGemvInt8& w() const { return *w_.packed; }
+  uint64_t owned_bytes() const {
+    return w_.owned_bytes() + (scale_.size() + correction_.size()) * sizeof(float);
+  }
+  void bind(int threads, int items_per_thread = 4);
+  Status run(ThreadPool& pool, const uint8_t* x, float* y, float lo, float hi) const;
+
+ private:
+  SharedPacking<PackedGemvInt8> w_;
+  uint32_t flip_ = 0;                // 0x80808080 for an s8 x: u = q + 128 as vpdpbusd reads it
+  std::vector<float> scale_;         // s_x * s_w[j]
+  std::vector<int32_t> correction_;  // (zp_x + offset) * colsum[j], modulo 2^32
+  std::vector<int64_t> bounds_;
+};
+
 }  // namespace tessera::cpu

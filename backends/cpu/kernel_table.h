@@ -157,6 +157,12 @@ Result<std::unique_ptr<Kernel>> make_bf16_max_pool(const KernelRequest& req);
 // Tessera's bf16 GEMV (gemv.h), x and y in bf16, a fused ReLU or Clip; null without AVX512_BF16,
 // at other batches (oneDNN's bf16 matmul takes them) and for other activations.
 Result<std::unique_ptr<Kernel>> make_bf16_gemv(const KernelRequest& req);
+// Gemm / MatMul of an int8 program at batch 1 with a constant weight matrix (fully_connected.cc):
+// Tessera's int8 GEMV (gemv.h), x in int8 with its quantisation in `quant`, y in f32, a fused ReLU
+// or Clip; null without AVX512_VNNI, at other batches, for K > PackedGemvInt8::kMaxK, for other
+// activations and where x has no quantisation.
+Result<std::unique_ptr<Kernel>> make_int8_gemv(const KernelRequest& req,
+                                               const std::vector<QuantParam>& quant);
 
 // BatchNormalization of a bf16 program (elementwise.cc): bf16 NHWC (or [N, C]) in and out,
 // y = x * scale[c] + shift[c] in f32 registers, a fused ReLU or Clip; other activations decline.

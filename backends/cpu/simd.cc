@@ -31,4 +31,13 @@ bool has_avx512_bf16() {
 #endif
 }
 
+bool has_avx512_vnni() {
+#if TESSERA_X86_64
+  static const bool yes = has_avx512_bw_vl() && cpuinfo_has_x86_avx512vnni();
+  return yes;
+#else
+  return false;
+#endif
+}
+
 }  // namespace tessera::cpu

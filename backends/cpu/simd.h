@@ -34,6 +34,8 @@ bool has_avx512_bw_vl();
 // True when has_avx512_bw_vl() and this CPU also runs AVX512_BF16 (vdpbf16ps, vcvtne2ps2bf16:
 // the bf16 GEMV).
 bool has_avx512_bf16();
+// True when has_avx512_bw_vl() and this CPU also runs AVX512_VNNI (vpdpbusd: the int8 GEMV).
+bool has_avx512_vnni();
 
 #if TESSERA_X86_64
 typedef float F32x16 __attribute__((vector_size(64)));

@@ -12,9 +12,11 @@
 #include <string_view>
 
 #include "backends/cpu/cpu_program.h"
+#include "backends/cpu/gemv.h"
 #include "backends/cpu/kernel_table.h"
 #include "backends/cpu/layout.h"
 #include "backends/cpu/onednn.h"
+#include "backends/cpu/simd.h"
 #include "backends/registry.h"
 #include "scheduler/calibrate.h"
 #include "scheduler/fidelity.h"
@@ -154,7 +156,9 @@ std::vector<Tensor> run_program(Program& p, const std::vector<Tensor>& feeds) {
   return out;
 }
 
-// Per-output-channel s8 weights as the oracle makes them: s[oc] = max |w[oc]| / 127.
+// Per-output-channel s8 weights as the oracle makes them: s[oc] = max |w[oc]| / 127, q = w / s
+// rounded to even, the division in f32 as the kernels make them (in double it may round
+// differently at a tie).
 void quantize_weights_ref(const float* w, int64_t rows, int64_t cols, std::vector<int>* wq,
                           std::vector<double>* s) {
   wq->assign(static_cast<size_t>(rows * cols), 0);
@@ -166,7 +170,8 @@ void quantize_weights_ref(const float* w, int64_t rows, int64_t cols, std::vecto
     (*s)[static_cast<size_t>(r)] = sc;
     for (int64_t i = 0; i < cols; ++i) {
       (*wq)[static_cast<size_t>(r * cols + i)] =
-          static_cast<int>(std::clamp(round_even(w[r * cols + i] / sc), -127.0, 127.0));
+          static_cast<int>(std::clamp(round_even(w[r * cols + i] / static_cast<float>(sc)),
+                                      -127.0, 127.0));
     }
   }
 }
@@ -302,62 +307,174 @@ TEST(Int8Conv, MatchesScalarInt8Reference) {
 TEST(Int8MatMul, MatchesScalarInt8Reference) {
   if (!cpu::onednn_available()) GTEST_SKIP() << "no oneDNN in this build";
   testing::ScopedEnv rules("TESSERA_CPU_KERNELS", "rules");  // the int8 kernel under test
-  for (bool gemm : {true, false}) {
-    SCOPED_TRACE(gemm ? "Gemm" : "MatMul");
-    const int64_t m = 3, k = 37, nn = 11;
-    Graph g;
-    const ValueId x = g.add_value("x", TensorInfo{DType::kF32, Shape{m, k}});
-    g.inputs().push_back(x);
-    // Gemm: W is [n, k] (transB); MatMul: W is [k, n].
-    const Tensor w = random_tensor(gemm ? Shape{nn, k} : Shape{k, nn}, 5, -0.4f, 0.4f);
-    const Tensor b = random_tensor(Shape{nn}, 6, -1.f, 1.f);
-    Node n;
-    n.name = "fc";
-    n.kind = gemm ? OpKind::kGemm : OpKind::kMatMul;
-    n.inputs = {x, g.add_constant("w", w)};
-    if (gemm) {
-      n.attrs.set("transB", int64_t{1});
-      n.inputs.push_back(g.add_constant("b", b));
-    }
-    n.outputs = {g.add_value("y")};
-    g.outputs() = {n.outputs[0]};
-    const NodeId id = g.add_node(n);
-    ASSERT_TRUE(g.infer_shapes().ok());
-    const Tensor xin = random_tensor(Shape{m, k}, 7, -2.f, 1.f);
-    CompileOptions o;
-    o.calibration = table_of({{"x", range_of(xin)}, {"y", {-100.f, 100.f}}});
-    const QuantParam qx = QuantParam::from_range(range_of(xin).first, range_of(xin).second);
-    auto dev = open_device("cpu:0#int8");
-    ASSERT_TRUE(dev.ok());
-    std::vector<NodeId> layers = {id};
-    auto p = (*dev)->compile(g, layers, o);
-    ASSERT_TRUE(p.ok()) << p.status().to_string();
-    ASSERT_NE((*p)->describe().find("onednn int8 matmul"), std::string::npos) << (*p)->describe();
-    const Tensor got = run_program(**p, {xin})[0];
-    // Weights as [n][k] rows for the oracle.
-    std::vector<float> rows(static_cast<size_t>(nn * k));
-    for (int64_t j = 0; j < nn; ++j) {
-      for (int64_t i = 0; i < k; ++i) {
-        rows[static_cast<size_t>(j * k + i)] =
-            gemm ? w.data<float>()[j * k + i] : w.data<float>()[i * nn + j];
+  for (const int64_t m : {3, 1}) {
+    for (bool gemm : {true, false}) {
+      SCOPED_TRACE(std::string(gemm ? "Gemm" : "MatMul") + " batch " + std::to_string(m));
+      const int64_t k = 37, nn = 11;
+      Graph g;
+      const ValueId x = g.add_value("x", TensorInfo{DType::kF32, Shape{m, k}});
+      g.inputs().push_back(x);
+      // Gemm: W is [n, k] (transB); MatMul: W is [k, n].
+      const Tensor w = random_tensor(gemm ? Shape{nn, k} : Shape{k, nn}, 5, -0.4f, 0.4f);
+      const Tensor b = random_tensor(Shape{nn}, 6, -1.f, 1.f);
+      Node n;
+      n.name = "fc";
+      n.kind = gemm ? OpKind::kGemm : OpKind::kMatMul;
+      n.inputs = {x, g.add_constant("w", w)};
+      if (gemm) {
+        n.attrs.set("transB", int64_t{1});
+        n.inputs.push_back(g.add_constant("b", b));
       }
-    }
-    std::vector<int> wq;
-    std::vector<double> ws;
-    quantize_weights_ref(rows.data(), nn, k, &wq, &ws);
-    for (int64_t r = 0; r < m; ++r) {
+      n.outputs = {g.add_value("y")};
+      g.outputs() = {n.outputs[0]};
+      const NodeId id = g.add_node(n);
+      ASSERT_TRUE(g.infer_shapes().ok());
+      const Tensor xin = random_tensor(Shape{m, k}, 7, -2.f, 1.f);
+      CompileOptions o;
+      o.calibration = table_of({{"x", range_of(xin)}, {"y", {-100.f, 100.f}}});
+      const QuantParam qx = QuantParam::from_range(range_of(xin).first, range_of(xin).second);
+      auto dev = open_device("cpu:0#int8");
+      ASSERT_TRUE(dev.ok());
+      std::vector<NodeId> layers = {id};
+      auto p = (*dev)->compile(g, layers, o);
+      ASSERT_TRUE(p.ok()) << p.status().to_string();
+      // At batch 1 Tessera's int8 GEMV where the CPU has VNNI, else oneDNN's matmul.
+      const bool gemv = m == 1 && cpu::has_avx512_vnni();
+      ASSERT_NE((*p)->describe().find(gemv ? "tessera int8 gemv" : "onednn int8 matmul"),
+                std::string::npos)
+          << (*p)->describe();
+      const Tensor got = run_program(**p, {xin})[0];
+      // Weights as [n][k] rows for the oracle.
+      std::vector<float> rows(static_cast<size_t>(nn * k));
       for (int64_t j = 0; j < nn; ++j) {
-        int64_t acc = 0;
         for (int64_t i = 0; i < k; ++i) {
-          acc += static_cast<int64_t>(quantize_ref(xin.data<float>()[r * k + i], qx)) *
-                 wq[static_cast<size_t>(j * k + i)];
+          rows[static_cast<size_t>(j * k + i)] =
+              gemm ? w.data<float>()[j * k + i] : w.data<float>()[i * nn + j];
         }
-        const double want =
-            static_cast<double>(qx.scale) * ws[static_cast<size_t>(j)] * static_cast<double>(acc) +
-            (gemm ? b.data<float>()[j] : 0.0);
-        EXPECT_NEAR(got.data<float>()[r * nn + j], want, 1e-4 * (1 + std::fabs(want)))
-            << r << ", " << j;
       }
+      std::vector<int> wq;
+      std::vector<double> ws;
+      quantize_weights_ref(rows.data(), nn, k, &wq, &ws);
+      for (int64_t r = 0; r < m; ++r) {
+        for (int64_t j = 0; j < nn; ++j) {
+          int64_t acc = 0;
+          for (int64_t i = 0; i < k; ++i) {
+            acc += static_cast<int64_t>(quantize_ref(xin.data<float>()[r * k + i], qx)) *
+                   wq[static_cast<size_t>(j * k + i)];
+          }
+          const double want = static_cast<double>(qx.scale) * ws[static_cast<size_t>(j)] *
+                                  static_cast<double>(acc) +
+                              (gemm ? b.data<float>()[j] : 0.0);
+          EXPECT_NEAR(got.data<float>()[r * nn + j], want, 1e-4 * (1 + std::fabs(want)))
+              << r << ", " << j;
+        }
+      }
+    }
+  }
+}
+
+// Tessera's int8 GEMV (gemv.h) against a brute-force oracle: the exact integer sum of
+// (q_x - zp_x) times the weights quantised per column (quantize_weights_ref), scaled, plus the
+// bias, clamped; the kernel's f32 output within f32 rounding of it. Odd and tiny K (a last quad
+// with missing bytes), N across panel widths and tails, W in both orders, u8 and s8 inputs with
+// and without zero points, 1 and 2 threads; then the longest K at the extremes of the int32 sums.
+TEST(Int8Gemv, MatchesBruteForce) {
+  if (!cpu::has_avx512_vnni()) GTEST_SKIP() << "no AVX512_VNNI on this CPU";
+  struct Case {
+    int64_t k, n;
+  };
+  const Case cases[] = {{1, 1},   {3, 15},   {4, 16},     {5, 17},   {17, 64},
+                        {33, 65}, {64, 200}, {1001, 130}, {4099, 77}};
+  const QuantParam qs[] = {
+      {0.05f, true, 0}, {0.03f, true, 7}, {0.02f, false, 0}, {0.04f, false, -5}};
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (const Case& c : cases) {
+    for (const bool kxn : {false, true}) {
+      const bool with_bias = kxn;
+      SCOPED_TRACE("k " + std::to_string(c.k) + " n " + std::to_string(c.n) +
+                   (kxn ? " kxn" : " nxk"));
+      std::vector<float> w(static_cast<size_t>(c.k * c.n)), bias(static_cast<size_t>(c.n));
+      for (float& v : w) v = u(rng);
+      for (float& v : bias) v = u(rng);
+      std::vector<float> rows(w.size());
+      for (int64_t j = 0; j < c.n; ++j) {
+        for (int64_t p = 0; p < c.k; ++p) {
+          rows[static_cast<size_t>(j * c.k + p)] =
+              w[static_cast<size_t>(kxn ? p * c.n + j : j * c.k + p)];
+        }
+      }
+      std::vector<int> wq;
+      std::vector<double> ws;
+      quantize_weights_ref(rows.data(), c.n, c.k, &wq, &ws);
+      cpu::SharedPacking<cpu::PackedGemvInt8> packed;
+      packed.packed = std::make_shared<const cpu::PackedGemvInt8>(
+          cpu::PackedGemvInt8::pack(w.data(), c.k, c.n, kxn, with_bias ? bias.data() : nullptr));
+      for (const QuantParam& q : qs) {
+        SCOPED_TRACE(std::string(q.is_unsigned ? "u8" : "s8") + " zp " +
+                     std::to_string(q.zero_point));
+        std::vector<uint8_t> x(static_cast<size_t>(c.k));
+        for (uint8_t& v : x) v = static_cast<uint8_t>(rng());
+        const auto real_q = [&](int64_t p) {
+          const uint8_t b = x[static_cast<size_t>(p)];
+          return (q.is_unsigned ? int64_t{b} : int64_t{static_cast<int8_t>(b)}) - q.zero_point;
+        };
+        for (const float lo : {-std::numeric_limits<float>::infinity(), 0.f}) {
+          const float hi = lo == 0.f ? 0.5f : std::numeric_limits<float>::infinity();
+          for (int threads : {1, 2}) {
+            std::shared_ptr<cpu::ThreadPool> pool = testing::cpu_pool_on_first_cores(threads);
+            if (pool == nullptr) continue;
+            cpu::GemvInt8 gemv(packed, q.scale, q.zero_point, q.is_unsigned);
+            gemv.bind(threads);
+            std::vector<float> y(static_cast<size_t>(c.n), std::nanf(""));
+            Status st = pool->run([&] { return gemv.run(*pool, x.data(), y.data(), lo, hi); });
+            ASSERT_TRUE(st.ok()) << st.to_string();
+            for (int64_t j = 0; j < c.n; ++j) {
+              int64_t acc = 0;
+              for (int64_t p = 0; p < c.k; ++p)
+                acc += real_q(p) * wq[static_cast<size_t>(j * c.k + p)];
+              const double sum =
+                  double{q.scale} * ws[static_cast<size_t>(j)] * static_cast<double>(acc) +
+                  (with_bias ? bias[static_cast<size_t>(j)] : 0.0);
+              const double want = std::min<double>(std::max<double>(sum, lo), hi);
+              ASSERT_NEAR(y[static_cast<size_t>(j)], want, 1e-6 * (1 + std::fabs(sum)))
+                  << "column " << j;
+            }
+          }
+        }
+      }
+    }
+  }
+  // The longest K at both ends of the int32 range: every product at its largest magnitude.
+  const int64_t k = cpu::PackedGemvInt8::kMaxK, n = 17;
+  std::vector<float> w(static_cast<size_t>(k * n));
+  for (int64_t p = 0; p < k; ++p) {
+    for (int64_t j = 0; j < n; ++j) w[static_cast<size_t>(p * n + j)] = j % 2 == 0 ? 1.f : -1.f;
+  }
+  cpu::SharedPacking<cpu::PackedGemvInt8> packed;
+  packed.packed = std::make_shared<const cpu::PackedGemvInt8>(
+      cpu::PackedGemvInt8::pack(w.data(), k, n, true, nullptr));
+  std::shared_ptr<cpu::ThreadPool> pool = testing::cpu_pool_on_first_cores(1);
+  ASSERT_NE(pool, nullptr);
+  struct Extreme {
+    QuantParam q;
+    uint8_t byte;
+    int64_t real;  // q - zp
+  };
+  const Extreme extremes[] = {
+      {{1.f, true, 0}, 255, 255}, {{1.f, false, 127}, 0x80, -255}, {{1.f, false, -128}, 0x7F, 255}};
+  for (const Extreme& e : extremes) {
+    std::vector<uint8_t> x(static_cast<size_t>(k), e.byte);
+    cpu::GemvInt8 gemv(packed, e.q.scale, e.q.zero_point, e.q.is_unsigned);
+    gemv.bind(1);
+    std::vector<float> y(static_cast<size_t>(n));
+    const float inf = std::numeric_limits<float>::infinity();
+    Status st = pool->run([&] { return gemv.run(*pool, x.data(), y.data(), -inf, inf); });
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    for (int64_t j = 0; j < n; ++j) {
+      // w = +-1 quantises to +-127 with scale 1/127.
+      const double want = static_cast<double>(e.real * k) * (j % 2 == 0 ? 1.0 : -1.0);
+      ASSERT_NEAR(y[static_cast<size_t>(j)], want, 1e-6 * std::fabs(want)) << "column " << j;
     }
   }
 }
