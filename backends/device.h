@@ -176,6 +176,23 @@ class Program {
     if (options.stop_requested()) return options.check("program");
     return execute(inputs, outputs, options);
   }
+  // (optional) Overlapped frames, for a program whose run is mostly a wait on another machine
+  // (a remote server): start() does this side's part of a frame (packs and sends its inputs) and
+  // returns; finish() waits for the oldest started frame and writes its outputs (as run()
+  // does). Frames finish in the order they started; a frame's failure is its own. A program that
+  // offers this returns max_in_flight() > 1, the frames that may be started and not finished;
+  // the executor's streaming driver then starts frames on the stage's actor and finishes them on
+  // a thread of their own, so that packing, the link and the server work on different frames at
+  // once (executor.h). Thread rule: start() and finish() may run at the same time on two threads
+  // (one each); run() is not called while frames are in flight.
+  virtual int max_in_flight() const { return 1; }
+  Status start(std::span<const Tensor> inputs, const RunOptions& options = {}) {
+    if (options.stop_requested()) return options.check("program");
+    return start_frame(inputs, options);
+  }
+  Status finish(std::span<Tensor> outputs, const RunOptions& options = {}) {
+    return finish_frame(outputs, options);
+  }
   // (optional) One line per step naming the kernel that runs it, for diagnostics and tests.
   virtual std::string describe() const { return {}; }
   // Bytes the program holds while it runs: its activation memory (the arena, for backends that
@@ -186,6 +203,13 @@ class Program {
   // The backend's run (see run()): the cancellation and deadline are already checked once.
   virtual Status execute(std::span<const Tensor> inputs, std::span<Tensor> outputs,
                          const RunOptions& options) = 0;
+  // The backend's start() and finish() (see max_in_flight()); only called when it is > 1.
+  virtual Status start_frame(std::span<const Tensor> /*inputs*/, const RunOptions& /*options*/) {
+    return unimplemented("this program does not run frames overlapped");
+  }
+  virtual Status finish_frame(std::span<Tensor> /*outputs*/, const RunOptions& /*options*/) {
+    return unimplemented("this program does not run frames overlapped");
+  }
 };
 
 class Device {

@@ -352,6 +352,14 @@ Result<std::pair<uint64_t, std::vector<Tensor>>> run_stream(
     std::printf("%5zu  %5d  %-20s %10.1f %12.3f %14.3f\n", i, s.actor, s.device.c_str(),
                 100.0 * busy[i] / wall_ms, busy[i] / count, blocked[i] / count);
   }
+  for (size_t i = 0; i < ex.steps().size(); ++i) {
+    if (const int k = ex.step_frames_in_flight(i); k > 1) {
+      std::printf(
+          "step %zu runs up to %d frames overlapped (a remote hop): busy ms/fr is one frame's "
+          "time in the hop, busy %% the mean frames in it x 100\n",
+          i, k);
+    }
+  }
   for (const QueueOccupancy& q : ex.queue_occupancy()) {
     std::printf("actor %d: frames waiting when it took one: mean %.2f\n", q.actor, q.mean());
   }

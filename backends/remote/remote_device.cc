@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <mutex>
 
 #include "backends/remote/server.h"
 #include "backends/remote/zmq_transport.h"
@@ -60,27 +62,88 @@ class RemoteProgram final : public Program {
            (encoding_.pack ? pack_policy_name(encoding_.policy) : std::string("raw")) + ")";
   }
 
+  int max_in_flight() const override { return device_.frames_in_flight(); }
+
  protected:
   Status execute(std::span<const Tensor> inputs, std::span<Tensor> outputs,
                  const RunOptions& options) override {
-    if (inputs.size() != inputs_.size() || outputs.size() != outputs_.size()) {
-      return invalid_argument("remote program: " + std::to_string(inputs_.size()) + " inputs and " +
-                              std::to_string(outputs_.size()) + " outputs expected, got " +
-                              std::to_string(inputs.size()) + " and " +
-                              std::to_string(outputs.size()));
+    RETURN_IF_ERROR(start_frame(inputs, options));
+    return finish_frame(outputs, options);
+  }
+
+  // Packs the inputs and sends the Run request.
+  Status start_frame(std::span<const Tensor> inputs, const RunOptions& options) override {
+    if (inputs.size() != inputs_.size()) {
+      return invalid_argument("remote program: " + std::to_string(inputs_.size()) +
+                              " inputs expected, got " + std::to_string(inputs.size()));
     }
     uint32_t budget_ms = 0;
     if (options.deadline != Clock::time_point::max()) {
       const double left = ms_between(Clock::now(), options.deadline);
       budget_ms = static_cast<uint32_t>(std::clamp(left, 1.0, 4e9));
     }
+    InFlight f;
+    f.id = device_.next_id();
+    f.timed = options.layer_ms != nullptr;
     const Clock::time_point t0 = Clock::now();
     ASSIGN_OR_RETURN(std::vector<uint8_t> msg,
-                     encode_run(device_.next_id(), id_, budget_ms, options.layer_ms != nullptr,
-                                inputs, encoding_));
-    const Clock::time_point t1 = Clock::now();
-    ASSIGN_OR_RETURN(std::vector<uint8_t> reply,
-                     device_.call_encoded(std::move(msg), options.deadline));
+                     encode_run(f.id, id_, budget_ms, f.timed, inputs, encoding_));
+    f.pack_ms = ms_between(t0, Clock::now());
+    {
+      // In the queue before the send: finish() on another thread may wait for it at once.
+      std::lock_guard<std::mutex> lock(mu_);
+      in_flight_.push_back(f);
+    }
+    Status sent = device_.send_encoded(msg, options.deadline);
+    if (!sent.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      in_flight_.back().failed = sent;
+    }
+    return Status();
+  }
+
+  // Waits for the oldest frame's reply (checking the cancellation and deadline while it waits),
+  // unpacks it and writes the outputs.
+  Status finish_frame(std::span<Tensor> outputs, const RunOptions& options) override {
+    InFlight f;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (in_flight_.empty()) return failed_precondition("remote program: no frame in flight");
+      f = in_flight_.front();
+      in_flight_.pop_front();
+    }
+    RETURN_IF_ERROR(f.failed);
+    Result<std::vector<uint8_t>> reply = deadline_exceeded("");
+    for (;;) {
+      // Slices of at most 50 ms, so that a cancellation ends the wait.
+      const Clock::time_point slice = Clock::now() + std::chrono::milliseconds(50);
+      const Clock::time_point end = std::min(slice, device_.deadline_or_default(options.deadline));
+      reply = device_.receive_reply(f.id, end);
+      if (reply.ok() || reply.status().code() != StatusCode::kDeadlineExceeded) break;
+      if (options.stop_requested() || end < slice) break;
+    }
+    if (!reply.ok()) {
+      device_.abandon(f.id);
+      if (options.stop_requested()) return options.check("remote program");
+      return reply.status();
+    }
+    return unpack(*reply, outputs, options, f);
+  }
+
+ private:
+  struct InFlight {
+    uint64_t id = 0;
+    bool timed = false;
+    double pack_ms = 0;
+    Status failed;  // the send failed: the frame fails at finish()
+  };
+
+  Status unpack(const std::vector<uint8_t>& reply, std::span<Tensor> outputs,
+                const RunOptions& options, const InFlight& f) {
+    if (outputs.size() != outputs_.size()) {
+      return invalid_argument("remote program: " + std::to_string(outputs_.size()) +
+                              " outputs expected, got " + std::to_string(outputs.size()));
+    }
     const Clock::time_point t2 = Clock::now();
     WireCaps caps;
     ASSIGN_OR_RETURN(RunResult r, decode_result(reply, caps));
@@ -105,7 +168,7 @@ class RemoteProgram final : public Program {
         out = std::move(t);
       }
     }
-    if (options.layer_ms != nullptr) {
+    if (f.timed && options.layer_ms != nullptr) {
       if (r.layer_ms.size() != num_layers_) {
         return unimplemented("remote program: the server timed " +
                              std::to_string(r.layer_ms.size()) + " of " +
@@ -113,7 +176,7 @@ class RemoteProgram final : public Program {
       }
       *options.layer_ms = std::move(r.layer_ms);
     }
-    device_.add_traffic(ms_between(t0, t1), ms_between(t2, Clock::now()), r.server_ms);
+    device_.add_traffic(f.pack_ms, ms_between(t2, Clock::now()), r.server_ms);
     return Status();
   }
 
@@ -125,6 +188,8 @@ class RemoteProgram final : public Program {
   size_t num_layers_;
   TensorEncoding encoding_;
   uint64_t peak_;
+  std::mutex mu_;  // in_flight_
+  std::deque<InFlight> in_flight_;
 };
 
 }  // namespace
@@ -145,6 +210,15 @@ RemoteDevice::~RemoteDevice() {
 Result<std::unique_ptr<RemoteDevice>> RemoteDevice::connect(std::string name,
                                                             std::unique_ptr<Transport> transport) {
   std::unique_ptr<RemoteDevice> d(new RemoteDevice(std::move(name), std::move(transport)));
+  if (const char* v = std::getenv("TESSERA_REMOTE_IN_FLIGHT"); v != nullptr) {
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    if (end == v || *end != '\0' || n < 1 || n > kMaxFramesInFlight) {
+      return invalid_argument("TESSERA_REMOTE_IN_FLIGHT must be a whole number from 1 to " +
+                              std::to_string(kMaxFramesInFlight) + ", got '" + v + "'");
+    }
+    d->frames_in_flight_ = static_cast<int>(n);
+  }
   Hello h;
   h.op_set = op_set_version();
   h.client = "tessera";
@@ -165,23 +239,58 @@ uint64_t RemoteDevice::next_id() {
   return next_id_++;
 }
 
-Result<std::vector<uint8_t>> RemoteDevice::call_encoded(std::vector<uint8_t> message,
-                                                        Clock::time_point deadline) {
-  if (deadline == Clock::time_point::max()) {
-    deadline =
-        Clock::now() + std::chrono::microseconds(static_cast<int64_t>(default_timeout_ms_ * 1000));
+RunOptions::Clock::time_point RemoteDevice::deadline_or_default(Clock::time_point deadline) const {
+  if (deadline != Clock::time_point::max()) return deadline;
+  return Clock::now() + std::chrono::microseconds(static_cast<int64_t>(default_timeout_ms_ * 1000));
+}
+
+Status RemoteDevice::send_encoded(std::span<const uint8_t> message, Clock::time_point deadline) {
+  const uint64_t id = message_request_id(message);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++traffic_.requests;
+    traffic_.bytes_sent += message.size();
+    sent_at_[id] = Clock::now();
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  const Clock::time_point t0 = Clock::now();
-  Result<std::vector<uint8_t>> reply = transport_->request(message, deadline);
-  traffic_.round_trip_ms += ms_between(t0, Clock::now());
-  ++traffic_.requests;
-  traffic_.bytes_sent += message.size();
+  Status st = transport_->send(message, deadline_or_default(deadline));
+  if (!st.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    sent_at_.erase(id);
+    return st.with_context(name_);
+  }
+  return st;
+}
+
+Result<std::vector<uint8_t>> RemoteDevice::receive_reply(uint64_t id, Clock::time_point deadline) {
+  Result<std::vector<uint8_t>> reply = transport_->receive(id, deadline_or_default(deadline));
   if (!reply.ok()) return reply.status().with_context(name_);
-  traffic_.bytes_received += reply->size();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    traffic_.bytes_received += reply->size();
+    if (auto it = sent_at_.find(id); it != sent_at_.end()) {
+      traffic_.round_trip_ms += ms_between(it->second, Clock::now());
+      sent_at_.erase(it);
+    }
+  }
   Result<Envelope> env = decode_envelope(*reply);
   if (!env.ok()) return env.status().with_context(name_ + ": reply");
   if (env->type == MsgType::kError) return error_status(*reply, caps_).with_context(name_);
+  return reply;
+}
+
+void RemoteDevice::abandon(uint64_t id) {
+  transport_->abandon(id);
+  std::lock_guard<std::mutex> lock(mu_);
+  sent_at_.erase(id);
+}
+
+Result<std::vector<uint8_t>> RemoteDevice::call_encoded(std::vector<uint8_t> message,
+                                                        Clock::time_point deadline) {
+  deadline = deadline_or_default(deadline);
+  const uint64_t id = message_request_id(message);
+  RETURN_IF_ERROR(send_encoded(message, deadline));
+  Result<std::vector<uint8_t>> reply = receive_reply(id, deadline);
+  if (!reply.ok() && reply.status().code() == StatusCode::kDeadlineExceeded) abandon(id);
   return reply;
 }
 

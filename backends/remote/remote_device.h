@@ -18,13 +18,18 @@
 // TESSERA_REMOTE_SERVER_KEY (the server's .pub file, pinned) and TESSERA_REMOTE_CLIENT_KEY (this
 // client's .key file); without them only a loopback host is accepted (zmq_transport.h).
 // TESSERA_REMOTE_TIMEOUT_MS bounds every request without a deadline of its own (default 120000).
+// TESSERA_REMOTE_IN_FLIGHT: frames a program may have in flight to the server (1..16, default 3).
 //
-// Thread rule: as device.h says. Requests of all programs of one device are serialised over
-// its one connection.
+// Thread rule: as device.h says. The programs of one device share its one connection; their
+// requests may be in flight at once (the server answers them in the order sent), so a program
+// runs frames overlapped: max_in_flight() frames_in_flight(), start() packs and sends, finish()
+// receives and unpacks (device.h).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 
 #include "backends/device.h"
@@ -60,6 +65,12 @@ class RemoteDevice final : public Device {
   Result<std::unique_ptr<Buffer>> upload(const Tensor& host) override;
   Status download(const Buffer& device, Tensor* host) override;
 
+  // Frames a program of this device may have in flight to the server (Program::max_in_flight):
+  // one being packed and sent, one crossing the link, one on the server, by default (seed 002's
+  // three pipeline steps); TESSERA_REMOTE_IN_FLIGHT sets it (1: no overlap).
+  static constexpr int kMaxFramesInFlight = 16;
+  int frames_in_flight() const { return frames_in_flight_; }
+
   const Welcome& welcome() const { return welcome_; }
   RemoteTraffic traffic() const;
 
@@ -67,6 +78,14 @@ class RemoteDevice final : public Device {
   // Replies that are Errors become their Status.
   Result<std::vector<uint8_t>> call_encoded(std::vector<uint8_t> message,
                                             RunOptions::Clock::time_point deadline);
+  // The two halves, for requests in flight while others are sent (a program's start() and
+  // finish()): send_encoded() hands the message to the transport; receive_reply() waits for the
+  // reply to request `id` (DeadlineExceeded leaves it awaited: receive again or abandon()).
+  Status send_encoded(std::span<const uint8_t> message, RunOptions::Clock::time_point deadline);
+  Result<std::vector<uint8_t>> receive_reply(uint64_t id, RunOptions::Clock::time_point deadline);
+  void abandon(uint64_t id);
+  // `deadline`, or the default timeout from now when it is max().
+  RunOptions::Clock::time_point deadline_or_default(RunOptions::Clock::time_point deadline) const;
   uint64_t next_id();
   const std::string& digest_of(const Graph& g) const;
   void add_traffic(double pack_ms, double unpack_ms, double server_ms);
@@ -83,10 +102,12 @@ class RemoteDevice final : public Device {
   Welcome welcome_;
   WireCaps caps_;
   double default_timeout_ms_ = 120000;
+  int frames_in_flight_ = 3;
 
-  mutable std::mutex mu_;  // the connection, the request ids, the traffic
+  mutable std::mutex mu_;  // the request ids, the traffic (the transport is thread-safe)
   uint64_t next_id_ = 1;
   RemoteTraffic traffic_;
+  std::map<uint64_t, RunOptions::Clock::time_point> sent_at_;  // requests awaiting replies
   mutable std::mutex digest_mu_;
   mutable const Graph* digest_graph_ = nullptr;
   mutable int digest_nodes_ = -1;

@@ -5,9 +5,13 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <deque>
 #include <fstream>
+#include <mutex>
 #include <sstream>
+#include <thread>
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
@@ -131,15 +135,19 @@ Result<std::vector<std::string>> read_authorised_keys(const std::string& path) {
   int n = 0;
   while (std::getline(f, line)) {
     ++n;
-    const size_t hash = line.find('#');
-    if (hash != std::string::npos) line.resize(hash);
+    // '#' is a z85 digit too (never a key's first): a comment is a line whose first word starts
+    // with '#', or the words after a key from one that starts with '#'.
     std::istringstream ls(line);
-    std::string a, b;
-    ls >> a >> b;
-    if (a.empty()) continue;
-    const std::string key = a == "public" ? b : a;
-    if (!is_z85_key(key)) {
-      return invalid_argument(path + ":" + std::to_string(n) + ": not a z85 public key");
+    std::string a, key, rest;
+    ls >> a;
+    if (a.empty() || (a[0] == '#' && !is_z85_key(a))) continue;
+    key = a;
+    if (a == "public") ls >> key;
+    ls >> rest;
+    const std::string at = path + ":" + std::to_string(n) + ": ";
+    if (!is_z85_key(key)) return invalid_argument(at + "not a z85 public key");
+    if (!rest.empty() && rest[0] != '#') {
+      return invalid_argument(at + "unexpected text after the key (a comment starts with '#')");
     }
     keys.push_back(key);
   }
@@ -228,15 +236,95 @@ Status serve_zmq(RemoteServer& server, const ZmqServerOptions& o, const std::ato
 
 // ---- Client ----------------------------------------------------------------------------------
 
+// The client's I/O thread owns the DEALER socket. API threads queue messages in `outbox` and
+// wake it through an inproc PAIR socket (`wake_tx`, under `wake_mu`); it sends what is queued
+// (as far as the socket takes it) and hands every reply to `replies`.
 struct ZmqTransport::Impl {
   zmq::context_t ctx{1};
   zmq::socket_t sock{ctx, zmq::socket_type::dealer};
+  zmq::socket_t wake_rx{ctx, zmq::socket_type::pair};
+  zmq::socket_t wake_tx{ctx, zmq::socket_type::pair};
+  std::mutex wake_mu;  // wake_tx
+  std::mutex mu;       // outbox, stop
+  std::deque<std::vector<uint8_t>> outbox;
+  bool stop = false;
+  ReplyBox replies;
+  std::thread io;
+
+  void wake() {
+    std::lock_guard<std::mutex> lock(wake_mu);
+    try {
+      const uint8_t b = 1;
+      (void)wake_tx.send(zmq::buffer(&b, 1), zmq::send_flags::dontwait);
+    } catch (const zmq::error_t&) {
+      // A full wake pipe already holds a wake-up.
+    }
+  }
+
+  void run(const std::string& what) {
+    try {
+      for (;;) {
+        bool want_out = false;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          if (stop) return;
+          want_out = !outbox.empty();
+        }
+        std::vector<zmq::pollitem_t> items = {
+            {sock.handle(), 0, static_cast<short>(ZMQ_POLLIN | (want_out ? ZMQ_POLLOUT : 0)), 0},
+            {wake_rx.handle(), 0, ZMQ_POLLIN, 0}};
+        zmq::poll(items, std::chrono::milliseconds(want_out ? 10 : 1000));
+        if (items[1].revents & ZMQ_POLLIN) {
+          zmq::message_t m;
+          while (wake_rx.recv(m, zmq::recv_flags::dontwait)) {
+          }
+        }
+        // Send what the socket takes now.
+        for (;;) {
+          std::vector<uint8_t> msg;
+          {
+            std::lock_guard<std::mutex> lock(mu);
+            if (outbox.empty()) break;
+            msg = std::move(outbox.front());
+            outbox.pop_front();
+          }
+          if (!sock.send(zmq::buffer(msg.data(), msg.size()), zmq::send_flags::dontwait)) {
+            std::lock_guard<std::mutex> lock(mu);
+            outbox.push_front(std::move(msg));  // no peer or high-water mark: try again later
+            break;
+          }
+        }
+        // Deliver every reply that has arrived.
+        for (;;) {
+          std::vector<zmq::message_t> frames;
+          if (!zmq::recv_multipart(sock, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
+            break;
+          }
+          if (frames.size() != 1) continue;  // not a reply of this protocol
+          const auto* b = static_cast<const uint8_t*>(frames[0].data());
+          replies.deliver(std::vector<uint8_t>(b, b + frames[0].size()));
+        }
+      }
+    } catch (const zmq::error_t& e) {
+      replies.fail(io_error(what + ": " + e.what()));
+    }
+  }
 };
 
 ZmqTransport::ZmqTransport(std::unique_ptr<Impl> impl, std::string description)
-    : impl_(std::move(impl)), description_(std::move(description)) {}
+    : impl_(std::move(impl)), description_(std::move(description)) {
+  Impl* im = impl_.get();
+  im->io = std::thread([im, what = description_] { im->run(what); });
+}
 
-ZmqTransport::~ZmqTransport() = default;
+ZmqTransport::~ZmqTransport() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->stop = true;
+  }
+  impl_->wake();
+  impl_->io.join();
+}
 
 Result<std::unique_ptr<ZmqTransport>> ZmqTransport::connect(const ZmqClientOptions& o) {
   const bool curve = o.server_public_key.has_value();
@@ -271,6 +359,13 @@ Result<std::unique_ptr<ZmqTransport>> ZmqTransport::connect(const ZmqClientOptio
       impl->sock.set(zmq::sockopt::curve_secretkey, o.client_keys->secret_key);
     }
     impl->sock.connect(ep);
+    // The wake pipe: a name of this transport's own (the context is its own too).
+    char name[64];
+    std::snprintf(name, sizeof name, "inproc://tessera-wake-%p", static_cast<void*>(impl.get()));
+    impl->wake_rx.set(zmq::sockopt::linger, 0);
+    impl->wake_tx.set(zmq::sockopt::linger, 0);
+    impl->wake_rx.bind(name);
+    impl->wake_tx.connect(name);
   } catch (const zmq::error_t& e) {
     return io_error("zeromq connect " + ep + ": " + e.what());
   }
@@ -278,43 +373,29 @@ Result<std::unique_ptr<ZmqTransport>> ZmqTransport::connect(const ZmqClientOptio
       new ZmqTransport(std::move(impl), ep + (curve ? " (CURVE)" : " (plaintext, loopback)")));
 }
 
-Result<std::vector<uint8_t>> ZmqTransport::request(std::span<const uint8_t> message,
-                                                   Clock::time_point deadline) {
-  const uint64_t id = message_request_id(message);
-  auto remaining = [&] {
-    return std::max<int64_t>(
-        0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
-  };
-  try {
-    std::vector<zmq::pollitem_t> out = {{impl_->sock.handle(), 0, ZMQ_POLLOUT, 0}};
-    zmq::poll(out, std::chrono::milliseconds(remaining()));
-    if (!(out[0].revents & ZMQ_POLLOUT) ||
-        !impl_->sock.send(zmq::buffer(message.data(), message.size()), zmq::send_flags::dontwait)) {
-      return deadline_exceeded(description_ + ": could not send before the deadline");
-    }
-    for (;;) {
-      std::vector<zmq::pollitem_t> in = {{impl_->sock.handle(), 0, ZMQ_POLLIN, 0}};
-      zmq::poll(in, std::chrono::milliseconds(remaining()));
-      if (!(in[0].revents & ZMQ_POLLIN)) {
-        return deadline_exceeded(description_ +
-                                 ": no reply before the deadline (is the server up, and with "
-                                 "CURVE, is the server key right and this client authorised?)");
-      }
-      std::vector<zmq::message_t> frames;
-      if (!zmq::recv_multipart(impl_->sock, std::back_inserter(frames),
-                               zmq::recv_flags::dontwait)) {
-        continue;
-      }
-      if (frames.size() != 1) continue;  // not a reply of this protocol
-      const auto* b = static_cast<const uint8_t*>(frames[0].data());
-      std::span<const uint8_t> reply(b, frames[0].size());
-      const uint64_t rid = message_request_id(reply);
-      if (rid != id && rid != 0) continue;  // a late reply to an abandoned request
-      return std::vector<uint8_t>(reply.begin(), reply.end());
-    }
-  } catch (const zmq::error_t& e) {
-    return io_error(description_ + ": " + e.what());
+Status ZmqTransport::send(std::span<const uint8_t> message, Clock::time_point deadline) {
+  if (Clock::now() >= deadline) {
+    return deadline_exceeded(description_ + ": could not send before the deadline");
   }
+  impl_->replies.expect(message_request_id(message));
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->outbox.emplace_back(message.begin(), message.end());
+  }
+  impl_->wake();
+  return Status();
+}
+
+Result<std::vector<uint8_t>> ZmqTransport::receive(uint64_t id, Clock::time_point deadline) {
+  return impl_->replies.receive(id, deadline, description_);
+}
+
+void ZmqTransport::abandon(uint64_t id) {
+  impl_->replies.abandon(id);
+  // Not sent yet (no server, or it is slow to take messages): not sent at all.
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::erase_if(impl_->outbox,
+                [&](const std::vector<uint8_t>& m) { return message_request_id(m) == id; });
 }
 
 }  // namespace tessera::remote

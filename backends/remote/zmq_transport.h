@@ -19,10 +19,14 @@
 //
 // Key files (written by `tessera keygen`): NAME.key holds "public <z85>\nsecret <z85>\n" (mode
 // 0600), NAME.pub holds "public <z85>\n". An authorised-keys file lists one public key per line
-// (z85, or a .pub file's "public <z85>" line); '#' starts a comment.
+// (z85, or a .pub file's "public <z85>" line); a line whose first word starts with '#' and is
+// not a key is a comment, and so are the words after a key from one starting with '#' ('#' is
+// also a z85 digit, though never a key's first, so a key may hold one).
 //
-// Thread rule: serve_zmq() runs on the calling thread until *stop is set; a ZmqTransport is
-// used by one thread at a time.
+// Thread rule: serve_zmq() runs on the calling thread until *stop is set. A ZmqTransport's
+// socket is owned by its own I/O thread (ZeroMQ sockets are not thread-safe): send() queues the
+// message and wakes it, replies are delivered to the receivers by request id, so several
+// threads may send and receive at once (transport.h).
 #pragma once
 
 #include <atomic>
@@ -86,8 +90,9 @@ class ZmqTransport final : public Transport {
  public:
   static Result<std::unique_ptr<ZmqTransport>> connect(const ZmqClientOptions& options);
   ~ZmqTransport() override;
-  Result<std::vector<uint8_t>> request(std::span<const uint8_t> message,
-                                       Clock::time_point deadline) override;
+  Status send(std::span<const uint8_t> message, Clock::time_point deadline) override;
+  Result<std::vector<uint8_t>> receive(uint64_t id, Clock::time_point deadline) override;
+  void abandon(uint64_t id) override;
   std::string describe() const override { return description_; }
 
  private:

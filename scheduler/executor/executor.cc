@@ -72,6 +72,25 @@ struct Executor::Impl {
   std::vector<std::vector<int64_t>> occupancy;  // by actor
   int sequential_runs = 0;
 
+  // Steps whose program runs frames overlapped (Program::max_in_flight() > 1) in streams: the
+  // actor starts a frame and goes on; the step's completion thread finishes the frames in the
+  // order started (guarded by mu).
+  struct Started {
+    FrameSlot* slot = nullptr;
+    StepRun run;
+    Clock::time_point start;
+  };
+  struct OverlappedStep {
+    int step = 0;
+    int actor = 0;
+    int max_in_flight = 1;
+    int in_flight = 0;  // started, not yet finished
+    std::deque<Started> started;
+  };
+  std::vector<OverlappedStep> overlapped;
+  std::vector<int> overlapped_of_step;  // index into `overlapped`, or -1
+  std::vector<uint8_t> actor_exited;    // by actor: its thread left its loop (this stream)
+
   // Appends to the history, dropping the oldest beyond the limit. Holds mu.
   void record_run(const StepRun& r) {
     runs.push_back(r);
@@ -159,47 +178,84 @@ struct Executor::Impl {
     return r;
   }
 
-  // Runs step `i` of the frame in `s` on the calling thread (no lock held). The step's inputs
-  // are ready. Returns the StepRun; a failure goes to `*status`.
-  StepRun run_step(FrameSlot& s, int i, const RunOptions& base, Status* status) {
+  // The inputs of step `i` of the frame in `s` (ready), into `inputs`; false with `*status` set
+  // when one is missing. Counts their bytes into `r`.
+  bool gather_inputs(FrameSlot& s, int i, std::vector<Tensor>* inputs, StepRun* r,
+                     Status* status) const {
     const StageGraph::Step& st = sg.steps[static_cast<size_t>(i)];
     const Graph& g = lg->graph();
-    StepRun r;
-    r.step = i;
-    r.run = static_cast<int>(s.frame);
     const auto& in_ids = st.program->input_values();
-    std::vector<Tensor> inputs(in_ids.size());
+    inputs->assign(in_ids.size(), Tensor());
     for (size_t k = 0; k < in_ids.size(); ++k) {
       const Tensor& t = s.table[static_cast<size_t>(in_ids[k])];
       if (!t.defined() || (t.numel() > 0 && t.raw() == nullptr)) {
         *status =
             internal_error(step_where(*plan, st.desc) + ": input '" + g.value(in_ids[k]).name +
                            "' was not produced by an earlier stage");
-        r.ok = false;
-        return r;
+        r->ok = false;
+        return false;
       }
-      inputs[k] = t;
-      r.bytes_in += st.input_bytes[k];
+      (*inputs)[k] = t;
+      r->bytes_in += st.input_bytes[k];
     }
+    return true;
+  }
+
+  // The output tensors step `i` writes: the slot's buffers, undefined for model outputs.
+  std::vector<Tensor> step_outputs(FrameSlot& s, int i) const {
+    const StageGraph::Step& st = sg.steps[static_cast<size_t>(i)];
     const auto& out_ids = st.program->output_values();
     std::vector<Tensor> outputs(out_ids.size());
     for (size_t k = 0; k < out_ids.size(); ++k) {
       if (!st.model_output[k]) outputs[k] = s.table[static_cast<size_t>(out_ids[k])];
     }
+    return outputs;
+  }
+
+  // The model outputs a step produced, into the frame's table.
+  void store_outputs(FrameSlot& s, int i, std::vector<Tensor>& outputs) const {
+    const StageGraph::Step& st = sg.steps[static_cast<size_t>(i)];
+    const auto& out_ids = st.program->output_values();
+    for (size_t k = 0; k < out_ids.size(); ++k) {
+      if (st.model_output[k]) s.table[static_cast<size_t>(out_ids[k])] = std::move(outputs[k]);
+    }
+  }
+
+  // The RunOptions of a step run of the frame in `s`: its deadline and cancellation.
+  static RunOptions frame_options(FrameSlot& s, const RunOptions& base, StepRun* r) {
     RunOptions options = base;
     options.layer_ms = nullptr;
-    options.member_ms = &r.member_ms;
+    options.member_ms = &r->member_ms;
     options.deadline = std::min(options.deadline, s.deadline);
     if (options.cancel == nullptr) options.cancel = &s.cancel;
-    const auto start = Clock::now();
-    Status st_run;
+    return options;
+  }
+
+  // Calls `fn` (a program call), turning an exception into an error.
+  template <typename F>
+  static Status guarded_call(F&& fn) {
     try {
-      st_run = st.program->run(inputs, outputs, options);
+      return fn();
     } catch (const std::exception& e) {
-      st_run = internal_error(std::string("the program threw: ") + e.what());
+      return internal_error(std::string("the program threw: ") + e.what());
     } catch (...) {
-      st_run = internal_error("the program threw a non-standard exception");
+      return internal_error("the program threw a non-standard exception");
     }
+  }
+
+  // Runs step `i` of the frame in `s` on the calling thread (no lock held). The step's inputs
+  // are ready. Returns the StepRun; a failure goes to `*status`.
+  StepRun run_step(FrameSlot& s, int i, const RunOptions& base, Status* status) {
+    const StageGraph::Step& st = sg.steps[static_cast<size_t>(i)];
+    StepRun r;
+    r.step = i;
+    r.run = static_cast<int>(s.frame);
+    std::vector<Tensor> inputs;
+    if (!gather_inputs(s, i, &inputs, &r, status)) return r;
+    std::vector<Tensor> outputs = step_outputs(s, i);
+    const RunOptions options = frame_options(s, base, &r);
+    const auto start = Clock::now();
+    const Status st_run = guarded_call([&] { return st.program->run(inputs, outputs, options); });
     const auto end = Clock::now();
     r.start_ms = ms_between(t0, start);
     r.ms = ms_between(start, end);
@@ -209,8 +265,27 @@ struct Executor::Impl {
       r.ok = false;
       return r;
     }
-    for (size_t k = 0; k < out_ids.size(); ++k) {
-      if (st.model_output[k]) s.table[static_cast<size_t>(out_ids[k])] = std::move(outputs[k]);
+    store_outputs(s, i, outputs);
+    return r;
+  }
+
+  // Starts step `i` of the frame in `s` on an overlapped program (Program::start, no lock
+  // held); its finish() runs on the step's completion thread (completion_loop).
+  StepRun start_step(FrameSlot& s, int i, Status* status) {
+    const StageGraph::Step& st = sg.steps[static_cast<size_t>(i)];
+    StepRun r;
+    r.step = i;
+    r.run = static_cast<int>(s.frame);
+    std::vector<Tensor> inputs;
+    if (!gather_inputs(s, i, &inputs, &r, status)) return r;
+    const RunOptions options = frame_options(s, RunOptions(), &r);
+    const auto start = Clock::now();
+    const Status st_run = guarded_call([&] { return st.program->start(inputs, options); });
+    r.start_ms = ms_between(t0, start);
+    r.ms = ms_between(start, Clock::now());
+    if (!st_run.ok()) {
+      *status = st_run.with_context(step_where(*plan, st.desc));
+      r.ok = false;
     }
     return r;
   }
@@ -246,7 +321,11 @@ struct Executor::Impl {
     uint64_t f = first_frame;
     for (;;) {
       cv.wait(lk, [&] { return f < submitted || stopping; });
-      if (f >= submitted) return;
+      if (f >= submitted) {
+        actor_exited[static_cast<size_t>(actor)] = 1;
+        cv.notify_all();
+        return;
+      }
       FrameSlot& s = slot_of(f);
       {
         auto& h = occupancy[static_cast<size_t>(actor)];
@@ -270,7 +349,23 @@ struct Executor::Impl {
             st = deadline_exceeded(where() + ": deadline exceeded before the stage started");
           }
           StepRun r;
-          if (st.ok()) {
+          const int ov = overlapped_of_step[static_cast<size_t>(i)];
+          if (st.ok() && ov >= 0) {
+            OverlappedStep& o = overlapped[static_cast<size_t>(ov)];
+            cv.wait(lk, [&] { return o.in_flight < o.max_in_flight; });
+            lk.unlock();
+            const auto start = Clock::now();
+            r = start_step(s, i, &st);
+            lk.lock();
+            if (st.ok()) {  // finished by the completion thread
+              r.blocked_in = blocked;
+              if (i == 0) r.blocked_out = s.queued_ms;
+              o.started.push_back(Started{&s, r, start});
+              ++o.in_flight;
+              cv.notify_all();
+              continue;
+            }
+          } else if (st.ok()) {
             lk.unlock();
             r = run_step(s, i, RunOptions(), &st);
             lk.lock();
@@ -292,12 +387,50 @@ struct Executor::Impl {
     }
   }
 
+  // Finishes the frames an overlapped step's actor started, in order, until the actor has left
+  // and nothing is left to finish. Every started frame is finished (cancelled ones too: the
+  // program keeps its frames in order).
+  void completion_loop(size_t index) {
+    OverlappedStep& o = overlapped[index];
+    const StageGraph::Step& st = sg.steps[static_cast<size_t>(o.step)];
+    std::unique_lock<std::mutex> lk(mu);
+    for (;;) {
+      cv.wait(lk, [&] { return !o.started.empty() || actor_exited[static_cast<size_t>(o.actor)]; });
+      if (o.started.empty()) return;
+      Started f = std::move(o.started.front());
+      o.started.pop_front();
+      FrameSlot& s = *f.slot;
+      lk.unlock();
+      std::vector<Tensor> outputs = step_outputs(s, o.step);
+      const RunOptions options = frame_options(s, RunOptions(), &f.run);
+      Status status = guarded_call([&] { return st.program->finish(outputs, options); });
+      f.run.ms = ms_between(f.start, Clock::now());
+      f.run.bytes_out = st.bytes_out;
+      if (status.ok()) {
+        store_outputs(s, o.step, outputs);
+      } else {
+        status = status.with_context(step_where(*plan, st.desc));
+        f.run.ok = false;
+      }
+      lk.lock();
+      --o.in_flight;
+      if (!status.ok() && s.status.ok()) s.status = status;
+      record_run(f.run);
+      finish_step(s, o.step);
+      cv.notify_all();
+    }
+  }
+
   void start_threads() {
     open = true;
     stopping = false;
     first_frame = submitted;
+    actor_exited.assign(sg.actor_steps.size(), 0);
     for (size_t a = 0; a < sg.actor_steps.size(); ++a) {
       threads.emplace_back([this, a] { actor_loop(static_cast<int>(a)); });
+    }
+    for (size_t o = 0; o < overlapped.size(); ++o) {
+      threads.emplace_back([this, o] { completion_loop(o); });
     }
   }
 };
@@ -342,6 +475,18 @@ Result<std::unique_ptr<Executor>> Executor::create(const LayerGraph& lg, const P
     impl.slots.push_back(std::move(s));
   }
   impl.occupancy.assign(static_cast<size_t>(actors), {});
+  impl.overlapped_of_step.assign(impl.sg.steps.size(), -1);
+  for (size_t i = 0; i < impl.sg.steps.size(); ++i) {
+    const StageGraph::Step& st = impl.sg.steps[i];
+    const int m = st.program->max_in_flight();
+    if (m <= 1) continue;
+    impl.overlapped_of_step[i] = static_cast<int>(impl.overlapped.size());
+    Impl::OverlappedStep o;
+    o.step = static_cast<int>(i);
+    o.actor = st.desc.actor;
+    o.max_in_flight = m;
+    impl.overlapped.push_back(std::move(o));
+  }
   impl.t0 = Clock::now();
   return ex;
 }
@@ -481,6 +626,11 @@ uint64_t Executor::peak_memory_bytes() const {
 
 std::string Executor::describe_step(size_t step) const {
   return step < impl_->sg.steps.size() ? impl_->sg.steps[step].program->describe() : std::string();
+}
+
+int Executor::step_frames_in_flight(size_t step) const {
+  return step < impl_->sg.steps.size() ? std::max(1, impl_->sg.steps[step].program->max_in_flight())
+                                       : 1;
 }
 
 std::string Executor::describe() const {

@@ -9,7 +9,11 @@
 //   submit() / next() / close()
 //              the streaming driver: one thread per actor; frames flow through a fixed pool of
 //              frame slots, each with its own boundary buffers (a ring of capacity + actors
-//              slots), so no tensor is shared between frames in flight.
+//              slots), so no tensor is shared between frames in flight. A step whose program
+//              runs frames overlapped (Program::max_in_flight() > 1: a remote hop) is started by
+//              its actor, which goes on to the next frame, and finished in order by a thread of
+//              its own, up to max_in_flight() frames apart: packing, the link and the server
+//              then work on different frames at once (seed 002's pipelined hop).
 //
 // Streaming guarantees (each tested in tests/scheduler/stream_test.cc):
 //   - next() returns frames in submission order, each exactly once, with its outputs or its own
@@ -67,9 +71,11 @@ struct ExecutorStep {
 // One step's run on one frame. Times are ms since the executor was created.
 struct StepRun {
   int step = 0;
-  int run = 0;             // the frame: index of the run() call or submitted frame id
-  double start_ms = 0;     // the program started
-  double ms = 0;           // busy: wall time of the program run (execution + its transfers)
+  int run = 0;          // the frame: index of the run() call or submitted frame id
+  double start_ms = 0;  // the program started
+  double ms = 0;        // busy: wall time of the program run (execution + its transfers); for an
+                  // overlapped step, from its start() to its finish(): the frame's time in the
+                  // hop, while other frames overlap it
   double blocked_in = 0;   // ms the actor waited for this step's inputs (streaming)
   double blocked_out = 0;  // ms the frame waited for a free slot before entering (first step)
   uint64_t bytes_in = 0;
@@ -165,6 +171,8 @@ class Executor {
   std::string describe_step(size_t step) const;
   // Every step's, each after a line "step I on DEVICE:".
   std::string describe() const;
+  // Frames step i runs overlapped in a stream (its program's max_in_flight(); 1 for most).
+  int step_frames_in_flight(size_t step) const;
 
   // The step runs kept (the last ExecutorOptions::step_run_history), in completion order; with
   // `first_run`, only those of frames >= first_run (cheap for a recent window).

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <random>
 #include <thread>
@@ -723,6 +724,41 @@ TEST(RemoteZmqTest, PlaintextLoopbackThroughTheRegistry) {
   ZmqClientOptions far;
   far.host = "192.0.2.1";
   EXPECT_EQ(ZmqTransport::connect(far).status().code(), StatusCode::kFailedPrecondition);
+}
+
+// '#' is a z85 digit (never a key's first: it is the 85th, and a 32-bit group's first digit is
+// at most the 83rd): keys that contain one are keys, not comments; comment lines and comments
+// after a key are skipped; other text after a key is refused with the line.
+TEST(RemoteZmqTest, AuthorisedKeysWithHashDigits) {
+  std::string plain, inside;
+  for (int i = 0; i < 5000 && (plain.empty() || inside.empty()); ++i) {
+    const std::string k = generate_curve_keys().value().public_key;
+    ASSERT_NE(k[0], '#');
+    (k.find('#') == std::string::npos ? plain : inside) = k;
+  }
+  ASSERT_FALSE(plain.empty());
+  ASSERT_FALSE(inside.empty());
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "tessera_authorised_keys_test.txt").string();
+  {
+    std::ofstream f(path);
+    f << "# clients of the test\n"
+      << plain << "\n"
+      << "  public " << inside << "   # the second client\n"
+      << "#another comment\n\n";
+  }
+  auto keys = read_authorised_keys(path);
+  ASSERT_TRUE(keys.ok()) << keys.status().to_string();
+  EXPECT_EQ(*keys, (std::vector<std::string>{plain, inside}));
+  {
+    std::ofstream f(path);
+    f << inside << " trailing\n";
+  }
+  auto bad = read_authorised_keys(path);
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find(":1: unexpected text"), std::string::npos)
+      << bad.status().to_string();
+  std::filesystem::remove(path);
 }
 
 TEST(RemoteZmqTest, CurveAdmitsOnlyAuthorisedClients) {

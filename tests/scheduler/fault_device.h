@@ -18,7 +18,8 @@
 
 namespace tessera::testing {
 
-enum class Fault { kNone, kFail, kThrow, kStall };
+// kSlow: runs correctly after 5 ms (a busy server).
+enum class Fault { kNone, kFail, kThrow, kStall, kSlow };
 
 using FaultSchedule = std::function<Fault(int program, int run)>;
 
@@ -42,6 +43,9 @@ class FaultProgram final : public Program {
                               std::to_string(run) + ")");
       case Fault::kThrow:
         throw std::runtime_error("injected exception");
+      case Fault::kSlow:
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        return inner_->run(inputs, outputs, options);
       case Fault::kStall:
         // A hung kernel that still honours cancellation and deadlines between "layers".
         while (!options.stop_requested()) {

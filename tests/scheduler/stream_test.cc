@@ -2,12 +2,16 @@
 // cancellation, shutdown and draining, repeated devices and shared actors (executor.h).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <random>
 #include <set>
 
 #include "backends/registry.h"
+#include "backends/remote/remote_device.h"
+#include "backends/remote/server.h"
+#include "backends/remote/transport.h"
 #include "scheduler/executor/executor.h"
 #include "tests/scheduler/fault_device.h"
 #include "tests/scheduler/profile_test_util.h"
@@ -291,6 +295,137 @@ TEST(StreamTest, DestructorWithWorkInFlightJoins) {
   ASSERT_TRUE((*ex)->submit(in).ok());
   ASSERT_TRUE((*ex)->submit(in).ok());
   ex->reset();  // joins every actor thread without hanging
+}
+
+// ---- Overlapped steps: a remote hop (Program::max_in_flight() > 1) ----------------------------
+
+// A model served in this process by a server whose device injects `schedule`'s faults, and an
+// executor opener that reaches it as remote:local:1 over an InProcessTransport.
+struct ServedModel {
+  testing::TestModel model;
+  std::unique_ptr<remote::RemoteServer> server;
+  ExecutorOptions options;
+};
+
+std::unique_ptr<ServedModel> serve(Graph g, testing::FaultSchedule schedule) {
+  auto m = std::make_unique<ServedModel>();
+  m->model = testing::make_model(std::move(g));
+  remote::ServerOptions so;
+  so.model_hash = "fnv1a64:00000000000000aa";
+  auto dev = std::make_unique<testing::FaultDevice>(open_device("reference").value(), schedule,
+                                                    std::make_shared<std::atomic<int>>(0));
+  m->server = remote::RemoteServer::create(m->model.lg->graph(), std::move(dev), so).value();
+  remote::RemoteServer* server = m->server.get();
+  m->options.open_device = [server](const std::string& name) -> Result<std::unique_ptr<Device>> {
+    if (name != "remote:local:1") return open_device(name);
+    ASSIGN_OR_RETURN(
+        std::unique_ptr<remote::RemoteDevice> d,
+        remote::RemoteDevice::connect(name, std::make_unique<remote::InProcessTransport>(*server)));
+    return std::unique_ptr<Device>(std::move(d));
+  };
+  return m;
+}
+
+// 300 frames through reference | remote, the server slow on every run and failing on some: the
+// remote program runs up to 3 frames at once (packing, link and server overlap), and still every
+// frame comes out once, in order, with its own error or the sequential outputs.
+TEST(StreamTest, RemoteHopOverlapsFramesAndKeepsThemInOrder) {
+  constexpr int kFrames = 300;
+  std::mt19937 rng(77);
+  std::vector<testing::Fault> fault(kFrames);
+  for (testing::Fault& f : fault) f = rng() % 100 < 4 ? Fault::kFail : Fault::kSlow;
+  auto m = serve(testing::matmul_chain(4), [&fault](int, int r) {
+    return r < kFrames ? fault[static_cast<size_t>(r)] : Fault::kNone;
+  });
+  const LayerGraph& lg = *m->model.lg;
+  Plan p = streaming(plan_from_slices(4, {{0, "reference"}, {2, "remote:local:1"}}).value(), 4);
+  auto ex = Executor::create(lg, p, m->options);
+  ASSERT_TRUE(ex.ok()) << ex.status().to_string();
+  std::mt19937 in_rng(5);
+  const std::vector<Tensor> in = random_inputs(lg.graph(), in_rng);
+  std::vector<Tensor> expected;
+  {
+    auto local = Executor::create(lg, plan_from_slices(4, {{0, "reference"}}).value());
+    ASSERT_TRUE((*local)->run(in, &expected).ok());
+  }
+  int submitted = 0, received = 0, failed = 0;
+  while (received < kFrames) {
+    while (submitted < kFrames && submitted - received < (*ex)->num_slots()) {
+      ASSERT_TRUE((*ex)->submit(in).ok());
+      ++submitted;
+    }
+    auto r = (*ex)->next();
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    ASSERT_EQ(r->frame, static_cast<uint64_t>(received));
+    if (fault[static_cast<size_t>(received)] == Fault::kFail) {
+      ASSERT_FALSE(r->status.ok()) << "frame " << received;
+      EXPECT_NE(r->status.message().find("injected failure"), std::string::npos) << r->status.to_string();
+      EXPECT_NE(r->status.message().find("stage 1"), std::string::npos) << r->status.to_string();
+      ++failed;
+    } else {
+      ASSERT_TRUE(r->status.ok()) << "frame " << received << ": " << r->status.to_string();
+      ASSERT_TRUE(same_bytes(r->outputs, expected)) << "frame " << received;
+    }
+    ++received;
+  }
+  EXPECT_GT(failed, 3);
+  // Frames overlapped in the hop: some frame started before the one ahead of it finished.
+  std::vector<StepRun> hop;
+  for (const StepRun& r : (*ex)->step_runs()) {
+    if (r.step == 1) hop.push_back(r);
+  }
+  ASSERT_EQ(hop.size(), static_cast<size_t>(kFrames));
+  std::sort(hop.begin(), hop.end(),
+            [](const StepRun& a, const StepRun& b) { return a.run < b.run; });
+  int overlapped = 0;
+  for (size_t i = 1; i < hop.size(); ++i) {
+    if (hop[i].start_ms < hop[i - 1].start_ms + hop[i - 1].ms) ++overlapped;
+  }
+  EXPECT_GT(overlapped, kFrames / 2);
+  (*ex)->close();
+  EXPECT_EQ((*ex)->next().status().code(), StatusCode::kOutOfRange);
+}
+
+// A frame stalled on the server: its deadline ends it (the server's budget and the client's
+// wait), a cancelled one ends at once on the client (its late reply is dropped), and the frames
+// behind them come out with their outputs.
+TEST(StreamTest, RemoteHopDeadlineAndCancelEndTheirFramesOnly) {
+  auto m = serve(testing::matmul_chain(4),
+                 [](int, int r) { return r == 1 || r == 3 ? Fault::kStall : Fault::kNone; });
+  const LayerGraph& lg = *m->model.lg;
+  Plan p = streaming(plan_from_slices(4, {{0, "reference"}, {2, "remote:local:1"}}).value(), 4);
+  auto ex = Executor::create(lg, p, m->options);
+  ASSERT_TRUE(ex.ok()) << ex.status().to_string();
+  std::mt19937 in_rng(6);
+  const std::vector<Tensor> in = random_inputs(lg.graph(), in_rng);
+  std::vector<Tensor> expected;
+  {
+    auto local = Executor::create(lg, plan_from_slices(4, {{0, "reference"}}).value());
+    ASSERT_TRUE((*local)->run(in, &expected).ok());
+  }
+  // Frames 1 and 3 stall on the server until their budgets run out (200 and 300 ms); frame 3 is
+  // cancelled on the client first.
+  for (int f = 0; f < 6; ++f) {
+    SubmitOptions so;
+    so.deadline = Clock::now() + std::chrono::milliseconds(f == 1 ? 200 : f == 3 ? 300 : 30000);
+    ASSERT_TRUE((*ex)->submit(in, so).ok());
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  (*ex)->cancel(3);
+  for (int f = 0; f < 6; ++f) {
+    auto r = (*ex)->next();
+    ASSERT_TRUE(r.ok());
+    ASSERT_EQ(r->frame, static_cast<uint64_t>(f));
+    if (f == 1) {
+      EXPECT_EQ(r->status.code(), StatusCode::kDeadlineExceeded) << r->status.to_string();
+    } else if (f == 3) {
+      EXPECT_EQ(r->status.code(), StatusCode::kCancelled) << r->status.to_string();
+    } else {
+      ASSERT_TRUE(r->status.ok()) << "frame " << f << ": " << r->status.to_string();
+      EXPECT_TRUE(same_bytes(r->outputs, expected)) << "frame " << f;
+    }
+  }
+  (*ex)->close();
 }
 
 TEST(StreamTest, MisuseIsRefusedWithAMessage) {
