@@ -5,6 +5,7 @@
 #include <map>
 
 #include "backends/remote/packing.h"
+#include "backends/remote/remote_device.h"
 #include "ops/split_rule.h"
 
 namespace tessera {
@@ -52,11 +53,19 @@ std::vector<std::vector<int>> stage_dependencies(const LayerGraph& lg, const Pla
 
 namespace {
 
+// Frames a remote stage has in flight in a stream (RemoteDevice's default).
+constexpr int kRemoteFramesInFlight = remote::RemoteDevice::kDefaultFramesInFlight;
+
 // What one stage costs, and which virtual devices it keeps busy for how long.
 struct StagePrice {
   StageEstimate estimate;
   double busy_ms = 0;                           // the stage, end to end
   std::vector<std::pair<int, double>> vd_busy;  // (virtual device, ms it is busy)
+  // A stage on a remote device runs overlapped in a stream (see price_plan): its actor is busy
+  // packing (actor_ms), its server with the execution and unpacking (server_ms), and the hop
+  // bounds the period by each direction's wire time and by busy_ms / frames in flight (pipe_ms).
+  bool overlapped = false;
+  double actor_ms = 0, server_ms = 0, pipe_ms = 0;
 };
 
 // A packed hop into a stage starting at cut `first` (see price_plan): the packed upload, pack
@@ -97,6 +106,33 @@ Result<StagePrice> price_single(const CostModel& cm, const Stage& st, const std:
   }
   p.busy_ms = p.estimate.exec_ms + p.estimate.transfer_ms;
   p.vd_busy.emplace_back(*vd, p.busy_ms);
+  const PlatformDevice& pd = cm.devices()[static_cast<size_t>(
+      cm.virtual_devices()[static_cast<size_t>(*vd)].device_index)];
+  if (pd.kind == "remote") {
+    // The hop's parts: the upload and download (whole, and on the wire: less the fits' fixed
+    // latency), packing on the client, unpacking on the server.
+    p.overlapped = true;
+    double up = 0, down = 0, up_wire = 0, down_wire = 0;
+    for (const auto& [first, last] : ranges(st.layers)) {
+      const int n = cm.slice_input_count(first, last), m = cm.slice_output_count(first, last);
+      uint64_t bytes = cm.slice_input_bytes(first, last);
+      if (cuts != nullptr && !st.packing.empty()) {
+        ASSIGN_OR_RETURN(PackPolicy policy, parse_pack_policy(st.packing));
+        if (const CutBits* e = cuts->find(first, policy.bits)) {
+          bytes = static_cast<uint64_t>(std::llround(e->bytes_mean));
+          p.actor_ms += e->pack_ms;
+        }
+      }
+      const double u = cm.upload_ms(*vd, bytes, n),
+                   d = cm.download_ms(*vd, cm.slice_output_bytes(first, last), m);
+      up += u;
+      down += d;
+      up_wire += u - cm.upload_ms(*vd, 0, n);
+      down_wire += d - cm.download_ms(*vd, 0, m);
+    }
+    p.server_ms = std::max(0.0, p.busy_ms - up - down - p.actor_ms);
+    p.pipe_ms = std::max({up_wire, down_wire, p.busy_ms / kRemoteFramesInFlight});
+  }
   return p;
 }
 
@@ -184,7 +220,17 @@ Status price_plan(const CostModel& cm, const LayerGraph& lg, Plan* plan, const C
         p.busy_ms *= f;
         p.estimate.exec_ms *= f;
         p.estimate.transfer_ms *= f;
+        p.actor_ms *= f;
+        p.server_ms *= f;
+        p.pipe_ms *= f;
       }
+    }
+  }
+  // In a stream, a remote stage keeps its server busy only with its execution and unpacking
+  // (the link and the packing overlap it on other frames).
+  if (plan->mode == PlanMode::kStreaming) {
+    for (StagePrice& p : prices) {
+      if (p.overlapped) p.vd_busy.front().second = p.server_ms;
     }
   }
   for (size_t i = 0; i < n; ++i) {
@@ -226,11 +272,18 @@ Status price_plan(const CostModel& cm, const LayerGraph& lg, Plan* plan, const C
 
   // Streaming. Actors: own (-1) or shared ids.
   const std::vector<int> actor = plan->stage_actors();
+  // An overlapped remote stage holds its actor only while it packs (the completion thread
+  // waits for the reply).
+  std::vector<double> occupies(n);
+  for (size_t i = 0; i < n; ++i) occupies[i] = prices[i].overlapped ? prices[i].actor_ms : busy[i];
   std::map<int, double> actor_busy;
-  for (size_t i = 0; i < n; ++i) actor_busy[actor[i]] += busy[i];
+  for (size_t i = 0; i < n; ++i) actor_busy[actor[i]] += occupies[i];
   double period = 0;
   for (const auto& [d, b] : device_busy) period = std::max(period, b);
   for (const auto& [a, b] : actor_busy) period = std::max(period, b);
+  for (const StagePrice& p : prices) {
+    if (p.overlapped) period = std::max(period, p.pipe_ms);
+  }
 
   // Critical path of one frame: a stage starts after its producers and its actor's previous
   // stage.
@@ -243,7 +296,7 @@ Status price_plan(const CostModel& cm, const LayerGraph& lg, Plan* plan, const C
     for (int s : deps[i]) start = std::max(start, finish[static_cast<size_t>(s)]);
     if (!actor_start.count(actor[i])) actor_start[actor[i]] = start;
     finish[i] = start + busy[i];
-    actor_free[actor[i]] = finish[i];
+    actor_free[actor[i]] = start + occupies[i];
     latency = std::max(latency, finish[i]);
   }
   plan->estimated_latency_ms = latency;

@@ -28,7 +28,11 @@
 //     the packed bytes of the cut at its first layer (the profile's mean, side information
 //     included) through the device's upload fit, plus the profile's pack and unpack time, in
 //     place of the f32 upload (seed 002: transfer = L + d_<s,c> / B, pitfall 5: packing time is
-//     in the latency). Without a CutProfile a packed stage is priced on f32 bytes.
+//     in the latency). Without a CutProfile a packed stage is priced on f32 bytes. In a streaming
+//     plan a stage on a remote device runs overlapped (executor.h; RemoteDevice's default of 3
+//     frames in flight): its actor is busy packing only, its server with the execution and
+//     unpacking, and the period is bounded too by each link direction's wire time (the transfer
+//     fit less its fixed latency) and by the whole hop / 3; one frame's latency is the whole hop.
 // On a contiguous sequential plan this equals the slicing planners' SliceTable costs exactly
 // (tests/scheduler/slice_test.cc).
 #pragma once

@@ -95,7 +95,7 @@ const std::vector<cli::FlagSpec> kFlags = {
     {"--no-raw", "", false, false, "offload: no unpacked (f32) hops"},
     {"--pipelined-hop", "", false, false,
      "offload: price the period as seed 002's three threads, max(client + pack, network, "
-     "unpack + server), not the executor's two stages"},
+     "unpack + server), not the executor's overlapped hop (3 frames in flight)"},
     {"--sf", "", true, false, "offload: scaling factor of the client's times (default 1)"},
     {"--link", "", true, false,
      "offload: a link estimate MS,UP_MBIT,DOWN_MBIT instead of the profile's transfer fits"},

@@ -69,6 +69,7 @@ class RemoteDevice final : public Device {
   // one being packed and sent, one crossing the link, one on the server, by default (seed 002's
   // three pipeline steps); TESSERA_REMOTE_IN_FLIGHT sets it (1: no overlap).
   static constexpr int kMaxFramesInFlight = 16;
+  static constexpr int kDefaultFramesInFlight = 3;  // what the pricer assumes (pricer.h)
   int frames_in_flight() const { return frames_in_flight_; }
 
   const Welcome& welcome() const { return welcome_; }
@@ -102,7 +103,7 @@ class RemoteDevice final : public Device {
   Welcome welcome_;
   WireCaps caps_;
   double default_timeout_ms_ = 120000;
-  int frames_in_flight_ = 3;
+  int frames_in_flight_ = kDefaultFramesInFlight;
 
   mutable std::mutex mu_;  // the request ids, the traffic (the transport is thread-safe)
   uint64_t next_id_ = 1;

@@ -152,7 +152,8 @@ Result<OffloadAdapter> OffloadAdapter::create(const CostModel& cm, const LayerGr
 Result<OffloadResult> OffloadAdapter::decide(double sf,
                                              const std::optional<LinkEstimate>& link) const {
   std::vector<OffloadMetrics> metrics;
-  offload_metrics(options_list_, sf, link, request_.pipelined_hop, &metrics);
+  offload_metrics(options_list_, sf, link, request_.pipelined_hop, &metrics,
+                  request_.frames_in_flight);
   OffloadResult r;
   r.choice = choose_offload(options_list_, metrics, request_.constraints, request_.targets);
   r.candidates = static_cast<int>(options_list_.size());

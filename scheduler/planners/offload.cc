@@ -153,11 +153,14 @@ Result<std::vector<OffloadOption>> offload_options(const CostModel& cm, const La
     const double raw_up = cm.upload_ms(*remote, in_bytes, in_count);
     base.down_bytes = static_cast<double>(out_bytes);
     base.down_ms = cm.download_ms(*remote, out_bytes, out_count);
+    base.down_wire_ms = base.down_ms - cm.download_ms(*remote, 0, out_count);
+    const double up_latency = cm.upload_ms(*remote, 0, in_count);
     base.server_ms = cm.slice_ms(*remote, k, L) - raw_up - base.down_ms;
     if (request.raw) {
       OffloadOption o = base;
       o.up_bytes = static_cast<double>(in_bytes);
       o.up_ms = raw_up;
+      o.up_wire_ms = raw_up - up_latency;
       out.push_back(o);
     }
     for (size_t w = 0; w < cuts.bits.size(); ++w) {
@@ -167,6 +170,7 @@ Result<std::vector<OffloadOption>> offload_options(const CostModel& cm, const La
       const uint64_t packed = static_cast<uint64_t>(std::llround(e.bytes_mean));
       o.up_bytes = static_cast<double>(packed);
       o.up_ms = cm.upload_ms(*remote, packed, in_count);
+      o.up_wire_ms = o.up_ms - up_latency;
       o.pack_ms = e.pack_ms;
       o.unpack_ms = e.unpack_ms;
       o.fidelity = e.top1;
@@ -183,7 +187,7 @@ Result<std::vector<OffloadOption>> offload_options(const CostModel& cm, const La
 
 void offload_metrics(std::span<const OffloadOption> options, double sf,
                      const std::optional<LinkEstimate>& link, bool pipelined_hop,
-                     std::vector<OffloadMetrics>* metrics) {
+                     std::vector<OffloadMetrics>* metrics, int frames_in_flight) {
   metrics->resize(options.size());
   // ms per byte from Mbit/s: 8 bits / (Mbit/s x 1000 bits per ms per Mbit/s).
   const double up_ms_per_byte = link && link->up_mbit_s > 0 ? 8.0 / (link->up_mbit_s * 1e3) : 0;
@@ -209,9 +213,16 @@ void offload_metrics(std::span<const OffloadOption> options, double sf,
                : o.up_ms + o.down_ms;
       const double hop = o.pack_ms + m.net_ms + o.unpack_ms + o.server_ms;
       m.latency_ms = m.device_ms + hop;
-      m.period_ms = pipelined_hop
-                        ? std::max({m.device_ms + o.pack_ms, m.net_ms, o.unpack_ms + o.server_ms})
-                        : std::max(m.device_ms, hop);
+      const double up_wire = link ? o.up_bytes * up_ms_per_byte : o.up_wire_ms;
+      const double down_wire = link ? o.down_bytes * down_ms_per_byte : o.down_wire_ms;
+      if (pipelined_hop) {
+        m.period_ms = std::max({m.device_ms + o.pack_ms, m.net_ms, o.unpack_ms + o.server_ms});
+      } else if (frames_in_flight <= 1) {
+        m.period_ms = std::max(m.device_ms, hop);
+      } else {
+        m.period_ms = std::max({m.device_ms, o.pack_ms, o.unpack_ms + o.server_ms, up_wire,
+                                down_wire, hop / frames_in_flight});
+      }
     }
     m.throughput = m.period_ms > 0 ? 1000.0 / m.period_ms : kInfiniteCost;
   }
@@ -334,7 +345,9 @@ Result<Plan> offload_plan(const CostModel& cm, const OffloadOption& option,
     }
     p.stages.push_back(std::move(s));
   }
-  if (p.stages.size() == 1) p.mode = PlanMode::kSequential;
+  // Device-only runs frame by frame; server-only stays a stream, so that its frames overlap in
+  // the hop (executor.h).
+  if (option.cut == L) p.mode = PlanMode::kSequential;
   return p;
 }
 
@@ -352,7 +365,7 @@ Result<OffloadResult> plan_offload(const CostModel& cm, const LayerGraph& lg,
   }
   ASSIGN_OR_RETURN(std::vector<OffloadOption> options, offload_options(cm, lg, cuts, request));
   std::vector<OffloadMetrics> metrics;
-  offload_metrics(options, sf, link, request.pipelined_hop, &metrics);
+  offload_metrics(options, sf, link, request.pipelined_hop, &metrics, request.frames_in_flight);
   OffloadResult r;
   r.choice = choose_offload(options, metrics, request.constraints, request.targets);
   r.candidates = static_cast<int>(options.size());

@@ -17,8 +17,11 @@
 //               with a link estimate L + up_bytes / B_up + down_bytes / B_down (seed 002)
 //   hop_ms    = pack_ms + net_ms + unpack_ms + server_ms
 //   latency   = device_ms + hop_ms
-//   period    = max(device_ms, hop_ms): the executor's two-stage stream, where the remote stage's
-//               actor packs, sends and waits; with `pipelined_hop`, seed 002's three threads,
+//   period    = the executor's two-stage stream, whose remote stage runs k frames overlapped
+//               (executor.h; k = frames_in_flight, RemoteDevice's default 3): max(device_ms,
+//               pack_ms, unpack_ms + server_ms, up_wire, down_wire, hop_ms / k), where the wire
+//               times are the bytes / B of each direction (without the link's fixed latency);
+//               k = 1: max(device_ms, hop_ms); with `pipelined_hop`, seed 002's three threads,
 //               max(device_ms + pack_ms, net_ms, unpack_ms + server_ms)
 //   throughput = 1000 / period (frames per second)
 // (device-only: latency = period = device_ms.)
@@ -34,9 +37,9 @@
 // plus device-only and server-only.
 //
 // The plan: a two-stage streaming Plan (local stage [0, k) on the client, remote stage [k, L) on
-// the server with `packing` set), or a one-stage plan for device-only or server-only. Priced by
-// price_plan with the CutProfile, its estimates equal the metrics above at SF 1 without a link
-// estimate (tested).
+// the server with `packing` set), or a one-stage plan for device-only (sequential) or server-only
+// (streaming: its frames overlap in the hop). Priced by price_plan with the CutProfile, its
+// estimates equal the metrics above at SF 1 without a link estimate (tested).
 //
 // Thread rule: plain functions of their arguments; calls may run on several threads at once.
 #pragma once
@@ -47,6 +50,7 @@
 #include <string_view>
 #include <vector>
 
+#include "backends/remote/remote_device.h"
 #include "core/status.h"
 #include "graph/layer_graph.h"
 #include "scheduler/cost_model.h"
@@ -104,6 +108,8 @@ struct OffloadOption {
   double down_bytes = 0;
   double up_ms = 0;  // the profile's transfer fits on these bytes
   double down_ms = 0;
+  double up_wire_ms = 0;  // the same less the fits' fixed latency: the link busy with the bytes
+  double down_wire_ms = 0;
   double fidelity = 1;
   double rel_l2 = 0;
 };
@@ -130,6 +136,7 @@ struct OffloadRequest {
   bool relu_cuts_only = false;
   bool raw = true;  // also offer unpacked hops (bits 0)
   bool pipelined_hop = false;
+  int frames_in_flight = remote::RemoteDevice::kDefaultFramesInFlight;
 };
 
 struct OffloadChoice {
@@ -151,7 +158,8 @@ Result<std::vector<OffloadOption>> offload_options(const CostModel& cm, const La
 // (nullopt: the profiled transfer fits). `metrics` is resized to options.size().
 void offload_metrics(std::span<const OffloadOption> options, double sf,
                      const std::optional<LinkEstimate>& link, bool pipelined_hop,
-                     std::vector<OffloadMetrics>* metrics);
+                     std::vector<OffloadMetrics>* metrics,
+                     int frames_in_flight = remote::RemoteDevice::kDefaultFramesInFlight);
 
 // Algorithm 2 lines 2-8 over the metrics (see the header comment). `metrics` and `options`
 // are parallel; options give the final tie break (cut, bits). Needs at least one candidate.

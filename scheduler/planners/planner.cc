@@ -180,7 +180,8 @@ Result<PlanOutcome> offload(const CostModel& cm, const LayerGraph& lg, const Pla
   base.relu_cuts_only = false;
   ASSIGN_OR_RETURN(std::vector<OffloadOption> options, offload_options(cm, lg, *r.cuts, base));
   std::vector<OffloadMetrics> metrics;
-  offload_metrics(options, r.scaling_factor, r.link, base.pipelined_hop, &metrics);
+  offload_metrics(options, r.scaling_factor, r.link, base.pipelined_hop, &metrics,
+                  base.frames_in_flight);
   int device = -1, server = -1, neuro = -1;
   for (size_t i = 0; i < options.size(); ++i) {
     const OffloadOption& o = options[i];

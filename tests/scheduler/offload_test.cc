@@ -374,7 +374,17 @@ TEST(OffloadTest, LinkEstimateAndScalingFactor) {
   EXPECT_NEAR(m[0].net_ms, 121, 1e-9);
   EXPECT_NEAR(m[0].device_ms, 20, 1e-12);
   EXPECT_NEAR(m[0].latency_ms, 20 + 0.5 + 121 + 0.25 + 2, 1e-9);
+  // The executor's overlapped hop (3 frames in flight): the uplink's wire time, 1 Mbit at
+  // 10 Mbit/s, bounds it (the hop / 3 is 41.25 ms, the client 20 ms).
+  EXPECT_NEAR(m[0].period_ms, 100, 1e-9);
+  // One frame at a time: the whole hop.
+  offload_metrics(std::span<const OffloadOption>(&a, 1), 2.0, LinkEstimate{20, 10, 32}, false, &m,
+                  1);
   EXPECT_NEAR(m[0].period_ms, 0.5 + 121 + 0.25 + 2, 1e-9);
+  // Six in flight on a fast uplink: the hop / 6 bounds it.
+  offload_metrics(std::span<const OffloadOption>(&a, 1), 2.0, LinkEstimate{200, 1000, 1000}, false,
+                  &m, 6);
+  EXPECT_NEAR(m[0].period_ms, (0.5 + 200 + 1 + 0.032 + 0.25 + 2) / 6, 1e-9);
   offload_metrics(std::span<const OffloadOption>(&a, 1), 2.0, LinkEstimate{20, 10, 32}, true, &m);
   EXPECT_NEAR(m[0].period_ms, 121, 1e-9);  // seed 002's three threads: the network
   offload_metrics(std::span<const OffloadOption>(&a, 1), 1.0, std::nullopt, false, &m);
