@@ -9,6 +9,7 @@
 // skips too, unless TESSERA_REQUIRE_VULKAN is set for a vulkan device.
 // The model directory comes from TESSERA_MODEL_DIR (ctest sets it; the export runs as a fixture).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <cmath>
@@ -102,7 +103,13 @@ TEST_P(ModelTest, MatchesPyTorch) {
     EXPECT_NE(n.kind, OpKind::kDropout) << n.name;
   }
 
-  const std::string tsr = ::testing::TempDir() + model_case().name + ".tsr";
+  // A name of this case and process: ctest runs the devices' cases of one model at once.
+  std::string device_part = test_device();
+  for (char& c : device_part) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  const std::string tsr = ::testing::TempDir() + model_case().name + "_" + device_part + "_" +
+                          std::to_string(::getpid()) + ".tsr";
   ASSERT_TRUE(save_model(imported->graph, tsr, ModelMetadata{"model_test", {}}).ok());
   auto model = Model::load(tsr);
   ASSERT_TRUE(model.ok()) << model.status().to_string();
