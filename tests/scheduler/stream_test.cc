@@ -3,15 +3,20 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "backends/registry.h"
 #include "backends/remote/remote_device.h"
 #include "backends/remote/server.h"
 #include "backends/remote/transport.h"
+#include "backends/remote/zmq_transport.h"
 #include "scheduler/executor/executor.h"
 #include "tests/scheduler/fault_device.h"
 #include "tests/scheduler/profile_test_util.h"
@@ -359,7 +364,8 @@ TEST(StreamTest, RemoteHopOverlapsFramesAndKeepsThemInOrder) {
     ASSERT_EQ(r->frame, static_cast<uint64_t>(received));
     if (fault[static_cast<size_t>(received)] == Fault::kFail) {
       ASSERT_FALSE(r->status.ok()) << "frame " << received;
-      EXPECT_NE(r->status.message().find("injected failure"), std::string::npos) << r->status.to_string();
+      EXPECT_NE(r->status.message().find("injected failure"), std::string::npos)
+          << r->status.to_string();
       EXPECT_NE(r->status.message().find("stage 1"), std::string::npos) << r->status.to_string();
       ++failed;
     } else {
@@ -426,6 +432,79 @@ TEST(StreamTest, RemoteHopDeadlineAndCancelEndTheirFramesOnly) {
     }
   }
   (*ex)->close();
+}
+
+// The same over ZeroMQ on loopback (the transport's I/O thread, the registry's remote device):
+// 120 frames, the server slow on every run and failing on some, every frame in order with its
+// error or the sequential outputs.
+TEST(StreamTest, RemoteHopOverZeroMqKeepsFramesInOrder) {
+  constexpr int kFrames = 120;
+  std::vector<Fault> fault(kFrames);
+  for (int f = 0; f < kFrames; ++f)
+    fault[static_cast<size_t>(f)] = f % 17 == 5 ? Fault::kFail : Fault::kSlow;
+  auto m = serve(testing::matmul_chain(4), [&fault](int, int r) {
+    return r < kFrames ? fault[static_cast<size_t>(r)] : Fault::kNone;
+  });
+  std::mutex mu;
+  std::condition_variable cv;
+  std::string endpoint;
+  std::atomic<bool> stop{false};
+  remote::ZmqServerOptions zo;
+  zo.port = 0;
+  zo.on_bound = [&](const std::string& ep) {
+    std::lock_guard<std::mutex> lock(mu);
+    endpoint = ep;
+    cv.notify_all();
+  };
+  Status served;
+  std::thread server([&] {
+    served = remote::serve_zmq(*m->server, zo, &stop);
+    std::lock_guard<std::mutex> lock(mu);
+    if (endpoint.empty()) endpoint = "failed";
+    cv.notify_all();
+  });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return !endpoint.empty(); });
+  }
+  ASSERT_NE(endpoint, "failed") << served.to_string();
+  const std::string device = "remote:127.0.0.1:" + endpoint.substr(endpoint.rfind(':') + 1);
+  const LayerGraph& lg = *m->model.lg;
+  {
+    Plan p = streaming(plan_from_slices(4, {{0, "reference"}, {2, device}}).value(), 4);
+    auto ex = Executor::create(lg, p);
+    ASSERT_TRUE(ex.ok()) << ex.status().to_string();
+    std::mt19937 in_rng(8);
+    const std::vector<Tensor> in = random_inputs(lg.graph(), in_rng);
+    std::vector<Tensor> expected;
+    {
+      auto local = Executor::create(lg, plan_from_slices(4, {{0, "reference"}}).value());
+      ASSERT_TRUE((*local)->run(in, &expected).ok());
+    }
+    int submitted = 0, received = 0;
+    while (received < kFrames) {
+      while (submitted < kFrames && submitted - received < (*ex)->num_slots()) {
+        ASSERT_TRUE((*ex)->submit(in).ok());
+        ++submitted;
+      }
+      auto r = (*ex)->next();
+      ASSERT_TRUE(r.ok()) << r.status().to_string();
+      ASSERT_EQ(r->frame, static_cast<uint64_t>(received));
+      if (fault[static_cast<size_t>(received)] == Fault::kFail) {
+        EXPECT_NE(r->status.message().find("injected failure"), std::string::npos)
+            << r->status.to_string();
+      } else {
+        ASSERT_TRUE(r->status.ok()) << "frame " << received << ": " << r->status.to_string();
+        ASSERT_TRUE(same_bytes(r->outputs, expected)) << "frame " << received;
+      }
+      ++received;
+    }
+    EXPECT_EQ((*ex)->step_frames_in_flight(1), remote::RemoteDevice::kDefaultFramesInFlight);
+    (*ex)->close();
+  }
+  stop = true;
+  server.join();
+  EXPECT_TRUE(served.ok()) << served.to_string();
 }
 
 TEST(StreamTest, MisuseIsRefusedWithAMessage) {
