@@ -39,6 +39,15 @@ double error_gain(const DeviceProfile& d) {
   return sum > 0 && *d.model_error > 0 ? *d.model_error / std::sqrt(sum) : 1.0;
 }
 
+// The error device `d` adds to layer l at the model's outputs: its measured output error where the
+// profile has one (DeviceProfile::layer_output_error), else its layer error times the device's
+// gain; unset when neither was measured.
+std::optional<double> output_error(const DeviceProfile& d, size_t l) {
+  if (l < d.layer_output_error.size() && d.layer_output_error[l]) return d.layer_output_error[l];
+  if (l < d.layer_error.size() && d.layer_error[l]) return error_gain(d) * *d.layer_error[l];
+  return std::nullopt;
+}
+
 bool reduced_precision(const std::string& device) {
   const Result<DeviceName> name = parse_device_name(device);
   return name.ok() && name->precision != Precision::kF32;
@@ -66,7 +75,7 @@ Result<double> profiled_layer_error(const Profile& profile, const std::string& d
   const DeviceProfile* d = profile.find(device);
   if (d == nullptr) return not_found("device " + quote_name(device) + " is not in the profile");
   const auto l = static_cast<size_t>(layer);
-  if (l < d->layer_error.size() && d->layer_error[l]) return error_gain(*d) * *d->layer_error[l];
+  if (const std::optional<double> e = output_error(*d, l)) return *e;
   if (!reduced_precision(device)) return 0.0;
   return failed_precondition("device " + quote_name(device) + " has no measured error for layer " +
                              std::to_string(layer) + " (" + profile.layers[l].name +
@@ -109,15 +118,14 @@ Result<ErrorBound> bound_profile_error(Profile* profile, double max_error) {
     if (!reduced_precision(d.device)) continue;
     const Result<DeviceName> name = parse_device_name(d.device);
     const DeviceProfile* base = profile->find(name->base());
-    const double gain = error_gain(d);
     for (int l = 0; l < L; ++l) {
       if (d.unsupported.count(l)) continue;
-      const auto li = static_cast<size_t>(l);
-      if (li >= d.layer_error.size() || !d.layer_error[li]) {
+      const std::optional<double> e = output_error(d, static_cast<size_t>(l));
+      if (!e) {
         refused.emplace_back(di, l);
         continue;
       }
-      Candidate c{di, l, gain * *d.layer_error[li], 1.0};
+      Candidate c{di, l, *e, 1.0};
       // Time saved against the same device at f32, where both were measured; a level profiled
       // without its f32 device is ranked by its error alone.
       const std::optional<double> t = layer_time(d, l);
@@ -153,13 +161,12 @@ Result<ErrorBound> bound_profile_error(Profile* profile, double max_error) {
   }
   for (const auto& [di, l] : refused) {
     DeviceProfile& d = profile->devices[di];
-    const auto li = static_cast<size_t>(l);
     std::string why;
-    if (li >= d.layer_error.size() || !d.layer_error[li]) {
+    if (const std::optional<double> e = output_error(d, static_cast<size_t>(l)); !e) {
       why = "no measured error against f32 (profile the model again with this tessera)";
     } else {
-      why = "relative L2 error " + number(error_gain(d) * *d.layer_error[li]) +
-            " does not fit the error bound " + number(max_error);
+      why =
+          "relative L2 error " + number(*e) + " does not fit the error bound " + number(max_error);
     }
     d.unsupported[l] = why;
     ++out.refused;

@@ -1,21 +1,24 @@
 // Fidelity as a plan constraint (docs/precision.md): a bound on the relative L2 error of a
 // plan's outputs against f32, from the per-layer errors the profiler measures for each precision
-// level (DeviceProfile::layer_error, scheduler/profile.h).
+// level (DeviceProfile::layer_output_error and layer_error, scheduler/profile.h).
 //
 // Composition (an estimate, stated as such): a plan's expected relative L2 error is
-//     E = sqrt(sum over layers l of (g(d_l) * e(l, d_l))^2)
-// where d_l is the device of the stage that runs layer l, e(l, d) the error device d adds to
-// layer l alone (0 on an f32 device that records none), and g(d) the device's gain: its whole
-// model's measured error (DeviceProfile::model_error) over sqrt(sum over all layers of
-// e(l, d)^2), 1 where the profile has no whole-model error. It treats the layers' errors as
-// independent, each reaching the outputs scaled by one factor per device: the sum of squares
-// alone (g = 1) underestimates a model that amplifies perturbations (the seeded random-weight
-// test models do, 1.8-2.3x), and the gain makes a plan with every layer on one level predict
-// that level's measured whole-model error exactly. Mixed plans are interpolated by it, so
-// `tessera run --plan --fidelity` reports the measured error next to the estimate.
+//     E = sqrt(sum over layers l of e_out(l, d_l)^2)
+// where d_l is the device of the stage that runs layer l and e_out(l, d) the error at the
+// model's outputs when layer l alone runs on d and every other layer in f32
+// (DeviceProfile::layer_output_error: the layer's own error as the layers after it amplify or
+// damp it), 0 on an f32 device that records none. It treats the layers' errors as independent.
+// A profile made before output errors were measured has only e(l, d), the error device d adds to
+// layer l's own outputs; e_out is then taken as g(d) * e(l, d) with g(d) the device's gain: its
+// whole model's measured error (DeviceProfile::model_error) over sqrt(sum over all layers of
+// e(l, d)^2), 1 where the profile has no whole-model error (a plan with every layer on one level
+// then predicts that level's measured whole-model error exactly, mixed plans are interpolated
+// by it and were underestimated 1.8-3.4x: an error made early is amplified by every later
+// layer, whatever their precision). `tessera run --plan --fidelity` reports the measured error
+// next to the estimate.
 //
 // The bound works as a filter every planner uses: bound_profile_error() marks, in a copy of the
-// profile, the (layer, reduced-precision device) pairs whose gained errors do not fit E^2 as
+// profile, the (layer, reduced-precision device) pairs whose output errors do not fit E^2 as
 // unsupported, so that any plan the planners make from it has E within the bound whatever
 // levels they choose among the admitted ones. Admission is greedy: pairs in decreasing order of
 // the time they save against the level's f32 device per unit of squared error (free pairs, error
@@ -40,8 +43,9 @@ namespace tessera {
 // sqrt(sum of e^2): the composition above. Errors must be finite and >= 0.
 Result<double> compose_errors(std::span<const double> errors);
 
-// The error device `device` adds to `layer`: the profile's DeviceProfile::layer_error times the
-// device's gain (above); 0 for a device at f32 (no `#PRECISION`) that records none. An error when
+// The error device `device` adds to `layer` at the outputs: e_out above (the profile's
+// layer_output_error, or its layer_error times the device's gain); 0 for a device at f32 (no
+// `#PRECISION`) that records none. An error when
 // the device is not profiled, or is a reduced-precision level without a measured error for the
 // layer (a profile made without errors: profile the model again).
 Result<double> profiled_layer_error(const Profile& profile, const std::string& device, int layer);

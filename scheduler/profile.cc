@@ -314,6 +314,9 @@ std::string Profile::to_json_text() const {
     jd["unsupported"] = un;
     if (d.corun_scale > 0) jd["corun_scale"] = d.corun_scale;
     if (!d.layer_error.empty()) jd["layer_error"] = optional_array(d.layer_error);
+    if (!d.layer_output_error.empty()) {
+      jd["layer_output_error"] = optional_array(d.layer_output_error);
+    }
     if (d.model_error) jd["model_error"] = *d.model_error;
     Json levels = Json::array();
     for (const LevelProfile& l : d.levels) {
@@ -483,7 +486,8 @@ Result<Profile> parse_profile(const Json& j, const std::string& expected_hash) {
     if (version >= 3) {
       // Errors: of a precision level (or a device with reduced arithmetic of its own); a device
       // name whose level this Tessera does not know is refused with the name.
-      if (jd.contains("layer_error") || jd.contains("model_error")) {
+      if (jd.contains("layer_error") || jd.contains("layer_output_error") ||
+          jd.contains("model_error")) {
         if (auto parsed = parse_device_name(d.device); !parsed.ok()) {
           return invalid_argument(dp + ".device: '" + d.device +
                                   "' has errors recorded but is no device name this Tessera "
@@ -493,6 +497,8 @@ Result<Profile> parse_profile(const Json& j, const std::string& expected_hash) {
       }
       ASSIGN_OR_RETURN(d.layer_error,
                        read_optional_array(jd, dp, "layer_error", n, kMaxLayerError, false));
+      ASSIGN_OR_RETURN(d.layer_output_error,
+                       read_optional_array(jd, dp, "layer_output_error", n, kMaxLayerError, false));
       if (jd.contains("model_error")) {
         ASSIGN_OR_RETURN(double e, json::number_field(jd, dp, "model_error", 0, kMaxLayerError));
         d.model_error = e;

@@ -37,15 +37,19 @@
 // docs/precision.md), `layer_error[l]` is the error that level adds to layer l: the relative L2
 // ||y - y_f32|| / ||y_f32|| of the layer's outputs run at that level against the same layer run
 // in f32, on the same f32 inputs (the layer's real inputs, from an f32 run of the model on the
-// profile's inputs), over all of them; `model_error` is the same measure for the whole model run
-// at that level, when it runs there whole. Both are empty/absent for f32 devices (no error).
+// profile's inputs), over all of them; `layer_output_error[l]` is the relative L2 of the
+// model's outputs when layer l alone runs at that level and every other layer in f32 (its error
+// as it reaches the outputs, amplified or damped by the layers after it); `model_error` is the
+// same measure for the whole model run at that level, when it runs there whole. All are
+// empty/absent for f32 devices (no error).
 // scheduler/error_budget.h composes them into a plan's expected error.
 //
 // JSON (version 3): {"format": "tessera-profile", "version": 3, "model": {...name, hash, layers
 // [{name, op, flops, input_bytes, weight_bytes, output_bytes}], cut_live_bytes}, "platform":
 // <platform JSON>, "conditions": {...}, "devices": [{"device", "description", "memory_bytes",
 // "unsupported": {"<layer>": "why"}, optional "corun_scale", optional "layer_error": [..|null],
-// optional "model_error", "levels": [{"mhz", "set_by_governor",
+// optional "layer_output_error": [..|null], optional "model_error", "levels": [{"mhz",
+// "set_by_governor",
 // "energy_source", "layer_ms": [..|null], "layer_chain_ms": [..|null], "layer_dynamic_w":
 // [..|null], "slice_runs": [[first, last, ms(, layers_ms(, chain_ms))]..], optional "piece_runs":
 // [{"layer", "method", "flops", "bytes", "ms", "whole_ms"}..], "upload": {fit},
@@ -161,6 +165,9 @@ struct DeviceProfile {
   // The relative L2 error each layer gets from this device's arithmetic (see above): empty, or
   // one per layer (unset: not measured, e.g. the layer cannot run here). At most kMaxLayerError.
   std::vector<std::optional<double>> layer_error;
+  // The relative L2 error of the model's outputs with layer l alone on this device (see above):
+  // empty (a profile made before it was measured), or one per layer. At most kMaxLayerError.
+  std::vector<std::optional<double>> layer_output_error;
   // The whole model's relative L2 error on this device; unset when not measured.
   std::optional<double> model_error;
 

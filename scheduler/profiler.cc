@@ -488,24 +488,50 @@ Result<LayerErrors> measure_layer_errors(const LayerGraph& lg, Device& device, D
     auto p = device.compile(g, one, options);
     if (p.ok()) low[static_cast<size_t>(l)] = std::move(*p);
   }
-  std::vector<FidelityMeter> meters(static_cast<size_t>(L));
+  std::vector<FidelityMeter> meters(static_cast<size_t>(L)), output_meters(static_cast<size_t>(L));
   std::vector<char> failed(static_cast<size_t>(L), 0);
+  // Layer l's inputs from `table` (then `values`, then the constants).
+  const auto inputs_of =
+      [&](const Program& r, int l, const std::map<ValueId, Tensor>& values,
+          const std::map<ValueId, Tensor>* table) -> Result<std::vector<Tensor>> {
+    std::vector<Tensor> in;
+    for (ValueId v : r.input_values()) {
+      const auto it = table != nullptr ? table->find(v) : values.end();
+      if (table != nullptr && it != table->end()) {
+        in.push_back(it->second);
+      } else if (auto iv = values.find(v); iv != values.end()) {
+        in.push_back(iv->second);
+      } else if (g.value(v).is_constant) {
+        in.push_back(g.value(v).data);
+      } else {
+        return internal_error("layer " + lg.layer(l).name + ": input '" + g.value(v).name +
+                              "' was not computed");
+      }
+    }
+    return in;
+  };
+  // The model's outputs from `table`, else `values`, else the constants.
+  const auto outputs_of = [&](const std::map<ValueId, Tensor>& values,
+                              const std::map<ValueId, Tensor>& table) {
+    std::vector<Tensor> out;
+    for (ValueId v : g.outputs()) {
+      if (auto it = table.find(v); it != table.end()) {
+        out.push_back(it->second);
+      } else if (auto iv = values.find(v); iv != values.end()) {
+        out.push_back(iv->second);
+      } else {
+        out.push_back(g.value(v).data);
+      }
+    }
+    return out;
+  };
   for (const std::vector<Tensor>& sample : inputs) {
     std::map<ValueId, Tensor> values;
     for (size_t i = 0; i < sample.size(); ++i) values[g.inputs()[i]] = sample[i];
+    std::vector<std::vector<Tensor>> low_out(static_cast<size_t>(L));
     for (int l = 0; l < L; ++l) {
       Program& r = *ref[static_cast<size_t>(l)];
-      std::vector<Tensor> in;
-      for (ValueId v : r.input_values()) {
-        if (auto it = values.find(v); it != values.end()) {
-          in.push_back(it->second);
-        } else if (g.value(v).is_constant) {
-          in.push_back(g.value(v).data);
-        } else {
-          return internal_error("layer " + lg.layer(l).name + ": input '" + g.value(v).name +
-                                "' was not computed");
-        }
-      }
+      ASSIGN_OR_RETURN(std::vector<Tensor> in, inputs_of(r, l, values, nullptr));
       std::vector<Tensor> want(r.output_values().size());
       RETURN_IF_ERROR(r.run(in, want).with_context("layer " + lg.layer(l).name + " at f32"));
       for (size_t o = 0; o < want.size(); ++o) values[r.output_values()[o]] = want[o];
@@ -515,15 +541,45 @@ Result<LayerErrors> measure_layer_errors(const LayerGraph& lg, Device& device, D
       if (!p->run(in, got).ok() || got.size() != want.size() ||
           !meters[static_cast<size_t>(l)].add(got, want).ok()) {
         failed[static_cast<size_t>(l)] = 1;
+        continue;
+      }
+      low_out[static_cast<size_t>(l)] = std::move(got);
+    }
+    // Each layer's error carried to the outputs: its reduced outputs, then every later layer that
+    // reads a changed value run again in f32 (the others keep their f32 values).
+    const std::map<ValueId, Tensor> none;
+    const std::vector<Tensor> want_out = outputs_of(values, none);
+    for (int l = 0; l < L; ++l) {
+      if (failed[static_cast<size_t>(l)] || low_out[static_cast<size_t>(l)].empty()) continue;
+      std::map<ValueId, Tensor> changed;
+      const Program& p = *low[static_cast<size_t>(l)];
+      for (size_t o = 0; o < p.output_values().size(); ++o) {
+        changed[p.output_values()[o]] = low_out[static_cast<size_t>(l)][o];
+      }
+      for (int m = l + 1; m < L; ++m) {
+        Program& r = *ref[static_cast<size_t>(m)];
+        const bool reads_changed = std::any_of(r.input_values().begin(), r.input_values().end(),
+                                               [&](ValueId v) { return changed.count(v) != 0; });
+        if (!reads_changed) continue;
+        ASSIGN_OR_RETURN(std::vector<Tensor> in, inputs_of(r, m, values, &changed));
+        std::vector<Tensor> y(r.output_values().size());
+        RETURN_IF_ERROR(r.run(in, y).with_context("layer " + lg.layer(m).name + " at f32"));
+        for (size_t o = 0; o < y.size(); ++o) changed[r.output_values()[o]] = std::move(y[o]);
+      }
+      if (!output_meters[static_cast<size_t>(l)].add(outputs_of(values, changed), want_out).ok()) {
+        failed[static_cast<size_t>(l)] = 1;
       }
     }
   }
   LayerErrors out;
   out.layer_error.resize(static_cast<size_t>(L));
+  out.layer_output_error.resize(static_cast<size_t>(L));
   for (int l = 0; l < L; ++l) {
     if (low[static_cast<size_t>(l)] && !failed[static_cast<size_t>(l)]) {
       out.layer_error[static_cast<size_t>(l)] =
           std::min(kMaxLayerError, meters[static_cast<size_t>(l)].result().relative_l2);
+      out.layer_output_error[static_cast<size_t>(l)] =
+          std::min(kMaxLayerError, output_meters[static_cast<size_t>(l)].result().relative_l2);
     }
   }
   // The whole model, where both devices compile it.
@@ -1097,6 +1153,7 @@ Result<Profile> profile_model(const LayerGraph& lg, const Platform& platform,
                    : Result<LayerErrors>(f32.status());
       if (errors.ok()) {
         dp.layer_error = std::move(errors->layer_error);
+        dp.layer_output_error = std::move(errors->layer_output_error);
         dp.model_error = errors->model_error;
       } else {
         warn(pd->device + ": error against f32 not measured: " + errors.status().to_string());

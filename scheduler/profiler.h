@@ -154,11 +154,14 @@ std::vector<double> layer_statistics(const std::vector<std::vector<double>>& run
 // layer compiled alone, f32), and each layer is also run on `device` (compiled alone with
 // `options`) on the same f32 inputs; layer l's error is the relative L2 of its f32 outputs over
 // all samples (FidelityMeter, scheduler/fidelity.h). A layer `device` cannot compile or run, or
-// whose outputs are not f32, has no error (unset). `model_error` is the whole model compiled on
-// each device, when both compile it. Errors: no samples, a sample of the wrong input count, or
-// a layer the f32 device cannot run.
+// whose outputs are not f32, has no error (unset). `layer_output_error[l]` is the relative L2 of
+// the model's outputs when layer l's outputs are `device`'s and every layer after it runs in f32
+// (each later layer that reads a changed value runs again; O(L^2) layer runs at worst per
+// sample). `model_error` is the whole model compiled on each device, when both compile it.
+// Errors: no samples, a sample of the wrong input count, or a layer the f32 device cannot run.
 struct LayerErrors {
   std::vector<std::optional<double>> layer_error;
+  std::vector<std::optional<double>> layer_output_error;
   std::optional<double> model_error;
 };
 Result<LayerErrors> measure_layer_errors(const LayerGraph& lg, Device& device, Device& f32_device,

@@ -182,6 +182,13 @@ void print_summary(const Profile& p, const CostModel& cm) {
           "(sqrt of the sum of squares) %.3g",
           errors.size(), errors.empty() ? 0.0 : errors[errors.size() / 2],
           errors.empty() ? 0.0 : errors.back(), std::sqrt(sum2));
+      if (!d.layer_output_error.empty()) {
+        double out2 = 0;
+        for (const auto& e : d.layer_output_error) {
+          if (e) out2 += *e * *e;
+        }
+        std::printf("; at the outputs composed %.3g", std::sqrt(out2));
+      }
       if (d.model_error) std::printf("; whole model measured %.3g", *d.model_error);
       std::printf("\n");
     }

@@ -129,6 +129,31 @@ TEST(ErrorBudgetTest, ScalesByTheLevelsMeasuredGain) {
   EXPECT_NEAR(profiled_layer_error(in.profile, "reference#int8", 1).value(), 0.02, 1e-12);
 }
 
+// Measured output errors (DeviceProfile::layer_output_error) replace the gain: each layer is
+// charged its own error at the outputs, whatever the whole model measured.
+TEST(ErrorBudgetTest, OutputErrorsReplaceTheGain) {
+  Injected in = injected_profile({0.5, 0.5, 0.5, 0.5}, {0.01, 0.02, 0.0, 0.02});
+  in.profile.devices[1].model_error = 0.06;  // a gain of 2 for the layer errors alone
+  in.profile.devices[1].layer_output_error = {0.05, 0.03, 0.0, std::nullopt};
+  EXPECT_NEAR(profiled_layer_error(in.profile, "reference#int8", 0).value(), 0.05, 1e-12);
+  EXPECT_NEAR(profiled_layer_error(in.profile, "reference#int8", 1).value(), 0.03, 1e-12);
+  // Layer 3 has no output error: its layer error times the gain.
+  EXPECT_NEAR(profiled_layer_error(in.profile, "reference#int8", 3).value(), 0.04, 1e-12);
+  Plan plan = plan_from_slices(4, {{0, "reference#int8"}, {2, "reference"}}).value();
+  EXPECT_NEAR(plan_expected_error(in.profile, plan).value(), std::sqrt(0.05 * 0.05 + 0.03 * 0.03),
+              1e-12);
+  // The bound admits by the output errors: 0.035 holds layer 1 (0.03) and the free layer 2,
+  // not layer 0 (0.05).
+  auto b = bound_profile_error(&in.profile, 0.035);
+  ASSERT_TRUE(b.ok());
+  EXPECT_TRUE(in.profile.devices[1].unsupported.count(0));
+  EXPECT_FALSE(in.profile.devices[1].unsupported.count(1));
+  EXPECT_FALSE(in.profile.devices[1].unsupported.count(2));
+  EXPECT_NE(in.profile.devices[1].unsupported.at(0).find("relative L2 error 0.05"),
+            std::string::npos)
+      << in.profile.devices[1].unsupported.at(0);
+}
+
 // The greedy admission by hand: savings {0.5, 0.1, 0.5, 0.8} ms, errors {0.01, 0.01, 0, 0.03}:
 // layer 2 is free, then layer 0 (5000 ms per unit squared error), layer 1 (1000), layer 3 (889).
 TEST(ErrorBudgetTest, AdmitsBySavingPerSquaredError) {
@@ -263,6 +288,7 @@ TEST(ErrorBudgetTest, SearchesTheFilterBudgetForTheCheapestPlanWithinTheBound) {
 TEST(ErrorBudgetTest, ProfileErrorsRoundTripAndHostileOnesAreRefused) {
   Injected in = injected_profile({0.5, 0.9, 0.5, 0.2}, {0.01, std::nullopt, 0.0, 0.03});
   in.profile.devices[1].model_error = 0.125;
+  in.profile.devices[1].layer_output_error = {0.02, std::nullopt, 0.0, 0.5};
   const std::string text = in.profile.to_json_text();
   auto back = Profile::from_json_text(text, "p.json");
   ASSERT_TRUE(back.ok()) << back.status().to_string();
@@ -271,6 +297,8 @@ TEST(ErrorBudgetTest, ProfileErrorsRoundTripAndHostileOnesAreRefused) {
   EXPECT_FALSE(back->devices[0].model_error.has_value());
   EXPECT_EQ(back->devices[1].layer_error, in.profile.devices[1].layer_error);
   EXPECT_EQ(back->devices[1].model_error, std::optional<double>(0.125));
+  EXPECT_EQ(back->devices[1].layer_output_error, in.profile.devices[1].layer_output_error);
+  EXPECT_TRUE(back->devices[0].layer_output_error.empty());
   auto refused = [&](const std::function<void(nlohmann::json&)>& edit, const std::string& what) {
     auto j = nlohmann::json::parse(text);
     edit(j);
@@ -280,6 +308,10 @@ TEST(ErrorBudgetTest, ProfileErrorsRoundTripAndHostileOnesAreRefused) {
   };
   refused([](nlohmann::json& j) { j["devices"][1]["layer_error"][0] = -0.01; },
           "devices[1].layer_error[0]");
+  refused([](nlohmann::json& j) { j["devices"][1]["layer_output_error"][3] = "x"; },
+          "devices[1].layer_output_error[3]");
+  refused([](nlohmann::json& j) { j["devices"][1]["layer_output_error"] = {0.1}; },
+          "devices[1].layer_output_error");
   refused([](nlohmann::json& j) { j["devices"][1]["layer_error"][2] = "x"; },
           "devices[1].layer_error[2]");
   refused([](nlohmann::json& j) { j["devices"][1]["layer_error"][3] = 1e300; },

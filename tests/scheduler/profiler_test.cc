@@ -14,6 +14,8 @@
 #include "backends/registry.h"
 #include "ops/split_rule.h"
 #include "scheduler/cost_model.h"
+#include "scheduler/executor/executor.h"
+#include "scheduler/fidelity.h"
 #include "scheduler/profile.h"
 #include "tests/core/hostile_names.h"
 #include "tests/scheduler/profile_test_util.h"
@@ -284,6 +286,46 @@ float round_bf16(float x) {
   float y = 0;
   std::memcpy(&y, &u, 4);
   return y;
+}
+
+// Each layer's error carried to the outputs (LayerErrors::layer_output_error) against an
+// independent run: the plan with that layer alone on cpu:0#bf16 and the others on the reference
+// device, through the executor, against the reference device alone, over the same samples.
+TEST(ProfilerTest, CarriesEachLayersErrorToTheOutputs) {
+  testing::ScopedEnv rules("TESSERA_CPU_KERNELS", "rules");
+  auto m = testing::make_model(testing::matmul_chain(4));
+  const LayerGraph& lg = *m.lg;
+  std::mt19937 rng(12);
+  std::vector<std::vector<Tensor>> samples;
+  for (int i = 0; i < 3; ++i) samples.push_back(testing::random_inputs(lg.graph(), rng));
+  auto ref = open_device("reference");
+  auto bf16 = open_device("cpu:0#bf16");
+  ASSERT_TRUE(ref.ok() && bf16.ok());
+  auto low = measure_layer_errors(lg, **bf16, **ref, samples, {});
+  ASSERT_TRUE(low.ok()) << low.status().to_string();
+  ASSERT_EQ(low->layer_output_error.size(), 4u);
+  auto all_f32 = Executor::create(lg, plan_from_slices(4, {{0, "reference"}}).value());
+  ASSERT_TRUE(all_f32.ok());
+  for (int l = 0; l < 4; ++l) {
+    SCOPED_TRACE("layer " + std::to_string(l));
+    std::vector<std::pair<int, std::string>> slices;
+    if (l > 0) slices.emplace_back(0, "reference");
+    slices.emplace_back(l, "cpu:0#bf16");
+    if (l < 3) slices.emplace_back(l + 1, "reference");
+    auto ex = Executor::create(lg, plan_from_slices(4, slices).value());
+    ASSERT_TRUE(ex.ok()) << ex.status().to_string();
+    FidelityMeter meter;
+    for (const std::vector<Tensor>& s : samples) {
+      std::vector<Tensor> got, want;
+      ASSERT_TRUE((*ex)->run(s, &got).ok());
+      ASSERT_TRUE((*all_f32)->run(s, &want).ok());
+      ASSERT_TRUE(meter.add(got, want).ok());
+    }
+    const double oracle = meter.result().relative_l2;
+    EXPECT_GT(oracle, 1e-4);  // every layer is a bf16 MatMul
+    ASSERT_TRUE(low->layer_output_error[static_cast<size_t>(l)].has_value());
+    EXPECT_NEAR(*low->layer_output_error[static_cast<size_t>(l)], oracle, 1e-6 + 1e-3 * oracle);
+  }
 }
 
 // The per-layer error against f32 (DeviceProfile::layer_error): 0 where a device computes in f32,
