@@ -90,6 +90,12 @@ struct CompileOptions {
   // Activation ranges for kInt8 (core/calibration_table.h; `tessera calibrate`); a device
   // compiling int8 without them fails with FailedPrecondition. Shared, read-only.
   std::shared_ptr<const CalibrationTable> calibration;
+  // Keep every reduced-precision kernel a layer has, even where the device's measured kernel
+  // choice would run the layer in f32 (the cpu device times a reduced layer against its f32
+  // kernel plus the conversions around it, and a layer compiled alone often loses): what the
+  // profiler's error measurement compiles, so that a layer's error is the error it brings
+  // wherever it runs reduced (a conservative bound). Devices without such a choice ignore it.
+  bool keep_reduced = false;
 };
 
 // What compiling `layers` commits at most, before any backend-specific saving: a packed copy of

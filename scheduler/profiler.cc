@@ -475,6 +475,11 @@ Result<LayerErrors> measure_layer_errors(const LayerGraph& lg, Device& device, D
   CompileOptions f32_options = options;
   f32_options.precision = Precision::kF32;
   f32_options.calibration = nullptr;
+  // Every reduced kernel kept (CompileOptions::keep_reduced): compiled alone, a small layer's
+  // measured choice often picks f32 (its conversions cost more than it saves), while in a slice
+  // of reduced layers it runs reduced; its error must be the one it brings there.
+  CompileOptions low_options = options;
+  low_options.keep_reduced = true;
   std::vector<std::unique_ptr<Program>> ref(static_cast<size_t>(L)), low(static_cast<size_t>(L));
   for (int l = 0; l < L; ++l) {
     const NodeId node = lg.layer(l).node;
@@ -485,7 +490,7 @@ Result<LayerErrors> measure_layer_errors(const LayerGraph& lg, Device& device, D
                                      f32_device.name());
     }
     ref[static_cast<size_t>(l)] = std::move(*r);
-    auto p = device.compile(g, one, options);
+    auto p = device.compile(g, one, low_options);
     if (p.ok()) low[static_cast<size_t>(l)] = std::move(*p);
   }
   std::vector<FidelityMeter> meters(static_cast<size_t>(L)), output_meters(static_cast<size_t>(L));
@@ -586,7 +591,7 @@ Result<LayerErrors> measure_layer_errors(const LayerGraph& lg, Device& device, D
   std::vector<NodeId> nodes;
   for (int l = 0; l < L; ++l) nodes.push_back(lg.layer(l).node);
   auto whole_ref = f32_device.compile(g, nodes, f32_options);
-  auto whole_low = device.compile(g, nodes, options);
+  auto whole_low = device.compile(g, nodes, low_options);
   if (whole_ref.ok() && whole_low.ok()) {
     FidelityMeter meter;
     bool ok = true;

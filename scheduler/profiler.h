@@ -152,8 +152,9 @@ std::vector<double> layer_statistics(const std::vector<std::vector<double>>& run
 // The error `device` adds to each layer (DeviceProfile::layer_error): every sample of `inputs`
 // (one tensor per graph input) is run through the model layer by layer on `f32_device` (each
 // layer compiled alone, f32), and each layer is also run on `device` (compiled alone with
-// `options`) on the same f32 inputs; layer l's error is the relative L2 of its f32 outputs over
-// all samples (FidelityMeter, scheduler/fidelity.h). A layer `device` cannot compile or run, or
+// `options` and CompileOptions::keep_reduced: every reduced kernel kept) on the same f32
+// inputs; layer l's error is the relative L2 of its f32 outputs over all samples
+// (FidelityMeter, scheduler/fidelity.h). A layer `device` cannot compile or run, or
 // whose outputs are not f32, has no error (unset). `layer_output_error[l]` is the relative L2 of
 // the model's outputs when layer l's outputs are `device`'s and every layer after it runs in f32
 // (each later layer that reads a changed value runs again; O(L^2) layer runs at worst per

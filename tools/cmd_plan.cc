@@ -226,8 +226,8 @@ void print_plan_table(const Plan& p, const LayerGraph& lg) {
               p.estimated_energy_mj);
   if (p.estimated_error) {
     std::printf(
-        "expected relative L2 error against f32 %.3g (an estimate: the per-layer errors "
-        "times each level's gain, in a sum of squares)",
+        "expected relative L2 error against f32 %.3g (an estimate: each layer's measured "
+        "error at the outputs, in a sum of squares)",
         *p.estimated_error);
     if (p.max_error) std::printf("; bound %.3g", *p.max_error);
     std::printf("\n");

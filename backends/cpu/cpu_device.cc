@@ -110,7 +110,10 @@ Result<std::unique_ptr<Program>> CpuDevice::compile_program(const Graph& g,
   RETURN_IF_ERROR(check_capabilities(*this, g, layers));
   const Precision precision = precision_ != Precision::kF32 ? precision_ : options.precision;
   ASSIGN_OR_RETURN(std::unique_ptr<CpuProgram> p,
-                   CpuProgram::compile(g, layers, pool_, nullptr, default_kernel_choice(),
+                   CpuProgram::compile(g, layers, pool_, nullptr,
+                                       options.keep_reduced && precision != Precision::kF32
+                                           ? KernelChoice::kRules
+                                           : default_kernel_choice(),
                                        precision, options.calibration.get()));
   return std::unique_ptr<Program>(std::move(p));
 }
