@@ -20,6 +20,7 @@
 #include "scheduler/plan.h"
 #include "tests/backends/backend_test_util.h"
 #include "tests/backends/cpu_test_util.h"
+#include "tests/scoped_env.h"
 
 namespace tessera {
 namespace {
@@ -497,6 +498,37 @@ TEST(CpuBf16Program, CompileOptionSelectsPrecision) {
   auto lp = (*level)->compile(net.g, net.layers);
   ASSERT_TRUE(lp.ok()) << lp.status().to_string();
   EXPECT_NE((*lp)->describe().find("onednn bf16"), std::string::npos);
+}
+
+// CompileOptions::keep_reduced: a layer compiled alone at bf16 keeps its bf16 kernel even where
+// the measured choice gives it to f32. A 1x1 convolution of 4 channels on a 2x2 map is all
+// conversion: measured, f32 wins (cpu_program.cc times the bf16 kernel with its conversions;
+// "f32: measured faster than its reduced kernel" on the AMX host).
+TEST(CpuBf16Program, KeepReducedKeepsTheReducedKernel) {
+  if (!cpu::onednn_bf16_available()) GTEST_SKIP() << "no oneDNN bf16 on this CPU";
+  testing::ScopedEnv measured("TESSERA_CPU_KERNELS", "measured");
+  testing::ScopedEnv no_cache("TESSERA_CPU_KERNEL_CACHE", "off");
+  Graph g;
+  const ValueId x = g.add_value("x", TensorInfo{DType::kF32, Shape{1, 4, 2, 2}});
+  g.inputs().push_back(x);
+  Node n;
+  n.name = "conv";
+  n.kind = OpKind::kConv;
+  n.inputs = {x, g.add_constant("w", random_tensor(Shape{4, 4, 1, 1}, 3, -1.f, 1.f))};
+  n.outputs = {g.add_value("y")};
+  g.outputs() = {n.outputs[0]};
+  const NodeId id = g.add_node(n);
+  ASSERT_TRUE(g.infer_shapes().ok());
+  auto dev = open_device("cpu:0#bf16");
+  ASSERT_TRUE(dev.ok());
+  const std::vector<NodeId> layers = {id};
+  CompileOptions keep;
+  keep.keep_reduced = true;
+  for (int i = 0; i < 3; ++i) {
+    auto p = (*dev)->compile(g, layers, keep);
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    EXPECT_NE((*p)->describe().find("bf16 conv"), std::string::npos) << (*p)->describe();
+  }
 }
 
 // The exported ResNet-18 and MobileNetV2 (skipped where not exported; the model tests check their
