@@ -23,8 +23,9 @@
 // energy, scaled by the load factors, plus each device's static power while it idles).
 //
 // Not modelled: co-running slowdown (caches and memory bandwidth shared by stages that run at
-// once), links between machines, and the executor's own overhead (measured <= 1%,
-// docs/executor.md).
+// once), links between machines (a remote stage holds its actor for its whole hop here, where
+// the executor overlaps up to 3 frames in it and the pricer prices that), and the executor's
+// own overhead (measured <= 1%, docs/executor.md).
 #pragma once
 
 #include <cstdint>
