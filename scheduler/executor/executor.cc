@@ -468,13 +468,6 @@ Result<std::unique_ptr<Executor>> Executor::create(const LayerGraph& lg, const P
       impl.sg, build_stage_graph(lg, ex->plan_, options.merge_same_device, open, options.compile));
   for (const StageGraph::Step& st : impl.sg.steps) impl.step_descs.push_back(st.desc);
   const int actors = static_cast<int>(impl.sg.actor_steps.size());
-  impl.num_slots = std::max(2, ex->plan_.queue_capacity + actors);
-  for (int i = 0; i <= impl.num_slots; ++i) {
-    auto s = std::make_unique<FrameSlot>();
-    RETURN_IF_ERROR(impl.allocate_slot_buffers(*s));
-    impl.slots.push_back(std::move(s));
-  }
-  impl.occupancy.assign(static_cast<size_t>(actors), {});
   impl.overlapped_of_step.assign(impl.sg.steps.size(), -1);
   for (size_t i = 0; i < impl.sg.steps.size(); ++i) {
     const StageGraph::Step& st = impl.sg.steps[i];
@@ -487,6 +480,17 @@ Result<std::unique_ptr<Executor>> Executor::create(const LayerGraph& lg, const P
     o.max_in_flight = m;
     impl.overlapped.push_back(std::move(o));
   }
+  // Frames in flight: the queue capacity, one per actor, and the further frames each overlapped
+  // step keeps in its hop.
+  int overlap_frames = 0;
+  for (const Impl::OverlappedStep& o : impl.overlapped) overlap_frames += o.max_in_flight - 1;
+  impl.num_slots = std::max(2, ex->plan_.queue_capacity + actors + overlap_frames);
+  for (int i = 0; i <= impl.num_slots; ++i) {
+    auto s = std::make_unique<FrameSlot>();
+    RETURN_IF_ERROR(impl.allocate_slot_buffers(*s));
+    impl.slots.push_back(std::move(s));
+  }
+  impl.occupancy.assign(static_cast<size_t>(actors), {});
   impl.t0 = Clock::now();
   return ex;
 }

@@ -9,7 +9,8 @@
 //   submit() / next() / close()
 //              the streaming driver: one thread per actor; frames flow through a fixed pool of
 //              frame slots, each with its own boundary buffers (a ring of capacity + actors
-//              slots), so no tensor is shared between frames in flight. A step whose program
+//              slots, plus max_in_flight() - 1 per overlapped step), so no tensor is shared
+//              between frames in flight. A step whose program
 //              runs frames overlapped (Program::max_in_flight() > 1: a remote hop) is started by
 //              its actor, which goes on to the next frame, and finished in order by a thread of
 //              its own, up to max_in_flight() frames apart: packing, the link and the server
@@ -162,7 +163,8 @@ class Executor {
   const Plan& plan() const { return plan_; }
   const std::vector<ExecutorStep>& steps() const;
   int num_actors() const;
-  // Frame slots (each with its own boundary buffers): queue capacity + actors.
+  // Frame slots (each with its own boundary buffers): queue capacity + actors (+ the further
+  // frames of overlapped steps).
   int num_slots() const;
   // Sum of the programs' peak_memory_bytes() (0 where a device does not know).
   uint64_t peak_memory_bytes() const;
