@@ -13,6 +13,19 @@ namespace tessera {
 
 namespace {
 
+// The round trip of a remote device's link: its transfer fits are Pings, each a request and its
+// reply, so each holds one (the smaller at no bytes, i.e. at the fits' smallest message).
+double round_trip_ms(const LevelProfile& lp) {
+  return std::min(lp.upload.ms(0, 1), lp.download.ms(0, 1));
+}
+
+// The round trip counted twice when an upload of `up` ms and a download of `down` ms are one
+// request and its reply: `shared`, at most the smaller of the two; 0 unless both move tensors.
+double shared_part(double up, double down, int in_count, int out_count, double shared) {
+  if (shared <= 0 || in_count <= 0 || out_count <= 0) return 0;
+  return std::min({shared, up, down});
+}
+
 // ---- regression ----
 
 struct Sample {
@@ -366,6 +379,7 @@ Result<CostModel> CostModel::build(const Profile& profile, const LayerGraph& lg)
   m.power_w_.assign(V * static_cast<size_t>(L), 0);
   m.estimated_.assign(V * static_cast<size_t>(L), 0);
   m.transfer_level_.assign(V, nullptr);
+  m.hop_shared_.assign(V, 0);
   m.overhead_.assign(V, SliceOverhead{});
   m.gamma_eps_.assign(m.devices_.size(), {});
   m.regression_.assign(m.devices_.size(), {});
@@ -382,7 +396,13 @@ Result<CostModel> CostModel::build(const Profile& profile, const LayerGraph& lg)
         if (std::abs(l.mhz - m.vds_[v].mhz) < std::abs(best->mhz - m.vds_[v].mhz)) best = &l;
       }
       m.transfer_level_[v] = best;
+      if (pd.kind == "remote") m.hop_shared_[v] = round_trip_ms(*best);
     }
+    // A remote level's layer and slice runs are one request and its reply each: their transfers
+    // hold one round trip, where upload + download count two.
+    auto shared_at = [&](const LevelProfile& lp) {
+      return pd.kind == "remote" ? round_trip_ms(lp) : 0.0;
+    };
     // Execution per measured level: the time in a chain where the layer was timed in one;
     // else the measured total alone minus the layer's own transfers (scaled by the level's
     // fitted chain_scale in exec_at).
@@ -395,11 +415,11 @@ Result<CostModel> CostModel::build(const Profile& profile, const LayerGraph& lg)
     };
     auto alone_at = [&](const LevelProfile& lp, int l) -> double {
       const double total = *lp.layer_ms[static_cast<size_t>(l)];
-      const double c_in =
-          lp.upload.ms(m.in_bytes_[m.range(l, l + 1)], m.in_count_[m.range(l, l + 1)]);
-      const double c_out =
-          lp.download.ms(m.out_bytes_[m.range(l, l + 1)], m.out_count_[m.range(l, l + 1)]);
-      return std::max(0.0, total - c_in - c_out);
+      const int n_in = m.in_count_[m.range(l, l + 1)], n_out = m.out_count_[m.range(l, l + 1)];
+      const double c_in = lp.upload.ms(m.in_bytes_[m.range(l, l + 1)], n_in);
+      const double c_out = lp.download.ms(m.out_bytes_[m.range(l, l + 1)], n_out);
+      return std::max(0.0,
+                      total - c_in - c_out + shared_part(c_in, c_out, n_in, n_out, shared_at(lp)));
     };
     // Per measured level: the per-slice overhead fitted on its calibration runs.
     std::vector<SliceOverhead> level_overhead;
@@ -419,10 +439,11 @@ Result<CostModel> CostModel::build(const Profile& profile, const LayerGraph& lg)
           }
         }
         if (!complete) continue;
-        const double transfers = lp.upload.ms(m.in_bytes_[m.range(r.first, r.last)],
-                                              m.in_count_[m.range(r.first, r.last)]) +
-                                 lp.download.ms(m.out_bytes_[m.range(r.first, r.last)],
-                                                m.out_count_[m.range(r.first, r.last)]);
+        const int n_in = m.in_count_[m.range(r.first, r.last)];
+        const int n_out = m.out_count_[m.range(r.first, r.last)];
+        const double up = lp.upload.ms(m.in_bytes_[m.range(r.first, r.last)], n_in);
+        const double down = lp.download.ms(m.out_bytes_[m.range(r.first, r.last)], n_out);
+        const double transfers = up + down - shared_part(up, down, n_in, n_out, shared_at(lp));
         x.chained = x.priced;
         x.layers = r.layers_ms;
         x.chain_before = r.chain_ms;
@@ -751,11 +772,14 @@ double CostModel::slice_overhead_ms(int vd, int first, int last) const {
 
 namespace {
 
-// transfer_g(k, l) from a slice's boundary: upload + download + overhead.
+// transfer_g(k, l) from a slice's boundary: upload + download + overhead, less the round trip
+// both fits include once when the device's transfers are one request and its reply
+// (CostModel::hop_shared_ms; 0 elsewhere).
 inline double transfer_ms(const TransferFit& upload, const TransferFit& download,
                           const SliceOverhead& overhead, uint64_t in_bytes, int in_count,
-                          uint64_t out_bytes, int out_count) {
-  return upload.ms(in_bytes, in_count) + download.ms(out_bytes, out_count) +
+                          uint64_t out_bytes, int out_count, double shared) {
+  const double up = upload.ms(in_bytes, in_count), down = download.ms(out_bytes, out_count);
+  return up + down - shared_part(up, down, in_count, out_count, shared) +
          overhead.ms(in_bytes + out_bytes);
 }
 
@@ -765,7 +789,12 @@ double CostModel::slice_transfer_ms(int vd, int first, int last) const {
   const LevelProfile& level = *transfer_level_[static_cast<size_t>(vd)];
   const size_t r = range(first, last);
   return transfer_ms(level.upload, level.download, overhead_[static_cast<size_t>(vd)], in_bytes_[r],
-                     in_count_[r], out_bytes_[r], out_count_[r]);
+                     in_count_[r], out_bytes_[r], out_count_[r],
+                     hop_shared_[static_cast<size_t>(vd)]);
+}
+
+double CostModel::hop_shared_ms(int vd) const {
+  return hop_shared_[static_cast<size_t>(vd)];
 }
 
 double CostModel::slice_ms(int vd, int first, int last) const {
@@ -817,7 +846,7 @@ SliceTable CostModel::slice_table(const std::vector<int>& vds, Objective objecti
     int g = 0;
     while (g < t.num_groups() && t.groups_[static_cast<size_t>(g)].upload != &level->upload) ++g;
     if (g == t.num_groups())
-      t.groups_.push_back({&level->upload, &level->download, &overhead_[vd]});
+      t.groups_.push_back({&level->upload, &level->download, &overhead_[vd], hop_shared_[vd]});
     t.group_.push_back(g);
 
     // Reach: an earlier option on the same device with the same unsupported layers has the same
@@ -854,7 +883,7 @@ double SliceTable::transfer(int g, int k, int l) const {
   const Group& gr = groups_[static_cast<size_t>(g)];
   const size_t r = cm_->range(k, l);
   return transfer_ms(*gr.upload, *gr.download, *gr.overhead, cm_->in_bytes_[r], cm_->in_count_[r],
-                     cm_->out_bytes_[r], cm_->out_count_[r]);
+                     cm_->out_bytes_[r], cm_->out_count_[r], gr.shared);
 }
 
 void SliceTable::transfer_row(int g, int k, int last, double* row) const {
@@ -869,7 +898,8 @@ void SliceTable::transfer_row(int g, int k, int last, double* row) const {
   const int* in_count = &cm_->in_count_[r];
   const int* out_count = &cm_->out_count_[r];
   for (int l = k + 1; l <= last; ++l) {
-    row[l] = transfer_ms(up, down, overhead, in_bytes[l], in_count[l], out_bytes[l], out_count[l]);
+    row[l] = transfer_ms(up, down, overhead, in_bytes[l], in_count[l], out_bytes[l], out_count[l],
+                         gr.shared);
   }
 }
 

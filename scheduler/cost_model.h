@@ -153,6 +153,11 @@ class CostModel {
   // ---- transfers ----
   double upload_ms(int vd, uint64_t bytes, int tensors = 1) const;    // eq. 1
   double download_ms(int vd, uint64_t bytes, int tensors = 1) const;  // eq. 2
+  // A remote device's link round trip, which its upload and download fits each include (they
+  // are Pings): a slice's inputs and outputs cross in one request and its reply, so its
+  // transfers are upload + download less this once (at most the smaller of the two, and only
+  // when both move tensors). 0 for other devices.
+  double hop_shared_ms(int vd) const;
   // Bytes and tensor counts crossing the boundary of slice [first, last).
   uint64_t slice_input_bytes(int first, int last) const;
   int slice_input_count(int first, int last) const;
@@ -239,6 +244,7 @@ class CostModel {
   std::vector<std::vector<int>> unsupported_prefix_;
   std::vector<const LevelProfile*> transfer_level_;  // per vd: the measured level priced
   std::vector<SliceOverhead> overhead_;              // per vd, from that level
+  std::vector<double> hop_shared_;                   // per vd: hop_shared_ms
   // Per device, per layer: gamma, eps.
   std::vector<std::vector<std::pair<double, double>>> gamma_eps_;
   // Per (first, last) with first <= last.
@@ -318,6 +324,7 @@ class SliceTable {
     const TransferFit* upload = nullptr;
     const TransferFit* download = nullptr;
     const SliceOverhead* overhead = nullptr;
+    double shared = 0;  // CostModel::hop_shared_ms of the group's devices
   };
 
   const CostModel* cm_ = nullptr;

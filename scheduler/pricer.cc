@@ -127,6 +127,8 @@ Result<StagePrice> price_single(const CostModel& cm, const Stage& st, const std:
                    d = cm.download_ms(*vd, cm.slice_output_bytes(first, last), m);
       up += u;
       down += d;
+      // One request and its reply: the round trip once (CostModel::hop_shared_ms).
+      if (n > 0 && m > 0) up -= std::min({cm.hop_shared_ms(*vd), u, d});
       up_wire += u - cm.upload_ms(*vd, 0, n);
       down_wire += d - cm.download_ms(*vd, 0, m);
     }

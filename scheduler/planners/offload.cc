@@ -155,12 +155,18 @@ Result<std::vector<OffloadOption>> offload_options(const CostModel& cm, const La
     base.down_ms = cm.download_ms(*remote, out_bytes, out_count);
     base.down_wire_ms = base.down_ms - cm.download_ms(*remote, 0, out_count);
     const double up_latency = cm.upload_ms(*remote, 0, in_count);
-    base.server_ms = cm.slice_ms(*remote, k, L) - raw_up - base.down_ms;
+    // The round trip both fits hold, counted once per hop (CostModel::hop_shared_ms).
+    const auto shared = [&](double up) {
+      return in_count > 0 && out_count > 0 ? std::min({cm.hop_shared_ms(*remote), up, base.down_ms})
+                                           : 0.0;
+    };
+    base.server_ms = cm.slice_ms(*remote, k, L) - (raw_up + base.down_ms - shared(raw_up));
     if (request.raw) {
       OffloadOption o = base;
       o.up_bytes = static_cast<double>(in_bytes);
       o.up_ms = raw_up;
       o.up_wire_ms = raw_up - up_latency;
+      o.shared_ms = shared(raw_up);
       out.push_back(o);
     }
     for (size_t w = 0; w < cuts.bits.size(); ++w) {
@@ -171,6 +177,7 @@ Result<std::vector<OffloadOption>> offload_options(const CostModel& cm, const La
       o.up_bytes = static_cast<double>(packed);
       o.up_ms = cm.upload_ms(*remote, packed, in_count);
       o.up_wire_ms = o.up_ms - up_latency;
+      o.shared_ms = shared(raw_up);
       o.pack_ms = e.pack_ms;
       o.unpack_ms = e.unpack_ms;
       o.fidelity = e.top1;
@@ -210,7 +217,7 @@ void offload_metrics(std::span<const OffloadOption> options, double sf,
       m.bytes = o.up_bytes;
       m.net_ms =
           link ? link->latency_ms + o.up_bytes * up_ms_per_byte + o.down_bytes * down_ms_per_byte
-               : o.up_ms + o.down_ms;
+               : o.up_ms + o.down_ms - o.shared_ms;
       const double hop = o.pack_ms + m.net_ms + o.unpack_ms + o.server_ms;
       m.latency_ms = m.device_ms + hop;
       const double up_wire = link ? o.up_bytes * up_ms_per_byte : o.up_wire_ms;

@@ -13,7 +13,8 @@
 // and then, per decision (Algorithm 2 line 1, UpdateTimings: the scaling factor SF and the link
 // estimate), the metrics M (OffloadMetrics):
 //   device_ms = SF x client_ms
-//   net_ms    = up(up_bytes) + down(down_bytes): the remote device's profiled transfer fits, or
+//   net_ms    = up(up_bytes) + down(down_bytes) - the round trip both fits hold
+//               (CostModel::hop_shared_ms): the remote device's profiled transfer fits, or
 //               with a link estimate L + up_bytes / B_up + down_bytes / B_down (seed 002)
 //   hop_ms    = pack_ms + net_ms + unpack_ms + server_ms
 //   latency   = device_ms + hop_ms
@@ -110,6 +111,8 @@ struct OffloadOption {
   double down_ms = 0;
   double up_wire_ms = 0;  // the same less the fits' fixed latency: the link busy with the bytes
   double down_wire_ms = 0;
+  // The round trip up_ms and down_ms both hold, counted once (CostModel::hop_shared_ms).
+  double shared_ms = 0;
   double fidelity = 1;
   double rel_l2 = 0;
 };

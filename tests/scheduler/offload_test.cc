@@ -161,8 +161,13 @@ int brute_force(const CostModel& cm, const LayerGraph& lg, const CutProfile& cut
       const uint64_t sent =
           e ? static_cast<uint64_t>(std::llround(e->bytes_mean)) : cm.slice_input_bytes(k, L);
       const int rv = cm.find(kRemote).value();
-      b.server = cm.slice_ms(rv, k, L) - up_raw -
-                 cm.download_ms(rv, cm.slice_output_bytes(k, L), cm.slice_output_count(k, L));
+      // The round trip the upload and download fits both hold, once per hop.
+      const double down =
+          cm.download_ms(rv, cm.slice_output_bytes(k, L), cm.slice_output_count(k, L));
+      const double shared = cm.slice_output_count(k, L) > 0 && n > 0
+                                ? std::min({cm.hop_shared_ms(rv), up_raw, down})
+                                : 0.0;
+      b.server = cm.slice_ms(rv, k, L) - (up_raw + down - shared);
       b.bytes = static_cast<double>(sent);
       if (e) {
         b.fidelity = e->top1;
@@ -390,6 +395,38 @@ TEST(OffloadTest, LinkEstimateAndScalingFactor) {
   offload_metrics(std::span<const OffloadOption>(&a, 1), 1.0, std::nullopt, false, &m);
   EXPECT_NEAR(m[0].net_ms, 2, 1e-12);
   EXPECT_NEAR(m[0].throughput, 1000 / 10.0, 1e-9);
+}
+
+// A remote device's upload and download fits are Pings, each holding the link's round trip; a
+// slice's inputs and outputs cross in one request and its reply, so the slice's transfers count
+// that round trip once: upload + download - min(round trip, upload, download).
+TEST(OffloadTest, RemoteSlicesCountTheRoundTripOnce) {
+  std::mt19937 rng(21);
+  auto m = make_model(relu_chain(4, rng));
+  const LayerGraph& lg = *m.lg;
+  Profile prof = client_server_profile(lg, rng, 1e-4);
+  CostModel cm = CostModel::build(prof, lg).value();
+  const int rv = cm.find(kRemote).value(), cv = cm.find("cpu:0").value();
+  EXPECT_EQ(cm.hop_shared_ms(cv), 0.0);
+  // The fits' fixed parts: upload 0.2-3.2 ms, download 0.5 ms.
+  EXPECT_NEAR(cm.hop_shared_ms(rv), std::min(cm.upload_ms(rv, 0), cm.download_ms(rv, 0)), 1e-12);
+  EXPECT_GT(cm.hop_shared_ms(rv), 0.19);
+  const int L = lg.num_layers();
+  for (int k = 0; k < L; ++k) {
+    const double up = cm.upload_ms(rv, cm.slice_input_bytes(k, L), cm.slice_input_count(k, L));
+    const double down =
+        cm.download_ms(rv, cm.slice_output_bytes(k, L), cm.slice_output_count(k, L));
+    const double want = cm.slice_exec_ms(rv, k, L) + up + down -
+                        std::min({cm.hop_shared_ms(rv), up, down}) + cm.slice_overhead_ms(rv, k, L);
+    EXPECT_NEAR(cm.slice_ms(rv, k, L), want, 1e-9 * (1 + want)) << "cut " << k;
+    // The local device: both transfers in full.
+    const double local =
+        cm.slice_exec_ms(cv, k, L) +
+        cm.upload_ms(cv, cm.slice_input_bytes(k, L), cm.slice_input_count(k, L)) +
+        cm.download_ms(cv, cm.slice_output_bytes(k, L), cm.slice_output_count(k, L)) +
+        cm.slice_overhead_ms(cv, k, L);
+    EXPECT_NEAR(cm.slice_ms(cv, k, L), local, 1e-9 * (1 + local)) << "cut " << k;
+  }
 }
 
 TEST(OffloadTest, RunPlannerAndErrors) {
