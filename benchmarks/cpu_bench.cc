@@ -575,8 +575,8 @@ Status run_thread_shares(cpu::ThreadPool& pool, int threads, int64_t total,
 // a cpu-device kernel variant (tessera_gemv_f32, xnnpack_fully_connected_nc_f32), or OpenBLAS's
 // sgemv / sgemm (M = 1) on each thread's contiguous half of the rows of W, then bias + relu.
 // Counter GB/s: the weight bytes read per second (at batch 1 the layer streams them once).
-void BM_Fc(benchmark::State& state, std::string variant, int64_t k, int64_t n, int threads) {
-  using namespace tessera::cpu;
+// x[1, k] -> relu(x * W^T + b), W [n, k] random, as one Gemm node (node 0).
+Graph fc_graph(int64_t k, int64_t n) {
   Graph g;
   const ValueId x = g.add_value("x", TensorInfo{DType::kF32, Shape{1, k}});
   g.inputs().push_back(x);
@@ -590,7 +590,14 @@ void BM_Fc(benchmark::State& state, std::string variant, int64_t k, int64_t n, i
   node.outputs = {g.add_value("y")};
   g.outputs().push_back(node.outputs[0]);
   g.add_node(node);
+  return g;
+}
+
+void BM_Fc(benchmark::State& state, std::string variant, int64_t k, int64_t n, int threads) {
+  using namespace tessera::cpu;
+  Graph g = fc_graph(k, n);
   if (!g.infer_shapes().ok()) return state.SkipWithError("shape inference failed");
+  const Node& node = g.node(0);
   auto pool = pool_of(threads);
   if (!pool.ok()) return state.SkipWithError(pool.status().to_string().c_str());
   if (variant.starts_with("openblas")) {
@@ -637,20 +644,10 @@ void BM_Fc(benchmark::State& state, std::string variant, int64_t k, int64_t n, i
 // BM_Fc's layer in an int8 program's form (see the header comment).
 void BM_FcInt8(benchmark::State& state, std::string variant, int64_t k, int64_t n, int threads) {
   using namespace tessera::cpu;
-  Graph g;
-  const ValueId x = g.add_value("x", TensorInfo{DType::kF32, Shape{1, k}});
-  g.inputs().push_back(x);
-  Node node;
-  node.name = "fc";
-  node.kind = OpKind::kGemm;
-  node.attrs.set("transB", int64_t{1});
-  node.attrs.set("activation", std::string("relu"));
-  node.inputs = {x, g.add_constant("w", random(Shape{n, k}, 1)),
-                 g.add_constant("b", random(Shape{n}, 2))};
-  node.outputs = {g.add_value("y")};
-  g.outputs().push_back(node.outputs[0]);
-  g.add_node(node);
+  Graph g = fc_graph(k, n);
   if (!g.infer_shapes().ok()) return state.SkipWithError("shape inference failed");
+  const Node& node = g.node(0);
+  const ValueId x = node.inputs[0];
   auto pool = pool_of(threads);
   if (!pool.ok()) return state.SkipWithError(pool.status().to_string().c_str());
   std::vector<QuantParam> quant(static_cast<size_t>(g.num_values()));
