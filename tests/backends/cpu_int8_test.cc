@@ -169,9 +169,8 @@ void quantize_weights_ref(const float* w, int64_t rows, int64_t cols, std::vecto
     const double sc = m > 0 ? static_cast<float>(m) / 127.f : 1.0;
     (*s)[static_cast<size_t>(r)] = sc;
     for (int64_t i = 0; i < cols; ++i) {
-      (*wq)[static_cast<size_t>(r * cols + i)] =
-          static_cast<int>(std::clamp(round_even(w[r * cols + i] / static_cast<float>(sc)),
-                                      -127.0, 127.0));
+      (*wq)[static_cast<size_t>(r * cols + i)] = static_cast<int>(
+          std::clamp(round_even(w[r * cols + i] / static_cast<float>(sc)), -127.0, 127.0));
     }
   }
 }
