@@ -10,6 +10,8 @@
 #include <chrono>
 #include <cstring>
 
+#include "core/denormals.h"
+
 // pthreadpool hands work to its threads and waits for them with its own atomics and futexes.
 // Under ThreadSanitizer the library is not instrumented, so those hand-offs are invisible and
 // every read a worker makes of what the caller wrote reads as a race. The hand-offs are stated
@@ -87,6 +89,9 @@ ThreadPool::~ThreadPool() {
 
 void ThreadPool::leader_main() {
   leader_id_ = std::this_thread::get_id();
+  // The leader runs kernels itself (all of a one-core device's, and oneDNN's, whose OpenMP
+  // team it creates and which inherits its mode): flush denormals for the thread's lifetime.
+  const ScopedFlushDenormals flush;
   // Workers inherit the creating thread's mask: restrict it to the core set first.
   Status st = pin_current_thread(cores_);
   if (st.ok() && cores_.size() > 1) {

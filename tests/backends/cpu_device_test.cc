@@ -24,6 +24,7 @@
 #include "backends/cpu/thread_pool.h"
 #include "backends/cpu/topology.h"
 #include "backends/registry.h"
+#include "core/denormals.h"
 #include "tests/backends/op_cases.h"
 #include "tests/ops/op_test_util.h"
 
@@ -91,6 +92,32 @@ TEST(ThreadPoolTest, WorkersArePinnedOnePerCore) {
   EXPECT_EQ(tids.size(), info->size());
   // The caller's own affinity is untouched.
   EXPECT_EQ(current_thread_affinity(), allowed);
+}
+
+// Every thread that runs kernels flushes denormals (core/denormals.h): the leader, which runs
+// a single-core device's kernels and oneDNN's, as well as the workers of parallel_for.
+TEST(ThreadPoolTest, EveryKernelThreadFlushesDenormals) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "no MXCSR on this CPU";
+#endif
+  for (const CoreSet& cores : {CoreSet({process_affinity().cores()[0]}), process_affinity()}) {
+    auto pool = ThreadPool::create(cores);
+    ASSERT_TRUE(pool.ok());
+    ASSERT_FALSE(denormals_flushed());  // the caller's mode is its own
+    std::atomic<int> flushed{0}, items{0};
+    Status st = (*pool)->run([&]() {
+      if (denormals_flushed()) ++flushed;
+      ++items;
+      (*pool)->parallel_for(64, 1, [&](size_t, size_t) {
+        if (denormals_flushed()) ++flushed;
+        ++items;
+      });
+      return Status();
+    });
+    ASSERT_TRUE(st.ok());
+    EXPECT_EQ(flushed.load(), items.load()) << cores.to_string();
+    EXPECT_FALSE(denormals_flushed());
+  }
 }
 
 TEST(ThreadPoolTest, RejectsCoresNotAvailable) {
