@@ -8,11 +8,13 @@
 # round runs every configuration once, in a shuffled order); split plans run through the
 # executor, with their sum of slices for comparison. Each checked slice follows a run of the
 # whole model on the same device, as a plan's stage follows the other stages; HOT=1 times each
-# slice right after a run of itself instead (--check --hot). What does not fit MEMORY_BUDGET MiB
+# slice right after a run of itself instead (--check --hot). Before each timed run, SETTLE
+# (default 3) untimed rounds bring the configuration to its steady state (--settle). What does
+# not fit MEMORY_BUDGET MiB
 # of resident memory (default 4096) is timed one configuration at a time.
 #
 # usage: [DEVICES=reference,cpu] [PLATFORM=board.json] [REPEAT=5] [SLICES=5] [CALIBRATION=8] [STATISTIC=median] \
-#        [HOT=1] [MEMORY_BUDGET=MiB] scripts/profile_accuracy.sh TESSERA_BINARY MODEL_DIR OUT_DIR [model...]
+#        [HOT=1] [SETTLE=N] [MEMORY_BUDGET=MiB] scripts/profile_accuracy.sh TESSERA_BINARY MODEL_DIR OUT_DIR [model...]
 set -euo pipefail
 tessera=$1
 models_dir=$2
@@ -28,6 +30,7 @@ devices=()
 [ -n "${PLATFORM:-}" ] && devices+=(--platform "$PLATFORM")
 check=()
 [ -n "${HOT:-}" ] && check=(--hot)
+[ -n "${SETTLE:-}" ] && check+=(--settle "$SETTLE")
 [ -n "${MEMORY_BUDGET:-}" ] && check+=(--interleave-mib "$MEMORY_BUDGET")
 load() { cut -d' ' -f1 /proc/loadavg; }
 mkdir -p "$out"

@@ -82,6 +82,10 @@ const std::vector<cli::FlagSpec> kFlags = {
     {"--hot", "", false, false,
      "with --check: time each slice right after a run of itself (default: each run after a run "
      "of the whole model, as a plan's stage runs after the other stages)"},
+    {"--settle", "", true, false,
+     "with --check: untimed rounds of each configuration's steady state before each timed "
+     "run: a slice runs N times more, each followed by the whole model; a plan and the whole "
+     "model N times more (default 3; 0 = one untimed run, as before)"},
     {"--interleave-mib", "", true, false,
      "with --check: MiB of resident memory up to which configurations are compiled together "
      "and timed interleaved; the rest are timed one at a time (default 4096)"},
@@ -305,13 +309,14 @@ std::string range_text(int first, int last) {
 
 class Check {
  public:
-  Check(const LoadedGraph& m, const CostModel& cm, int warmup, int repeat, bool hot,
+  Check(const LoadedGraph& m, const CostModel& cm, int warmup, int repeat, int settle, bool hot,
         uint64_t memory_budget, unsigned seed, CompileOptions compile)
       : compile_(std::move(compile)),
         m_(m),
         cm_(cm),
         warmup_(warmup),
         repeat_(repeat),
+        settle_(settle),
         hot_(hot),
         budget_(memory_budget),
         rng_(seed) {}
@@ -557,20 +562,40 @@ class Check {
   // The timed run of `c` and what runs untimed before it: a slice after the whole model on its
   // device (the whole model after itself), or after itself with --hot or where the whole model
   // does not compile; a plan after itself (a plan is the whole model).
+  //
+  // Settling (--settle N): each timed run is preceded by N more untimed rounds of the state it is
+  // timed in — a slice by N runs of itself each followed by the whole model, a plan or a
+  // slice after itself by N more runs of itself, the whole model by N more runs. On the 2-core
+  // Intel Xeon VM one untimed run is not enough: a configuration run after other programs
+  // takes several runs of its own to return to its steady speed (SqueezeNet on cpu:0, its five
+  // random 2-3 stage plans: -8..-19% against their prices after one run of themselves, -2..-10%
+  // after 3, 0..-7% after 8; docs/cost-model.md). A plan's stage in a stream runs every
+  // frame, and the profile's calibration runs alternate each slice with the chains, so the
+  // settled state is the one both are priced in.
   TimedRun timed_run(CheckConfig& c) {
     TimedRun t;
     t.name = c.device + " " + c.what;
     t.run = [&c] { return c.run(); };
     CheckDevice* d = c.on;
+    const int settle = settle_;
     if (d != nullptr && d->whole && c.program == &*d->whole) {
-      t.before = [d] {
-        RETURN_IF_ERROR(d->whole->run());
+      t.before = [d, settle] {
+        for (int i = 0; i <= settle; ++i) RETURN_IF_ERROR(d->whole->run());
         return d->run_whole_timed();
       };
     } else if (d != nullptr && d->whole && !hot_) {
-      t.before = [d] { return d->whole->run(); };
+      t.before = [d, &c, settle] {
+        for (int i = 0; i < settle; ++i) {
+          RETURN_IF_ERROR(c.run());
+          RETURN_IF_ERROR(d->whole->run());
+        }
+        return d->whole->run();
+      };
     } else {
-      t.before = [&c] { return c.run(); };
+      t.before = [&c, settle] {
+        for (int i = 0; i <= settle; ++i) RETURN_IF_ERROR(c.run());
+        return Status();
+      };
     }
     return t;
   }
@@ -605,6 +630,7 @@ class Check {
   const LoadedGraph& m_;
   const CostModel& cm_;
   const int warmup_, repeat_;
+  const int settle_;  // --settle (timed_run)
   const bool hot_;
   const uint64_t budget_;
   std::mt19937 rng_;  // the order of the runs in each round
@@ -714,7 +740,8 @@ int run_check(const LoadedGraph& m, const cli::Args& args) {
   auto warmup = args.get_int("--warmup", 1, 0, 100000);
   auto budget_mib = args.get_int("--interleave-mib", 4096, 0, 1 << 30);
   auto layer_splits = args.get_int("--layer-splits", 0, 0, 100000);
-  for (const auto* r : {&slices, &seed, &repeat, &warmup, &budget_mib, &layer_splits}) {
+  auto settle = args.get_int("--settle", 3, 0, 1000);
+  for (const auto* r : {&slices, &seed, &repeat, &warmup, &budget_mib, &layer_splits, &settle}) {
     if (!r->ok()) return report_error("profile", r->status());
   }
   const int L = m.lg->num_layers();
@@ -731,8 +758,9 @@ int run_check(const LoadedGraph& m, const cli::Args& args) {
         require_calibration(names, compile.calibration, m.lg->graph(), m.path, "--calibration");
     if (!st.ok()) return report_error("profile", st);
   }
-  Check check(m, *cm, *warmup, *repeat, args.has("--hot"), static_cast<uint64_t>(*budget_mib) << 20,
-              static_cast<unsigned>(*seed) + 1, std::move(compile));
+  Check check(m, *cm, *warmup, *repeat, *settle, args.has("--hot"),
+              static_cast<uint64_t>(*budget_mib) << 20, static_cast<unsigned>(*seed) + 1,
+              std::move(compile));
   // Phase 1: compile (and warm up) every configuration.
   for (int vd : vds) {
     if (!cm->can_run_slice(vd, 0, L)) continue;
@@ -808,8 +836,10 @@ int run_check(const LoadedGraph& m, const cli::Args& args) {
   print_rows(rows, md);
   if (rows.empty()) return 0;
   print_summary(m.name, rows, md);
-  std::printf("%s: %d configurations timed in %d interleaved rounds (shuffled; %s of the rounds)",
-              m.name.c_str(), check.interleaved(), *repeat, profile->conditions.statistic.c_str());
+  std::printf(
+      "%s: %d configurations timed in %d interleaved rounds (shuffled; %s of the rounds; each "
+      "run settled by %d untimed rounds)",
+      m.name.c_str(), check.interleaved(), *repeat, profile->conditions.statistic.c_str(), *settle);
   if (check.blocks() > 0) {
     std::printf(
         "; %d more (*) timed each in its own block of %d runs: resident memory above "

@@ -73,7 +73,11 @@ TEST(ProfileCli, ProfilesChecksAndRefuses) {
   EXPECT_NE(r.output.find("split plans as the sum of their slices"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("interleaved rounds"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("reference: machine drift"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("each run settled by 3 untimed rounds"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("own block"), std::string::npos) << r.output;
+  r = run_cli("profile " + model + " --check " + out + " --slices 2 --repeat 2 --settle 0");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("each run settled by 0 untimed rounds"), std::string::npos) << r.output;
   // With no memory to spare, everything but the whole models (one per device profiled: 6 or
   // more here) is timed in its own block.
   r = run_cli("profile " + model + " --check " + out + " --slices 2 --repeat 2 --interleave-mib 0");
@@ -87,6 +91,7 @@ TEST(ProfileCli, ProfilesChecksAndRefuses) {
   const std::string check = "profile " + model + " --check ";
   expect_refused(check + out + " --interleave-mib -5", "--interleave-mib");
   expect_refused(check + out + " --repeat 0", "--repeat");
+  expect_refused(check + out + " --settle -1", "--settle");
   expect_refused(check + out + " --slices x", "--slices");
   expect_refused(check + dir + "missing.json", "missing.json");
 
