@@ -584,11 +584,12 @@ class Check {
         return d->run_whole_timed();
       };
     } else if (d != nullptr && d->whole && !hot_) {
-      t.before = [d, &c, settle] {
-        for (int i = 0; i < settle; ++i) {
+      t.before = [d, &c, settle] {  // (slice, whole model) x settle, or the whole model alone
+        for (int i = 0; i + 1 < settle; ++i) {
           RETURN_IF_ERROR(c.run());
           RETURN_IF_ERROR(d->whole->run());
         }
+        if (settle > 0) RETURN_IF_ERROR(c.run());
         return d->whole->run();
       };
     } else {
